@@ -1,0 +1,25 @@
+"""expengine: an offline experience engine for LLM agents. `from expengine import Engine`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .config import Config
+from .errors import ExpengineError, InputError, LockedError, ModelError, NotFoundError, StoreError
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+def __getattr__(name: str):
+    # Engine pulls in DuckDB; import it only when asked so `expengine --help` stays instant.
+    if name == "Engine":
+        from .engine import Engine
+
+        return Engine
+    raise AttributeError(name)
+
+
+__all__ = ["Engine", "Config", "ExpengineError", "InputError", "LockedError", "ModelError", "NotFoundError", "StoreError"]

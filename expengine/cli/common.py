@@ -1,0 +1,62 @@
+"""Shared CLI plumbing: the Typer app, global options, consoles, JSON output, opening the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import InputError
+
+app = typer.Typer(
+    name="expengine",
+    help="An offline experience engine for LLM agents: memory that shrinks as the agent learns.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+stdout = Console(no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print exactly one JSON object to stdout.")
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    store: Optional[Path] = typer.Option(
+        None, "--store", envvar="EXPENGINE_HOME", help="Store folder (default: EXPENGINE_HOME or ~/.local/share/expengine)."
+    ),
+    wait: float = typer.Option(30.0, "--wait", help="Seconds to wait for a busy store (e.g. during compaction)."),
+    set_: list[str] = typer.Option([], "--set", "-s", help="Override a config value for this run: section.key=value."),
+) -> None:
+    """Global options apply to every command."""
+    overrides: dict[str, Any] = {}
+    for item in set_:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--set expects section.key=value, got {item!r}", hint="e.g. --set decay.theta_dormant=0.3")
+        overrides[key.strip()] = value.strip()
+    ctx.obj = {"store": store, "wait": wait, "overrides": overrides}
+
+
+def open_engine(ctx: typer.Context):
+    """Open the store named by the global options (imports the engine lazily, so --help stays fast)."""
+    from ..engine import Engine
+
+    obj = ctx.obj or {}
+    return Engine(store=obj.get("store"), overrides=obj.get("overrides") or None, lock_timeout=obj.get("wait", 30.0))
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, default=str, ensure_ascii=False) + "\n")
+
+
+def progress_enabled() -> bool:
+    return sys.stderr.isatty()

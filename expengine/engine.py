@@ -1,0 +1,172 @@
+"""`Engine`: the library every command is a method of. The CLI only parses, calls and renders."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+
+from .config import Config
+from .errors import StoreError
+from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, default_store_dir, open_database
+from .store.index import MEMORIES, UNITS, Index
+from .textutil import approx_tokens
+
+
+@dataclass
+class Stats:
+    raw: int
+    active: int
+    dormant: int
+    archived: int
+    units: int
+    rejects: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_agent: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
+    goals: dict[str, int] = field(default_factory=dict)
+    units_by_status: dict[str, int] = field(default_factory=dict)
+    indexed_memories: int = 0
+    indexed_units: int = 0
+    active_tokens: int = 0
+    size_bytes: int = 0
+    store: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Engine:
+    """One store folder. Open it, call methods with keyword arguments, close it (or use `with`)."""
+
+    def __init__(
+        self,
+        *,
+        store: str | Path | None = None,
+        config: Config | None = None,
+        overrides: dict[str, Any] | None = None,
+        lock_timeout: float = 30.0,
+        embedder: Any = None,
+        llm: Any = None,
+    ):
+        self.store_dir = Path(store).expanduser() if store else default_store_dir()
+        try:
+            self.store_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR") from exc
+        base = config or Config.load(self.store_dir)
+        self.config = base.with_overrides(overrides) if overrides else base
+        self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
+        self._lock.acquire()
+        try:
+            self.con: duckdb.DuckDBPyConnection = open_database(self.store_dir / DB_FILE)
+        except Exception:
+            self._lock.release()
+            raise
+        self.index = Index(self.store_dir / LANCE_DIR)
+        self._embedder = embedder
+        self._llm = llm
+        self._heal_pending_index()
+
+    # --- lifecycle of the object -------------------------------------------------------------
+    def close(self) -> None:
+        if getattr(self, "con", None) is not None:
+            self.con.close()
+            self.con = None  # type: ignore[assignment]
+        self._lock.release()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from .models.embedder import get_embedder
+
+            self._embedder = get_embedder(self.config.embedder.model_path, batch_size=self.config.embedder.batch_size)
+        return self._embedder
+
+    @property
+    def llm(self) -> Any:
+        if self._llm is None:
+            from .models.llm import get_llm
+
+            self._llm = get_llm(self.config.llm)
+        return self._llm
+
+    def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None) -> None:
+        """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""
+        from .store.db import utcnow
+
+        text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
+        self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, utcnow(), action, text, run_id])
+
+    # --- ingest and the store ------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: list[str],
+        *,
+        fmt: str = "auto",
+        strict: bool = False,
+        agent: str | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ):
+        """Validate, redact, assess, embed and store events from JSONL / openai-chat files."""
+        from .ingest.pipeline import ingest
+
+        return ingest(self, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
+
+    def stats(self) -> Stats:
+        con = self.con
+
+        def grouped(sql: str) -> dict[str, int]:
+            return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
+
+        states = grouped("SELECT state, count(*) FROM records GROUP BY state")
+        texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
+        size = sum(f.stat().st_size for f in self.store_dir.rglob("*") if f.is_file())
+        return Stats(
+            raw=sum(states.values()),
+            active=states.get("active", 0),
+            dormant=states.get("dormant", 0),
+            archived=states.get("archived", 0),
+            units=int(con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchone()[0]),
+            rejects=int(con.execute("SELECT count(*) FROM rejects").fetchone()[0]),
+            by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
+            by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
+            by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
+            goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
+            units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
+            indexed_memories=self.index.count(MEMORIES),
+            indexed_units=self.index.count(UNITS),
+            active_tokens=sum(approx_tokens(t) for (t,) in texts),
+            size_bytes=size,
+            store=str(self.store_dir),
+        )
+
+    def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Quarantined input lines, newest first, with file, line, reason and raw text."""
+        rows = self.con.execute(
+            "SELECT file, line, error, raw, rejected_at FROM rejects ORDER BY rejected_at DESC, file, line LIMIT ?",
+            [limit],
+        ).fetchall()
+        return [dict(zip(("file", "line", "error", "raw", "rejected_at"), r)) for r in rows]
+
+    def reindex(self) -> dict[str, int]:
+        """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding)."""
+        from .store.reindex import rebuild
+
+        return rebuild(self)
+
+    def _heal_pending_index(self) -> None:
+        """Finish the LanceDB half of any write that a crash interrupted."""
+        if self.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:
+            from .store.reindex import index_pending
+
+            index_pending(self)

@@ -1,0 +1,292 @@
+"""Ingest: validate → redact → assess → embed (cached) → DuckDB (truth) → LanceDB (index)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import RejectedLinesError
+from ..store.db import arrow_view, utcnow
+from ..store.index import MEMORIES, memory_schema
+from .events import Event, as_text, render
+from .readers import Item, expand_paths, read_items
+from .redact import Redactor
+from .rules import assess
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+BATCH = 512
+
+
+@dataclass
+class Reject:
+    file: str
+    line: int
+    error: str
+
+
+@dataclass
+class IngestResult:
+    read: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    redacted: int = 0
+    embedded: int = 0
+    cached_embeddings: int = 0
+    files: list[str] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    redacted_by_kind: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def ingest(
+    engine: "Engine",
+    paths: list[str],
+    *,
+    fmt: str = "auto",
+    strict: bool = False,
+    agent: str | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> IngestResult:
+    import time
+
+    started = time.perf_counter()
+    files = expand_paths(paths)
+    result = IngestResult(files=files)
+    redactor = Redactor(enabled=engine.config.ingest.redact)
+    now = utcnow()
+    seen: set[str] = set()
+    batch: list[Event] = []
+    for name in files:
+        for item in read_items(name, fmt=fmt, max_line_bytes=engine.config.ingest.max_line_bytes, agent=agent, now=now):
+            result.read += 1
+            if item.event is None:
+                _reject(engine, result, item, now)
+                continue
+            batch.append(item.event)
+            if len(batch) >= BATCH:
+                _store_batch(engine, batch, result, redactor, seen, now)
+                if on_progress:
+                    on_progress(len(batch))
+                batch = []
+    if batch:
+        _store_batch(engine, batch, result, redactor, seen, now)
+        if on_progress:
+            on_progress(len(batch))
+    if result.stored:
+        engine.index.refresh_text_index(MEMORIES)
+    result.redacted_by_kind = dict(redactor.counts)
+    result.seconds = round(time.perf_counter() - started, 3)
+    if strict and result.rejected:
+        raise RejectedLinesError(
+            f"{result.rejected} line(s) rejected (first: {result.rejects[0].file}:{result.rejects[0].line}: "
+            f"{result.rejects[0].error})",
+            hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
+        )
+    return result
+
+
+def _reject(engine: "Engine", result: IngestResult, item: Item, now: dt.datetime) -> None:
+    result.rejected += 1
+    result.rejects.append(Reject(item.file, item.line, item.error or "rejected"))
+    engine.con.execute(
+        "INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [item.file, item.line, item.error, (item.raw or "")[:10000], now],
+    )
+
+
+def _redact_event(ev: Event, redactor: Redactor) -> int:
+    total = 0
+    for attr in ("content", "tool_error", "goal_description", "feedback_text"):
+        value, n = redactor(getattr(ev, attr))
+        setattr(ev, attr, value)
+        total += n
+    for attr in ("tool_args", "tool_result"):
+        raw = getattr(ev, attr)
+        if raw is None:
+            continue
+        text, n = redactor(as_text(raw))
+        if n:
+            setattr(ev, attr, text)
+            total += n
+    return total
+
+
+def _store_batch(
+    engine: "Engine", events: list[Event], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
+) -> None:
+    cfg = engine.config.ingest
+    rows: list[dict] = []
+    for ev in events:
+        redactions = _redact_event(ev, redactor)
+        chash = ev.content_hash()
+        rid = ev.id or chash
+        if rid in seen:
+            result.duplicates += 1
+            continue
+        seen.add(rid)
+        a = assess(
+            kind=ev.kind,
+            role=ev.role,
+            content=ev.content or ev.feedback_text or ev.goal_description,
+            tool_error=ev.tool_error,
+            outcome=ev.outcome,
+            goal_long_term=ev.goal_long_term,
+            has_goal=bool(ev.goal_id),
+            importance=ev.importance,
+            category=ev.category,
+            confidence=_confidence(ev.meta),
+        )
+        result.redacted += 1 if redactions else 0
+        rows.append(
+            {
+                "id": rid, "content_hash": chash, "agent": ev.agent, "session": ev.session, "goal_id": ev.goal_id,
+                "ts": ev.ts, "kind": ev.kind, "role": ev.role, "content": ev.content,
+                "text": render(ev)[: cfg.max_content_chars], "tool_name": ev.tool_name,
+                "tool_args": as_text(ev.tool_args), "tool_result": as_text(ev.tool_result),
+                "tool_error": ev.tool_error, "tool_call_id": ev.tool_call_id, "goal_status": ev.goal_status,
+                "goal_description": ev.goal_description, "goal_long_term": ev.goal_long_term,
+                "outcome": ev.outcome, "feedback_signal": ev.feedback_signal, "feedback_target": ev.feedback_target,
+                "importance": a.importance, "category": a.category,
+                "tags": json.dumps(ev.tags) if ev.tags else None,
+                "meta": json.dumps(ev.meta, ensure_ascii=False, default=str) if ev.meta else None,
+                "protected": a.protected, "redactions": redactions, "source_file": ev.source_file,
+                "source_line": ev.source_line, "ingested_at": now, "feedback_text": ev.feedback_text,
+            }
+        )
+    if not rows:
+        return
+    existing = _existing_ids(engine, [r["id"] for r in rows])
+    fresh = [r for r in rows if r["id"] not in existing]
+    result.duplicates += len(rows) - len(fresh)
+    if not fresh:
+        return
+    vectors = embed_cached(engine, [r["text"] for r in fresh], result)
+    con = engine.con
+    con.execute("BEGIN")
+    try:
+        table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
+        columns = ", ".join(table.column_names)
+        with arrow_view(con, "incoming", table):
+            con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
+        con.executemany("INSERT INTO pending_index VALUES (?, 'memory') ON CONFLICT DO NOTHING", [[r["id"]] for r in fresh])
+        for r in fresh:
+            _track_goal(engine, r)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    for r in fresh:
+        if r["kind"] == "feedback" and r["feedback_target"]:
+            from ..query.feedback import apply_feedback
+
+            apply_feedback(engine, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
+                           note=r["feedback_text"], source=r["id"], missing_ok=True)
+    engine.index.add(MEMORIES, memory_rows(fresh, vectors, engine.embedder.dim), replace=False)
+    con.executemany("DELETE FROM pending_index WHERE id = ?", [[r["id"]] for r in fresh])
+    result.stored += len(fresh)
+
+
+def _confidence(meta: dict) -> float | None:
+    value = meta.get("confidence") if isinstance(meta, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _existing_ids(engine: "Engine", ids: list[str]) -> set[str]:
+    with arrow_view(engine.con, "probe", pa.table({"id": ids})) as con:
+        return {row[0] for row in con.execute("SELECT r.id FROM records r JOIN probe p ON r.id = p.id").fetchall()}
+
+
+def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None = None) -> np.ndarray:
+    """Embed texts, reusing vectors cached in DuckDB under (text hash, model)."""
+    embedder = engine.embedder
+    hashes = [text_hash(t) for t in texts]
+    con = engine.con
+    with arrow_view(con, "probe", pa.table({"h": list(set(hashes))})):
+        cached = {
+            h: np.asarray(v, dtype=np.float32)
+            for h, v in con.execute(
+                "SELECT e.text_hash, e.vector FROM embeddings e JOIN probe p ON e.text_hash = p.h WHERE e.model = ?",
+                [embedder.name],
+            ).fetchall()
+        }
+    missing = [i for i, h in enumerate(hashes) if h not in cached]
+    unique_missing: dict[str, int] = {}
+    for i in missing:
+        unique_missing.setdefault(hashes[i], i)
+    if unique_missing:
+        new_vectors = embedder.encode([texts[i] for i in unique_missing.values()])
+        fresh = dict(zip(unique_missing.keys(), new_vectors))
+        newvec = pa.table({"text_hash": list(fresh), "model": [embedder.name] * len(fresh),
+                           "vector": [v.tolist() for v in fresh.values()]})
+        with arrow_view(con, "newvec", newvec):
+            con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
+        cached.update(fresh)
+    if result is not None:
+        result.embedded += len(unique_missing)
+        result.cached_embeddings += len(texts) - len(missing)
+    return np.stack([cached[h] for h in hashes]) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
+    rows = list(rows)
+    return pa.Table.from_pylist(
+        [
+            {
+                "id": r["id"], "agent": r["agent"], "kind": r["kind"], "category": r["category"],
+                "outcome": r.get("outcome"), "goal_id": r.get("goal_id"), "session": r.get("session"),
+                "ts": r["ts"], "state": r.get("state") or "active", "text": r["text"], "vector": v.tolist(),
+            }
+            for r, v in zip(rows, vectors)
+        ],
+        schema=memory_schema(dim),
+    )
+
+
+def _track_goal(engine: "Engine", r: dict) -> None:
+    """Keep `goals` current: goal records set status; outcome records close an open goal."""
+    con = engine.con
+    if r["kind"] == "goal" and r["goal_id"]:
+        con.execute(
+            """
+            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (goal_id) DO UPDATE SET
+                description = COALESCE(goals.description, excluded.description),
+                status = CASE WHEN excluded.updated >= goals.updated THEN excluded.status ELSE goals.status END,
+                long_term = goals.long_term OR excluded.long_term,
+                opened = LEAST(goals.opened, excluded.opened),
+                updated = GREATEST(goals.updated, excluded.updated)
+            """,
+            [r["goal_id"], r["agent"], r["session"], r["goal_description"], r["goal_status"] or "open",
+             bool(r["goal_long_term"]), r["ts"], r["ts"]],
+        )
+    elif r["kind"] == "outcome" and r["goal_id"] and r["outcome"] in ("success", "failure"):
+        status = "succeeded" if r["outcome"] == "success" else "failed"
+        con.execute(
+            """
+            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
+            VALUES (?, ?, ?, NULL, ?, FALSE, ?, ?)
+            ON CONFLICT (goal_id) DO UPDATE SET
+                status = CASE WHEN goals.status = 'open' THEN excluded.status ELSE goals.status END,
+                updated = GREATEST(goals.updated, excluded.updated)
+            """,
+            [r["goal_id"], r["agent"], r["session"], status, r["ts"], r["ts"]],
+        )

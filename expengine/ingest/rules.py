@@ -1,0 +1,80 @@
+"""Initial importance, category and protection of a record, by transparent rules."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PROTECTED_PHRASES = re.compile(
+    r"(?i)\b(always|never|password|protocol|must not|do not ever|i hate|i don'?t like|i do not like|"
+    r"allergic|i prefer|i love|don'?t ever)\b"
+)
+PREFERENCE = re.compile(r"(?i)\b(i hate|i don'?t like|i do not like|i prefer|i love|i like|allergic|favou?rite)\b")
+SAFETY = re.compile(r"(?i)\b(always|never|password|protocol|must not|don'?t ever)\b")
+PERSONAL_FACT = re.compile(
+    r"(?i)\b(i am|i'm|i live|i moved|my (?:name|wife|husband|son|daughter|kid|kids|mom|dad|sister|brother|"
+    r"partner|dog|cat|job|birthday|home|address)|i work|i have|i've been|i was|we (?:went|moved|have))\b"
+)
+CHATTER = re.compile(
+    r"(?i)^\s*(hi|hello|hey|thanks|thank you|thx|ok|okay|sure|great|cool|bye|goodbye|good morning|"
+    r"good night|you'?re welcome|no problem|np|yes|no|yep|nope|got it|sounds good|awesome|nice)"
+    r"[\s!.,:)]*(?:(?:there|so much|a lot|again|!)\s*)*[\s!.,:)]*$"
+)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    importance: float
+    category: str
+    protected: bool
+
+
+def assess(
+    *,
+    kind: str,
+    role: str | None,
+    content: str | None,
+    tool_error: str | None,
+    outcome: str | None,
+    goal_long_term: bool | None,
+    has_goal: bool,
+    importance: float | None,
+    category: str | None,
+    confidence: float | None,
+) -> Assessment:
+    """Rules from the brief: errors, outcomes, feedback and protected phrases matter more; chatter less."""
+    text = content or ""
+    protected = bool(PROTECTED_PHRASES.search(text)) and role in (None, "user", "system")
+    if tool_error:
+        score, cat = 0.8, "error"
+    elif kind == "outcome":
+        score, cat = (0.7 if outcome == "success" else 0.8), "outcome"
+    elif kind == "feedback":
+        score, cat = 0.8, "feedback"
+    elif kind == "goal":
+        score, cat = (0.9 if goal_long_term else 0.6), "goal"
+    elif protected and PREFERENCE.search(text):
+        score, cat = 0.9, "preference"
+    elif protected:
+        score, cat = 0.9, "safety"
+    elif kind == "message" and CHATTER.match(text):
+        score, cat = 0.1, "chatter"
+    elif kind == "message" and role == "user" and PREFERENCE.search(text):
+        score, cat = 0.7, "preference"
+    elif kind == "message" and PERSONAL_FACT.search(text):
+        score, cat = 0.6, "fact"
+    elif kind in ("tool_call", "tool_result"):
+        score, cat = 0.4, "process" if has_goal else "tool"
+    elif kind == "note":
+        score, cat = 0.5, "note"
+    elif kind == "observation":
+        score, cat = 0.4, "observation"
+    else:
+        score, cat = 0.3, "process" if has_goal else "conversation"
+    if confidence is not None:
+        score *= max(0.0, min(1.0, confidence)) * 0.5 + 0.5
+    if importance is not None:
+        score = importance
+    if goal_long_term:
+        protected = True
+    return Assessment(importance=round(max(0.0, min(1.0, score)), 4), category=category or cat, protected=protected)

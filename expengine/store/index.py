@@ -1,0 +1,122 @@
+"""LanceDB: the fast store of vectors and full text, derived from DuckDB and rebuildable from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+MEMORIES = "memories"
+UNITS = "units"
+
+
+def memory_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("agent", pa.string()),
+            ("kind", pa.string()),
+            ("category", pa.string()),
+            ("outcome", pa.string()),
+            ("goal_id", pa.string()),
+            ("session", pa.string()),
+            ("ts", pa.timestamp("us")),
+            ("state", pa.string()),
+            ("text", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def unit_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("agent", pa.string()),
+            ("kind", pa.string()),
+            ("category", pa.string()),
+            ("status", pa.string()),
+            ("ts", pa.timestamp("us")),
+            ("text", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def sql_list(ids: Iterable[str]) -> str:
+    """A SQL IN-list of quoted string literals (ids may contain quotes)."""
+    return ", ".join("'" + str(i).replace("'", "''") + "'" for i in ids)
+
+
+class Index:
+    """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._db: Any = None
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            self._db = lancedb.connect(str(self.path))
+        return self._db
+
+    def table(self, name: str) -> Any | None:
+        try:
+            return self.db.open_table(name)
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def count(self, name: str, where: str | None = None) -> int:
+        table = self.table(name)
+        return 0 if table is None else table.count_rows(where)
+
+    def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
+        """Append rows; with `replace`, first delete any with the same ids (a replay after a crash)."""
+        if rows.num_rows == 0:
+            return
+        table = self.table(name)
+        if table is None:
+            self.db.create_table(name, data=rows)
+            return
+        if replace:
+            self.delete(name, rows.column("id").to_pylist())
+        table.add(rows)
+
+    def delete(self, name: str, ids: list[str]) -> None:
+        table = self.table(name)
+        for start in range(0, len(ids), 5000):
+            chunk = ids[start : start + 5000]
+            if table is not None and chunk:
+                table.delete(f"id IN ({sql_list(chunk)})")
+
+    def update(self, name: str, ids: list[str], values: dict[str, Any]) -> None:
+        table = self.table(name)
+        for start in range(0, len(ids), 5000):
+            chunk = ids[start : start + 5000]
+            if table is not None and chunk:
+                table.update(where=f"id IN ({sql_list(chunk)})", values=values)
+
+    def drop(self, name: str) -> None:
+        if self.table(name) is not None:
+            self.db.drop_table(name)
+
+    def refresh_text_index(self, name: str) -> None:
+        """(Re)build the native full-text index; LanceDB's own, so it works offline."""
+        table = self.table(name)
+        if table is not None and table.count_rows() > 0:
+            table.create_fts_index("text", replace=True, with_position=False)
+
+    def ensure_vector_index(self, name: str, *, min_rows: int) -> bool:
+        """Build an IVF-PQ index once a table is large enough; below that, exact search is faster."""
+        table = self.table(name)
+        if table is None or table.count_rows() < min_rows:
+            return False
+        from lancedb.index import IvfPq
+
+        rows = table.count_rows()
+        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True)
+        return True

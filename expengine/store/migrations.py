@@ -1,0 +1,214 @@
+"""Named, append-only schema migrations. Never edit one that has shipped: add a new function."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import duckdb
+
+MIGRATIONS: list[tuple[str, Callable[[duckdb.DuckDBPyConnection], None]]] = []
+
+
+def migration(fn: Callable[[duckdb.DuckDBPyConnection], None]):
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_records(con: duckdb.DuckDBPyConnection) -> None:
+    """Raw records (the source of truth) plus their lifecycle state."""
+    con.execute(
+        """
+        CREATE TABLE records (
+            id VARCHAR PRIMARY KEY,
+            content_hash VARCHAR NOT NULL,
+            agent VARCHAR NOT NULL,
+            session VARCHAR,
+            goal_id VARCHAR,
+            ts TIMESTAMP NOT NULL,
+            kind VARCHAR NOT NULL,
+            role VARCHAR,
+            content VARCHAR,
+            text VARCHAR NOT NULL,
+            tool_name VARCHAR,
+            tool_args VARCHAR,
+            tool_result VARCHAR,
+            tool_error VARCHAR,
+            tool_call_id VARCHAR,
+            goal_status VARCHAR,
+            goal_description VARCHAR,
+            goal_long_term BOOLEAN,
+            outcome VARCHAR,
+            feedback_signal VARCHAR,
+            feedback_target VARCHAR,
+            importance DOUBLE NOT NULL,
+            category VARCHAR NOT NULL,
+            tags VARCHAR,
+            meta VARCHAR,
+            protected BOOLEAN NOT NULL DEFAULT FALSE,
+            pinned BOOLEAN NOT NULL DEFAULT FALSE,
+            weight DOUBLE NOT NULL DEFAULT 1.0,
+            state VARCHAR NOT NULL DEFAULT 'active',
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_access TIMESTAMP,
+            utility DOUBLE NOT NULL DEFAULT 0.0,
+            merged_into VARCHAR,
+            merged_ids VARCHAR,
+            merged_count INTEGER NOT NULL DEFAULT 1,
+            marked_at TIMESTAMP,
+            state_reason VARCHAR,
+            redactions INTEGER NOT NULL DEFAULT 0,
+            source_file VARCHAR,
+            source_line INTEGER,
+            ingested_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE INDEX records_hash ON records(content_hash)")
+
+
+@migration
+def m002_embeddings(con: duckdb.DuckDBPyConnection) -> None:
+    """Embedding cache keyed by text hash and model, so reindex and re-ingest never re-embed."""
+    con.execute(
+        """
+        CREATE TABLE embeddings (
+            text_hash VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            vector FLOAT[] NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        )
+        """
+    )
+
+
+@migration
+def m003_rejects(con: duckdb.DuckDBPyConnection) -> None:
+    """Quarantine for input lines that failed validation, with where they came from and why."""
+    con.execute(
+        """
+        CREATE TABLE rejects (
+            file VARCHAR NOT NULL,
+            line INTEGER NOT NULL,
+            error VARCHAR NOT NULL,
+            raw VARCHAR,
+            rejected_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (file, line, error)
+        )
+        """
+    )
+
+
+@migration
+def m004_goals(con: duckdb.DuckDBPyConnection) -> None:
+    """Goals, derived from goal and outcome records; `handled_status` records what cleanup already did."""
+    con.execute(
+        """
+        CREATE TABLE goals (
+            goal_id VARCHAR PRIMARY KEY,
+            agent VARCHAR NOT NULL,
+            session VARCHAR,
+            description VARCHAR,
+            status VARCHAR NOT NULL,
+            long_term BOOLEAN NOT NULL DEFAULT FALSE,
+            opened TIMESTAMP,
+            updated TIMESTAMP,
+            handled_status VARCHAR
+        )
+        """
+    )
+
+
+@migration
+def m005_units(con: duckdb.DuckDBPyConnection) -> None:
+    """Knowledge units (rules and facts) with provenance."""
+    con.execute(
+        """
+        CREATE TABLE units (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            condition VARCHAR,
+            action VARCHAR,
+            expected_outcome VARCHAR,
+            pitfall VARCHAR,
+            statement VARCHAR,
+            subject VARCHAR,
+            attribute VARCHAR,
+            as_of TIMESTAMP,
+            category VARCHAR NOT NULL,
+            agent VARCHAR NOT NULL,
+            support INTEGER NOT NULL,
+            success_rate DOUBLE,
+            confidence DOUBLE NOT NULL,
+            source_ids VARCHAR NOT NULL,
+            method VARCHAR NOT NULL,
+            cluster_key VARCHAR,
+            created TIMESTAMP NOT NULL,
+            updated TIMESTAMP NOT NULL,
+            last_used TIMESTAMP,
+            utility DOUBLE NOT NULL DEFAULT 0.0,
+            weight DOUBLE NOT NULL DEFAULT 1.0,
+            helpful INTEGER NOT NULL DEFAULT 0,
+            harmful INTEGER NOT NULL DEFAULT 0,
+            status VARCHAR NOT NULL DEFAULT 'active',
+            supersedes VARCHAR,
+            superseded_by VARCHAR
+        )
+        """
+    )
+
+
+@migration
+def m006_runs_and_history(con: duckdb.DuckDBPyConnection) -> None:
+    """Compaction run reports and a per-item history, so a user can see why a thing changed."""
+    con.execute(
+        """
+        CREATE TABLE runs (
+            id VARCHAR PRIMARY KEY,
+            started TIMESTAMP NOT NULL,
+            finished TIMESTAMP,
+            dry_run BOOLEAN NOT NULL,
+            status VARCHAR NOT NULL,
+            snapshot_id VARCHAR,
+            report VARCHAR
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE history (
+            item_id VARCHAR NOT NULL,
+            happened_at TIMESTAMP NOT NULL,
+            action VARCHAR NOT NULL,
+            detail VARCHAR,
+            run_id VARCHAR
+        )
+        """
+    )
+    con.execute("CREATE INDEX history_item ON history(item_id)")
+
+
+@migration
+def m007_pending_index(con: duckdb.DuckDBPyConnection) -> None:
+    """Ids written to DuckDB but not yet to LanceDB: a crash between the two is healed on the next open."""
+    con.execute("CREATE TABLE pending_index (id VARCHAR PRIMARY KEY, target VARCHAR NOT NULL)")
+
+
+@migration
+def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
+    """Cluster membership from pruning, so refinement knows which clusters changed since their unit."""
+    con.execute(
+        """
+        CREATE TABLE clusters (
+            cluster_key VARCHAR PRIMARY KEY,
+            agent VARCHAR NOT NULL,
+            size INTEGER NOT NULL,
+            centroid FLOAT[],
+            signature VARCHAR NOT NULL,
+            updated TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))")
+    con.execute("ALTER TABLE units ADD COLUMN cluster_signature VARCHAR")
