@@ -170,3 +170,9 @@ class Engine:
             from .store.reindex import index_pending
 
             index_pending(self)
+
+    # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
+
+    # --- refinement and units (owner: lifecycle/refine) ----------------------------------------
+
+    # --- query, feedback, show (owner: query/) -------------------------------------------------
