@@ -57,7 +57,8 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
         return ev
 
     goal_opened = False
-    call_names: dict[str, str] = {}
+    # Frameworks reuse call ids inside one run, so a result answers the latest call with its id.
+    latest_call: dict[str, Event] = {}
     for message in messages:
         if not isinstance(message, dict):
             raise EventError(f"run {rid}: every message must be an object")
@@ -77,10 +78,12 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             continue
         if role == "tool":
             call_id = message.get("tool_call_id")
-            name = message.get("name") or call_names.get(call_id or "", "tool")
+            call = latest_call.get(call_id or "")
+            name = message.get("name") or (call.tool_name if call else None) or "tool"
             is_error = isinstance(content, str) and content.lower().startswith("error")
             yield new("tool_result", message, role="tool", tool_name=name, tool_call_id=call_id,
-                      tool_error=content if is_error else None, tool_result=None if is_error else content)
+                      tool_error=content if is_error else None, tool_result=None if is_error else content,
+                      meta={"call_record": call.id} if call else {})
             continue
         if role not in ("user", "assistant"):
             raise EventError(f"run {rid}: unknown role {role!r}")
@@ -94,10 +97,11 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             except json.JSONDecodeError:
                 args = {"_raw": raw_args}
             call_id = call.get("id")
+            event = new("tool_call", message, role="assistant", tool_name=function.get("name"), tool_args=args,
+                        tool_call_id=call_id)
             if call_id:
-                call_names[call_id] = function.get("name") or "tool"
-            yield new("tool_call", message, role="assistant", tool_name=function.get("name"), tool_args=args,
-                      tool_call_id=call_id)
+                latest_call[call_id] = event
+            yield event
     outcome = _outcome(obj)
     if outcome is not None:
         status = {"success": "succeeded", "failure": "failed"}.get(outcome, "open")

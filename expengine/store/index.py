@@ -108,7 +108,9 @@ class Index:
         """(Re)build the native full-text index; LanceDB's own, so it works offline."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
-            table.create_fts_index("text", replace=True, with_position=False)
+            from lancedb.index import FTS
+
+            table.create_index("text", config=FTS(with_position=False), replace=True)
 
     def ensure_vector_index(self, name: str, *, min_rows: int) -> bool:
         """Build an IVF-PQ index once a table is large enough; below that, exact search is faster."""

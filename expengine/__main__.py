@@ -1,0 +1,5 @@
+"""`python -m expengine` runs the CLI."""
+
+from .cli import main
+
+main()

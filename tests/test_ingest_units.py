@@ -1,0 +1,111 @@
+"""Fast unit tests of validation, redaction and importance rules (no models, no store)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from expengine.ingest.events import EventError, event_from_native, parse_ts, render
+from expengine.ingest.redact import Redactor
+from expengine.ingest.rules import assess
+
+
+def test_parse_ts_accepts_iso_with_and_without_zone_and_epoch():
+    assert parse_ts("2026-03-01T09:15:00Z") == dt.datetime(2026, 3, 1, 9, 15)
+    assert parse_ts("2026-03-01T09:15:00") == dt.datetime(2026, 3, 1, 9, 15)
+    assert parse_ts("2026-03-01T10:15:00+01:00") == dt.datetime(2026, 3, 1, 9, 15)
+    assert parse_ts(0) == dt.datetime(1970, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "obj, fragment",
+    [
+        ([1, 2], "must be a JSON object"),
+        ({"kind": "message", "content": "x"}, "missing required field `ts`"),
+        ({"ts": "2026-01-01", "content": "x"}, "missing required field `kind`"),
+        ({"ts": "2026-01-01", "kind": "dance", "content": "x"}, "unknown kind 'dance'"),
+        ({"ts": "yesterday", "kind": "message", "content": "x"}, "not ISO-8601"),
+        ({"ts": True, "kind": "message", "content": "x"}, "got a boolean"),
+        ({"ts": "2026-01-01", "kind": "message", "content": 5}, "`content` must be a string"),
+        ({"ts": "2026-01-01", "kind": "message", "role": "robot", "content": "x"}, "`role` must be one of"),
+        ({"ts": "2026-01-01", "kind": "message", "content": "x", "importance": 2}, "`importance` must be a number"),
+        ({"ts": "2026-01-01", "kind": "message", "content": "x", "tags": "a"}, "`tags` must be a list"),
+        ({"ts": "2026-01-01", "kind": "tool_call", "tool": "get"}, "`tool` must be an object"),
+        ({"ts": "2026-01-01", "kind": "goal", "goal": {"status": "open"}}, "`goal` needs an `id`"),
+        ({"ts": "2026-01-01", "kind": "goal", "goal": {"id": "g", "status": "won"}}, "`goal.status` must be one of"),
+        ({"ts": "2026-01-01", "kind": "feedback", "feedback": {"target": "x"}}, "`feedback.signal` is required"),
+        ({"ts": "2026-01-01", "kind": "note"}, "nothing to remember"),
+    ],
+)
+def test_invalid_events_are_rejected_with_a_reason_naming_the_field(obj, fragment):
+    with pytest.raises(EventError) as info:
+        event_from_native(obj)
+    assert fragment in str(info.value)
+
+
+def test_valid_event_of_each_kind_renders_its_substance():
+    call = event_from_native({"ts": 1, "kind": "tool_call", "tool": {"name": "get_weather", "args": {"city": "Oslo"}}})
+    assert render(call) == 'call get_weather({"city": "Oslo"})'
+    err = event_from_native({"ts": 1, "kind": "tool_result", "tool": {"name": "get_weather", "error": "429 Too Many Requests"}})
+    assert render(err) == "get_weather error: 429 Too Many Requests"
+    goal = event_from_native({"ts": 1, "kind": "goal", "goal": {"id": "g1", "status": "succeeded", "description": "Book"}})
+    assert (goal.goal_id, render(goal)) == ("g1", "goal succeeded: Book")
+    fb = event_from_native({"ts": 1, "kind": "feedback", "feedback": {"signal": "negative", "target": "r1", "text": "wrong"}})
+    assert render(fb) == "feedback negative on r1: wrong"
+    assert render(event_from_native({"ts": 1, "kind": "outcome", "outcome": "success"})) == "outcome success"
+
+
+@pytest.mark.parametrize(
+    "text, label, secret",
+    [
+        ("my key is sk-proj-abcdefghijklmnopqrstuvwx", "API_KEY", "sk-proj-abcdefghijklmnopqrstuvwx"),
+        ("mail me at jane.doe@example.com please", "EMAIL", "jane.doe@example.com"),
+        ("call +1 415-555-0134 tomorrow", "PHONE", "415-555-0134"),
+        ("card 4111 1111 1111 1111 expires soon", "CARD", "4111 1111 1111 1111"),
+        ("login with password=hunter2 now", "SECRET", "hunter2"),
+        ("Authorization: Bearer abcdefghijklmnopqrstu123", "TOKEN", "abcdefghijklmnopqrstu123"),
+    ],
+)
+def test_redactor_removes_secrets_and_counts_them(text, label, secret):
+    redactor = Redactor()
+    out, n = redactor(text)
+    assert secret not in out and f"[REDACTED:{label}]" in out and n >= 1
+    assert redactor.counts[label] >= 1
+
+
+def test_redactor_leaves_ids_dates_and_non_luhn_numbers_alone():
+    text = "flight HAT136 on 2024-05-20, certificate_7504069, order #1234567890123 for user mia_li_3668"
+    out, n = Redactor()(text)
+    assert (out, n) == (text, 0)
+
+
+def test_redactor_can_be_disabled():
+    assert Redactor(enabled=False)("a@b.com") == ("a@b.com", 0)
+
+
+def _assess(**kw):
+    base = dict(kind="message", role="user", content="", tool_error=None, outcome=None, goal_long_term=None,
+                has_goal=False, importance=None, category=None, confidence=None)
+    base.update(kw)
+    return assess(**base)
+
+
+def test_rules_rank_errors_feedback_and_protected_phrases_above_chatter():
+    assert _assess(kind="tool_result", tool_error="boom").category == "error"
+    assert _assess(kind="feedback").importance == 0.8
+    pref = _assess(content="I hate cilantro, never add it")
+    assert pref.protected and pref.category == "preference" and pref.importance >= 0.9
+    chatter = _assess(content="thanks!")
+    assert chatter.category == "chatter" and chatter.importance < 0.2 and not chatter.protected
+    assert _assess(kind="tool_call", has_goal=True).category == "process"
+
+
+def test_callers_importance_and_category_win_and_long_term_goals_are_protected():
+    a = _assess(content="thanks!", importance=0.95, category="custom")
+    assert (a.importance, a.category) == (0.95, "custom")
+    assert _assess(kind="goal", goal_long_term=True).protected
+
+
+def test_low_source_confidence_lowers_importance():
+    assert _assess(kind="note", confidence=0.0).importance < _assess(kind="note", confidence=1.0).importance
