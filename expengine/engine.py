@@ -172,7 +172,143 @@ class Engine:
             index_pending(self)
 
     # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
+    def compact(
+        self, *, dry_run: bool = False, refine: bool = True, max_llm_calls: int | None = None, now: Any = None
+    ):
+        """One forgetting cycle (snapshot, decay, goal cleanup, cluster pruning, refine, purge); `now` fakes the clock."""
+        from .lifecycle.compact import compact
+
+        return compact(self, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
+
+    def decay(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+        from .lifecycle.decay import decay
+
+        return decay(self, dry_run=dry_run, run_id=run_id, now=now)
+
+    def goal_cleanup(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+        from .lifecycle.goals import goal_cleanup
+
+        return goal_cleanup(self, dry_run=dry_run, run_id=run_id, now=now)
+
+    def prune_clusters(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+        from .lifecycle.clusters import prune_clusters
+
+        return prune_clusters(self, dry_run=dry_run, run_id=run_id, now=now)
+
+    def purge(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+        from .lifecycle.purge import purge
+
+        return purge(self, dry_run=dry_run, run_id=run_id, now=now)
+
+    def snapshot(self, *, reason: str = "manual"):
+        from .lifecycle.snapshot import create_snapshot
+
+        return create_snapshot(self, reason=reason)
+
+    def snapshots(self):
+        from .lifecycle.snapshot import list_snapshots
+
+        return list_snapshots(self)
+
+    def restore(self, snapshot_id: str):
+        """Roll the whole store back to a snapshot (records ingested after it are gone too)."""
+        from .lifecycle.snapshot import restore_snapshot
+
+        return restore_snapshot(self, snapshot_id)
+
+    def recover_interrupted(self) -> list[dict[str, Any]]:
+        """Roll back a compaction a killed process left 'running'; `compact` does this first anyway."""
+        from .lifecycle.compact import recover_interrupted
+
+        return recover_interrupted(self)
+
+    def pin(self, record_id: str) -> dict[str, Any]:
+        from .lifecycle.pins import set_pinned
+
+        return set_pinned(self, record_id, pinned=True)
+
+    def unpin(self, record_id: str) -> dict[str, Any]:
+        from .lifecycle.pins import set_pinned
+
+        return set_pinned(self, record_id, pinned=False)
+
+    def forget(self, *, ids: list[str] | None = None, where: str | None = None):
+        """Delete records for real, with their derived rows (the only path that deletes ingested data)."""
+        from .lifecycle.purge import forget
+
+        return forget(self, ids=ids, where=where)
+
+    def history(self) -> list[dict[str, Any]]:
+        from .lifecycle.compact import history
+
+        return history(self)
+
 
     # --- refinement and units (owner: lifecycle/refine) ----------------------------------------
+    def refine(
+        self,
+        *,
+        dry_run: bool = False,
+        run_id: str | None = None,
+        max_llm_calls: int | None = None,
+        time_limit_s: float | None = None,
+    ):
+        """Turn each changed cluster into grounded knowledge units (rules / facts); returns a RefineReport."""
+        from .lifecycle.refine import refine_clusters
+
+        return refine_clusters(self, dry_run=dry_run, run_id=run_id, max_llm_calls=max_llm_calls,
+                               time_limit_s=time_limit_s)
+
+    def units(self, *, agent: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        """Knowledge units with every field, best first."""
+        from .lifecycle.refine import list_units
+
+        return list_units(self, agent=agent, status=status, kind=kind)
+
+    def trace(self, unit_id: str) -> dict[str, Any]:
+        """A unit with every raw record it came from (archived ones included) and its history."""
+        from .lifecycle.refine import trace_unit
+
+        return trace_unit(self, unit_id)
 
     # --- query, feedback, show (owner: query/) -------------------------------------------------
+    def query(
+        self,
+        text: str,
+        *,
+        k: int = 5,
+        touch: bool = True,
+        agent: str | None = None,
+        category: str | None = None,
+        kind: str | None = None,
+        outcome: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        goal: str | None = None,
+        budget: int | None = None,
+        include_dormant: bool = False,
+        expand: bool | None = None,
+    ):
+        """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless touch=False."""
+        from .query.search import query
+
+        return query(self, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
+                     kind=kind, outcome=outcome, since=since, until=until, goal=goal, include_dormant=include_dormant)
+
+    def feedback(self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False):
+        """Helpful / harmful report on a unit or record (utility ±); `restore` brings back a quarantined unit."""
+        from .query.feedback import give_feedback
+
+        return give_feedback(self, item_id, helpful=helpful, note=note, restore=restore)
+
+    def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
+        """Bring a quarantined unit back into queries (False if it was not quarantined)."""
+        from .query.feedback import restore_unit
+
+        return restore_unit(self, unit_id, reason=reason)
+
+    def show(self, item_id: str):
+        """One record or unit with its scores, state, provenance and history."""
+        from .query.show import show
+
+        return show(self, item_id)

@@ -1,10 +1,18 @@
-"""Feedback moves utility; a unit that keeps being harmful is quarantined."""
+"""Feedback moves utility; a unit that keeps being harmful is quarantined, and can come back.
+
+A unit is quarantined when its harmful reports reach `refine.harmful_quarantine` and outnumber the
+helpful ones: it leaves the LanceDB index (so no query returns it) but stays in DuckDB, listed by
+`units --status quarantined`. It is restored (back to `active`, re-indexed) when helpful feedback
+brings helpful reports level with the harmful ones, or at once by `restore_unit`
+(`expengine feedback ID --restore`).
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError
+from ..errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -26,8 +34,12 @@ def apply_feedback(
         harmful, helpful_count, status = con.execute(
             "SELECT harmful, helpful, status FROM units WHERE id = ?", [target]
         ).fetchone()
-        quarantined = False
-        if (
+        engine.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
+        quarantined = restored = False
+        if helpful and status == "quarantined" and helpful_count >= harmful:
+            restore_unit(engine, target, reason=f"{helpful_count} helpful vs {harmful} harmful reports")
+            restored = True
+        elif (
             not helpful
             and status == "active"
             and harmful >= engine.config.refine.harmful_quarantine
@@ -36,14 +48,61 @@ def apply_feedback(
             con.execute("UPDATE units SET status = 'quarantined' WHERE id = ?", [target])
             engine.index.delete("units", [target])
             quarantined = True
-        engine.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
         if quarantined:
             engine.history_log(target, "quarantined", f"{harmful} harmful vs {helpful_count} helpful reports")
-        return {"id": target, "type": "unit", "delta": delta, "quarantined": quarantined}
+        return {"id": target, "type": "unit", "delta": delta, "quarantined": quarantined, "restored": restored}
     if con.execute("SELECT 1 FROM records WHERE id = ?", [target]).fetchone() is not None:
         con.execute("UPDATE records SET utility = utility + ? WHERE id = ?", [delta, target])
         engine.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
-        return {"id": target, "type": "memory", "delta": delta, "quarantined": False}
+        return {"id": target, "type": "memory", "delta": delta, "quarantined": False, "restored": False}
     if missing_ok:
-        return {"id": target, "type": None, "delta": 0.0, "quarantined": False}
+        return {"id": target, "type": None, "delta": 0.0, "quarantined": False, "restored": False}
     raise NotFoundError(f"no unit or record with id {target!r}", hint="see `expengine units` or `expengine show ID`")
+
+
+def restore_unit(engine: "Engine", unit_id: str, *, reason: str = "restored by the user") -> bool:
+    """Bring a quarantined unit back into queries; returns False when it was not quarantined."""
+    from ..store.index import UNITS, sql_list
+    from ..store.reindex import unit_rows
+
+    row = engine.con.execute("SELECT status FROM units WHERE id = ?", [unit_id]).fetchall()
+    if not row:
+        raise NotFoundError(f"no unit with id {unit_id!r}", hint="see `expengine units --status quarantined`")
+    if row[0][0] != "quarantined":
+        return False
+    engine.con.execute("UPDATE units SET status = 'active' WHERE id = ?", [unit_id])
+    engine.index.add(UNITS, unit_rows(engine, f"id IN ({sql_list([unit_id])})"), replace=True)
+    engine.index.refresh_text_index(UNITS)
+    engine.history_log(unit_id, "restored", reason)
+    return True
+
+
+@dataclass
+class FeedbackResult:
+    id: str
+    type: str
+    helpful: bool | None
+    delta: float
+    utility: float
+    status: str
+    quarantined: bool
+    restored: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def give_feedback(engine: "Engine", item_id: str, *, helpful: bool | None, note: str | None = None,
+                  restore: bool = False) -> FeedbackResult:
+    """What `expengine feedback` does: a helpful/harmful report, or an explicit restore of a unit."""
+    if helpful is None and not restore:
+        raise InputError("say --helpful or --harmful (or --restore for a quarantined unit)")
+    change = {"type": "unit", "delta": 0.0, "quarantined": False, "restored": False}
+    if helpful is not None:
+        change = apply_feedback(engine, target=item_id, helpful=helpful, note=note, source="cli")
+    if restore:
+        change["restored"] = restore_unit(engine, item_id, reason=note or "restored by the user") or change["restored"]
+    table, state = ("units", "status") if change["type"] == "unit" else ("records", "state")
+    utility, status = engine.con.execute(f"SELECT utility, {state} FROM {table} WHERE id = ?", [item_id]).fetchall()[0]
+    return FeedbackResult(id=item_id, type=change["type"], helpful=helpful, delta=change["delta"], utility=utility,
+                          status=status, quarantined=change["quarantined"], restored=change["restored"])

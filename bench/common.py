@@ -1,0 +1,139 @@
+"""Helpers shared by the retrieval benchmarks (`locomo.py`, `tau.py`): paths, the nightly clock,
+compaction cycles, store sizes, word tokens and plain-text tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+SHARED_DATA = REPO.parent / "shared" / "data"
+RESULTS = REPO / "bench" / "results"
+# A compaction runs nightly from cron; cycles are this far apart on the clock passed to `compact`,
+# so each one is due to re-cluster (cluster.interval_hours is 24 h by default).
+CYCLE_SPACING = dt.timedelta(hours=25)
+# Refinement words units from templates unless --llm is given: the 135M model adds minutes per
+# cycle on two cores and only rewords what the deterministic miner already grounded.
+TEMPLATE_ONLY = {"llm.mode": "template"}
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: Any) -> list[str]:
+    """Lowercase word tokens (letters, digits, underscore), the unit of answer-token recall."""
+    return _WORD.findall(str(text).lower())
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def load_embedder(*, threads: int = 1) -> Any:
+    """The packaged MiniLM, loaded once and shared by every store a benchmark opens.
+
+    One torch thread by default: on two shared cores, two threads made a one-question encode 25x
+    slower (440 ms against 15 ms) and batches slower too, because the threads wait for each other."""
+    import torch
+
+    from expengine.models.embedder import get_embedder
+
+    if threads:
+        torch.set_num_threads(threads)
+    embedder = get_embedder()
+    embedder.encode(["warm up the model once"])
+    return embedder
+
+
+def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = True) -> list[dict[str, Any]]:
+    """`cycles` full compactions, one nightly clock tick apart; a short summary of each."""
+    summaries = []
+    for n in range(cycles):
+        report = engine.compact(refine=refine, now=start + CYCLE_SPACING * (n + 1))
+        steps = report.steps
+        summaries.append({
+            "cycle": n + 1,
+            "seconds": report.seconds,
+            "active": report.after.active,
+            "dormant": report.after.dormant,
+            "archived": report.after.archived,
+            "units": report.after.units,
+            "merged": report.after.merged,
+            "clustering": report.clustering,
+            "step_seconds": {name: step.get("seconds") for name, step in steps.items() if isinstance(step, dict)},
+            "refine": {k: steps.get("refine", {}).get(k) for k in ("clusters_refined", "units_written", "llm_calls",
+                                                                   "archived", "error", "llm_error")},
+        })
+    return summaries
+
+
+def store_size(engine: Any) -> dict[str, Any]:
+    """What a query searches (active memories + active units) against every raw record ever stored."""
+    stats = engine.stats()
+    kept = stats.active + stats.units
+    return {
+        "raw": stats.raw, "active": stats.active, "dormant": stats.dormant, "archived": stats.archived,
+        "units": stats.units, "active_plus_units": kept, "share_of_raw": round(kept / stats.raw, 4) if stats.raw else None,
+        "active_tokens": stats.active_tokens,
+    }
+
+
+class Stopwatch:
+    """Named wall-clock sections, summed, so a report can say which parts dominate."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._started = time.perf_counter()
+
+    def section(self, name: str) -> "_Section":
+        return _Section(self, name)
+
+    def total(self) -> float:
+        return time.perf_counter() - self._started
+
+    def to_dict(self) -> dict[str, float]:
+        return {**{k: round(v, 1) for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])},
+                "total": round(self.total(), 1)}
+
+
+class _Section:
+    def __init__(self, watch: Stopwatch, name: str):
+        self.watch, self.name = watch, name
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.watch.seconds[self.name] = self.watch.seconds.get(self.name, 0.0) + time.perf_counter() - self.started
+
+
+def table(headers: list[str], rows: Iterable[list[Any]]) -> str:
+    """A plain Markdown table (readable in a terminal and pasteable into docs)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "—" if value is None else str(value)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

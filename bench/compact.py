@@ -1,0 +1,172 @@
+"""How compaction shrinks memory, and what one cycle costs as the store grows.
+
+    python bench/compact.py [--tau PATH] [--logs DIR] [--cycles 10] [--synthetic 10000,100000]
+                            [--refine] [--out bench/results/compact.json]
+
+Real data: the tau-bench airline runs (160 agent runs, openai-chat format) and `sample_logs/` are
+ingested into fresh temporary stores, then compacted `--cycles` times one nightly clock tick apart
+(`compact(now=...)`, so every cycle is due to re-cluster); raw records and active memories after
+cycles 1, 3 and 10, merges and the seconds of every step are printed and saved.
+Synthetic: stores of N memories with clustered random unit vectors (no embedding model: vectors go
+straight into the embedding cache, DuckDB and LanceDB) time one cycle without refinement.
+Target: after 3 cycles on tau-bench, active ≤ 35% of raw; one cycle over 100k memories < 2 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, RESULTS, SHARED_DATA, machine, run_cycles, table, write_json  # noqa: E402
+
+TAU = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
+START = dt.datetime(2030, 1, 1)
+REPORTED_CYCLES = (1, 3, 10)
+
+
+def real_dataset(name: str, paths: list[str], *, cycles: int, refine: bool, embedder) -> dict:
+    from expengine import Engine
+
+    with tempfile.TemporaryDirectory(prefix=f"bench-compact-{name}-") as tmp:
+        with Engine(store=tmp, embedder=embedder) as engine:
+            started = time.perf_counter()
+            ingested = engine.ingest(paths)
+            ingest_s = time.perf_counter() - started
+            summaries = run_cycles(engine, cycles, start=START, refine=refine)
+            raw = engine.stats().raw
+    picked = {n: summaries[n - 1] for n in REPORTED_CYCLES if n <= len(summaries)}
+    return {
+        "dataset": name, "raw": raw, "ingest_seconds": round(ingest_s, 1), "stored": ingested.stored,
+        "active_after": {n: s["active"] for n, s in picked.items()},
+        "active_share_after": {n: round(s["active"] / raw, 4) for n, s in picked.items()},
+        "merged_after": {n: s["merged"] for n, s in picked.items()},
+        "cycles": summaries,
+    }
+
+
+class VectorsOnly:
+    """Stands in for the embedding model: every vector is already cached, so encode must never run."""
+
+    name = "synthetic-vectors"
+
+    def __init__(self, dim: int):
+        self.dim = dim
+
+    def encode(self, texts):
+        raise AssertionError(f"synthetic store asked to embed {len(texts)} texts")
+
+
+def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, seed: int = 0):
+    """N memories around n/20 topics per store; a few exact repeats so merging has work."""
+    import pyarrow as pa
+
+    from expengine import Engine
+    from expengine.ingest.pipeline import memory_rows, text_hash
+    from expengine.store.db import arrow_view, utcnow
+    from expengine.store.index import MEMORIES
+
+    rng = np.random.default_rng(seed)
+    topics = max(1, n // 20)
+    centers = rng.normal(size=(topics, dim)).astype(np.float32)
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    topic = rng.integers(0, topics, size=n)
+    noise = rng.uniform(0.01, 0.05, size=(n, 1)).astype(np.float32)
+    vectors = centers[topic] + noise * rng.normal(size=(n, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vocab = np.array([f"w{i}" for i in range(5000)])
+    categories = np.array(["fact", "process", "chatter", "tool", "note", "observation", "preference", "error"])
+    now = utcnow()
+    texts, rows = [], []
+    for i in range(n):
+        words = " ".join(vocab[rng.integers(0, 5000, size=int(rng.integers(6, 16)))])
+        text = f"topic {topic[i]} memory {i}: {words}"
+        texts.append(text)
+        rows.append({
+            "id": f"syn-{i:07d}", "content_hash": text_hash(text), "agent": f"agent-{i % agents}",
+            "session": f"s{i // 50}", "ts": START + dt.timedelta(seconds=int(i)), "kind": "note", "content": text,
+            "text": text, "importance": float(rng.uniform(0.1, 0.9)), "category": str(categories[i % len(categories)]),
+            "protected": False, "ingested_at": now,
+        })
+    engine = Engine(store=store, embedder=VectorsOnly(dim))
+    con = engine.con
+    for start in range(0, n, 20000):
+        chunk = rows[start:start + 20000]
+        table_ = pa.Table.from_pylist(chunk)
+        with arrow_view(con, "incoming", table_):
+            con.execute(f"INSERT INTO records ({', '.join(table_.column_names)}) SELECT * FROM incoming")
+        emb = pa.table({"text_hash": [text_hash(t) for t in texts[start:start + 20000]],
+                        "model": [VectorsOnly.name] * len(chunk),
+                        "vector": list(vectors[start:start + 20000])})
+        with arrow_view(con, "incoming_vectors", emb):
+            con.execute("INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM incoming_vectors ON CONFLICT DO NOTHING")
+        engine.index.add(MEMORIES, memory_rows(chunk, vectors[start:start + 20000], dim), replace=False)
+    engine.index.refresh_text_index(MEMORIES)
+    return engine
+
+
+def synthetic(n: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"bench-compact-syn{n}-") as tmp:
+        started = time.perf_counter()
+        engine = build_synthetic(Path(tmp), n)
+        build_s = time.perf_counter() - started
+        try:
+            report = engine.compact(refine=False, now=START + dt.timedelta(days=1))
+        finally:
+            engine.close()
+    return {
+        "memories": n, "build_seconds": round(build_s, 1), "cycle_seconds": report.seconds,
+        "step_seconds": {k: v.get("seconds") for k, v in report.steps.items()},
+        "clusters": report.after.clusters, "merged": report.after.merged, "active_after": report.after.active,
+        "k_rule": report.steps["clusters"].get("k_rule"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tau", type=Path, default=TAU, help="tau-bench airline runs (openai-chat JSON)")
+    parser.add_argument("--logs", type=Path, default=REPO / "sample_logs", help="folder of native JSONL logs")
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--synthetic", default="10000,100000", help="comma-separated store sizes; empty to skip")
+    parser.add_argument("--refine", action="store_true", help="also refine into units (slower; off for timing)")
+    parser.add_argument("--skip-real", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS / "compact.json")
+    args = parser.parse_args()
+
+    results: dict = {"machine": machine(), "refine": args.refine, "cycles": args.cycles, "datasets": [], "synthetic": []}
+    if not args.skip_real:
+        from common import load_embedder
+
+        embedder = load_embedder()
+        for name, paths in (("tau-bench-airline", [str(args.tau)]), ("sample_logs", sorted(str(p) for p in args.logs.glob("*.jsonl")))):
+            result = real_dataset(name, paths, cycles=args.cycles, refine=args.refine, embedder=embedder)
+            results["datasets"].append(result)
+            print(f"\n{name}: {result['raw']} raw records (ingest {result['ingest_seconds']} s)")
+            print(table(["cycle", "active", "share", "dormant", "archived", "merged", "units", "seconds", "clustering"],
+                        [[s["cycle"], s["active"], round(s["active"] / result["raw"], 3), s["dormant"], s["archived"],
+                          s["merged"], s["units"], s["seconds"], s["clustering"][:40]] for s in result["cycles"]]))
+            print("step seconds, cycle 1:", result["cycles"][0]["step_seconds"])
+    for n in [int(x) for x in args.synthetic.split(",") if x.strip()]:
+        result = synthetic(n)
+        results["synthetic"].append(result)
+        print(f"\nsynthetic {n}: one cycle {result['cycle_seconds']} s (build {result['build_seconds']} s); "
+              f"steps {result['step_seconds']}; {result['clusters']} clusters, {result['merged']} merged, "
+              f"{result['active_after']} active")
+    tau = next((d for d in results["datasets"] if d["dataset"] == "tau-bench-airline"), None)
+    results["targets"] = {
+        "tau_active_share_after_3_cycles": tau and tau["active_share_after"].get(3),
+        "tau_target_met": bool(tau and tau["active_share_after"].get(3) is not None and tau["active_share_after"][3] <= 0.35),
+        "cycle_100k_seconds": next((s["cycle_seconds"] for s in results["synthetic"] if s["memories"] == 100_000), None),
+    }
+    write_json(args.out, results)
+    print(f"\ntargets: {results['targets']}\nsaved {args.out}")
+
+
+if __name__ == "__main__":
+    main()

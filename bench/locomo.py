@@ -1,0 +1,396 @@
+"""LoCoMo retrieval benchmark: does the store shrink without forgetting what the questions need?
+
+    python bench/locomo.py [--data PATH] [--conversations N] [--questions N] [--sessions N]
+                           [--cycles 3] [--budget 1000] [--no-ablation] [--llm] [--out PATH]
+
+Each conversation goes into its own fresh store. Every turn becomes a native `message` record:
+id `<sample_id>:<dia_id>`, ts = the session's date-time plus one second per turn (keeps the order),
+session `<sample_id>:session_N`, role `user`, content `Speaker: text`, and when the turn shared an
+image, its BLIP caption appended as ` (shared image: <caption>)` (the caption is what LoCoMo's own
+text-only baselines see, and some answers are only in it).
+
+Every question of categories 1-4 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop; 5 is
+adversarial and has no answer) is asked with `Engine.query(touch=False, budget=1000, expand=True)`:
+the prompt block the agent would see, cut at 1,000 tokens by `textutil.approx_tokens` (words plus
+punctuation marks, header included). Measured on the hits that fit:
+- evidence recall: share of the gold evidence turns among the hits' `source_ids` (a memory's own id
+  and the near-duplicates merged into it; a unit's sources) plus the evidence lines shown under
+  units. Malformed gold ids are normalised ("D8:6; D9:17" → two ids, "D:11:26" → D11:26); ids
+  naming no turn of the conversation ("D", "D10:19" in conv-42) are dropped, and a question left
+  with none counts only for answer-token recall;
+- evidence recall (shown): the same, counting only turns whose text is in the prompt (a memory hit,
+  its merged near-duplicates, the evidence lines under units) and not the other sources of a unit;
+- answer-token recall: share of the gold answer's lowercase words present in the prompt text.
+The baseline ranks the same stored turns with BM25 (rank_bm25 BM25Okapi over lowercase words) and
+fills the same budget with the same renderer. Then the store is compacted `--cycles` times (full
+cycle with refinement, one nightly clock tick apart) and measured again. The ablation replays the
+cycles from the post-ingest snapshot with only some steps (decay; + goal cleanup; + pruning and
+merging); the full cycle (+ refinement, + purge) is the "after" row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    CYCLE_SPACING, RESULTS, SHARED_DATA, TEMPLATE_ONLY, Stopwatch, load_embedder, machine, run_cycles, store_size,
+    table, words, write_json,
+)
+
+DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SESSION_KEY = re.compile(r"session_(\d+)")
+EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
+# The step-by-step ablation: each variant replays all cycles from the post-ingest snapshot.
+ABLATIONS = (
+    ("decay", ("decay",)),
+    ("+ goal cleanup", ("decay", "goal_cleanup")),
+    ("+ pruning and merging", ("decay", "goal_cleanup", "prune_clusters")),
+)
+AFTER_LABEL = "+ refinement (full compaction)"
+
+
+@dataclass
+class Turn:
+    record_id: str
+    dia_id: str
+    ts: dt.datetime
+    session: str
+    content: str
+
+
+@dataclass
+class Question:
+    text: str
+    answer: str
+    category: int
+    evidence: list[str]
+    malformed: list[str] = field(default_factory=list)
+
+
+def parse_session_time(text: str) -> dt.datetime:
+    """'1:56 pm on 8 May, 2023' → datetime(2023, 5, 8, 13, 56) (naive, read as UTC)."""
+    try:
+        return dt.datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y")
+    except ValueError as exc:
+        raise ValueError(f"unexpected LoCoMo session date-time {text!r} (expected e.g. '1:56 pm on 8 May, 2023')") from exc
+
+
+def conversation_turns(sample: dict[str, Any], *, max_sessions: int | None = None) -> list[Turn]:
+    conversation, sample_id = sample["conversation"], sample["sample_id"]
+    numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.fullmatch(key)))
+    turns = []
+    for number in numbers[:max_sessions]:
+        start = parse_session_time(conversation[f"session_{number}_date_time"])
+        for offset, turn in enumerate(conversation[f"session_{number}"]):
+            content = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                content += f" (shared image: {turn['blip_caption']})"
+            turns.append(Turn(record_id=f"{sample_id}:{turn['dia_id']}", dia_id=turn["dia_id"],
+                              ts=start + dt.timedelta(seconds=offset), session=f"{sample_id}:session_{number}",
+                              content=content))
+    return turns
+
+
+def native_events(turns: list[Turn], agent: str) -> list[dict[str, Any]]:
+    return [{"id": t.record_id, "ts": t.ts.isoformat(), "kind": "message", "agent": agent, "session": t.session,
+             "role": "user", "content": t.content} for t in turns]
+
+
+def normalise_evidence(raw: list[Any], known: set[str]) -> tuple[list[str], list[str]]:
+    """Gold evidence ids as turn ids of this conversation, and the pieces that name no turn."""
+    ids, malformed = [], []
+    for entry in raw:
+        for piece in re.split(r"[;,\s]+", str(entry)):
+            if not piece:
+                continue
+            match = EVIDENCE_ID.search(piece)
+            dia_id = f"D{match.group(1)}:{match.group(2)}" if match else None
+            if dia_id in known:
+                ids.append(dia_id)
+            else:
+                malformed.append(piece)
+    return list(dict.fromkeys(ids)), malformed
+
+
+def conversation_questions(sample: dict[str, Any], known: set[str], *, limit: int | None = None,
+                           truncated: bool = False) -> list[Question]:
+    """Questions of categories 1-4; on a truncated conversation, only those whose evidence is all kept."""
+    questions = []
+    for qa in sample["qa"]:
+        if qa.get("category") not in CATEGORIES or qa.get("answer") is None:
+            continue
+        evidence, malformed = normalise_evidence(qa.get("evidence") or [], known)
+        if truncated and (malformed or not evidence):
+            continue
+        questions.append(Question(text=qa["question"], answer=str(qa["answer"]), category=qa["category"],
+                                  evidence=evidence, malformed=malformed))
+    return questions[:limit]
+
+
+# --- scoring one prompt -------------------------------------------------------------------------------
+def score_prompt(question: Question, prompt: str, found: set[str], shown: set[str], sample_id: str) -> dict[str, Any]:
+    prefix = sample_id + ":"
+    found_dia = {i[len(prefix):] for i in found if i.startswith(prefix)}
+    shown_dia = {i[len(prefix):] for i in shown if i.startswith(prefix)}
+    gold = question.evidence
+    answer_words = list(dict.fromkeys(words(question.answer)))
+    prompt_words = set(words(prompt))
+    return {
+        "category": question.category,
+        "evidence_recall": sum(g in found_dia for g in gold) / len(gold) if gold else None,
+        "evidence_recall_shown": sum(g in shown_dia for g in gold) / len(gold) if gold else None,
+        "answer_recall": sum(w in prompt_words for w in answer_words) / len(answer_words) if answer_words else None,
+    }
+
+
+def measure_engine(engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int) -> list[dict[str, Any]]:
+    """Ask every question without reinforcing anything; score the hits that fit in the budget."""
+    from expengine.textutil import approx_tokens
+
+    scores = []
+    for question in questions:
+        result = engine.query(question.text, k=k, touch=False, budget=budget, expand=True)
+        found: set[str] = set()
+        shown: set[str] = set()
+        for hit in result.hits:
+            found.update(hit.source_ids)
+            if hit.type == "memory":
+                shown.update(hit.source_ids)
+            for evidence in hit.expanded:
+                found.add(evidence.id)
+                shown.add(evidence.id)
+        row = score_prompt(question, result.prompt, found, shown, sample_id)
+        row.update(tokens=approx_tokens(result.prompt), units=sum(h.type == "unit" for h in result.hits),
+                   memories=sum(h.type == "memory" for h in result.hits), ms=result.took_ms)
+        scores.append(row)
+    return scores
+
+
+def measure_bm25(engine: Any, questions: list[Question], sample_id: str, *, budget: int) -> list[dict[str, Any]]:
+    """BM25 over the stored turns, rendered and cut exactly like a query answer."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from expengine.query.render import render_prompt
+    from expengine.query.search import Hit, ScoreParts
+    from expengine.textutil import approx_tokens
+
+    rows = engine.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
+    bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
+    scores = []
+    for question in questions:
+        ranked = np.argsort(-bm25.get_scores(words(question.text)), kind="stable")
+        hits = [Hit(id=rows[i][0], type="memory", text=rows[i][1], score=0.0, parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
+                    source_ids=[rows[i][0]], kind="message", state="active", agent=rows[i][3], category=rows[i][4],
+                    ts=rows[i][2]) for i in ranked[:200]]
+        prompt, kept = render_prompt(hits, budget=budget)
+        ids = {h.id for h in kept}
+        row = score_prompt(question, prompt, ids, ids, sample_id)
+        row.update(tokens=approx_tokens(prompt), units=0, memories=len(kept))
+        scores.append(row)
+    return scores
+
+
+# --- one conversation -----------------------------------------------------------------------------------
+def run_steps(engine: Any, steps: tuple[str, ...], cycles: int, start: dt.datetime, label: str) -> None:
+    """Replay `cycles` cycles with only `steps` (Engine per-step methods), then refresh the text index
+    as a full compaction does at its end."""
+    from expengine.store.index import MEMORIES
+
+    for n in range(cycles):
+        run_id = f"bench-{re.sub(r'[^a-z]+', '-', label).strip('-')}-{n + 1}"
+        for step in steps:
+            getattr(engine, step)(dry_run=False, run_id=run_id, now=start + CYCLE_SPACING * (n + 1))
+    engine.index.refresh_text_index(MEMORIES)
+
+
+def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Namespace, watch: Stopwatch) -> dict[str, Any]:
+    from expengine import Engine
+    from expengine.store.db import utcnow
+
+    sample_id = sample["sample_id"]
+    turns = conversation_turns(sample, max_sessions=args.sessions)
+    known = {t.dia_id for t in turns}
+    questions = conversation_questions(sample, known, limit=args.questions, truncated=args.sessions is not None)
+    overrides = {} if args.llm else dict(TEMPLATE_ONLY)
+    out: dict[str, Any] = {"sample_id": sample_id, "turns": len(turns), "questions": len(questions),
+                           "malformed_evidence": sorted({m for q in questions for m in q.malformed}), "methods": {},
+                           "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix=f"locomo-{sample_id}-") as tmp:
+        log = Path(tmp) / f"{sample_id}.jsonl"
+        log.write_text("\n".join(json.dumps(e) for e in native_events(turns, sample_id)) + "\n", encoding="utf-8")
+        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=overrides) as engine:
+            with watch.section("ingest"):
+                result = engine.ingest([str(log)], fmt="native")
+            out["stored"] = result.stored
+            with watch.section("baseline (BM25)"):
+                out["methods"]["BM25 over raw turns"] = measure_bm25(engine, questions, sample_id, budget=args.budget)
+            with watch.section("queries"):
+                out["methods"]["expengine before compaction"] = measure_engine(engine, questions, sample_id,
+                                                                               budget=args.budget, k=args.k)
+            out["sizes"]["expengine before compaction"] = store_size(engine)
+            start = utcnow()
+            if not args.no_ablation:
+                with watch.section("ablation cycles"):
+                    baseline_snapshot = engine.snapshot(reason="locomo benchmark: after ingest").id
+                for label, steps in ABLATIONS:
+                    with watch.section("ablation cycles"):
+                        engine.restore(baseline_snapshot)
+                        run_steps(engine, steps, args.cycles, start, label)
+                    with watch.section("queries"):
+                        out["methods"][label] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
+                    out["sizes"][label] = store_size(engine)
+                with watch.section("ablation cycles"):
+                    engine.restore(baseline_snapshot)
+            with watch.section("compaction"):
+                out["cycles"] = run_cycles(engine, args.cycles, start=start)
+            with watch.section("queries"):
+                out["methods"][AFTER_LABEL] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
+            out["sizes"][AFTER_LABEL] = store_size(engine)
+    return out
+
+
+# --- aggregation and report ---------------------------------------------------------------------------------
+def mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(sum(kept) / len(kept), 4) if kept else None
+
+
+def aggregate(conversations: list[dict[str, Any]]) -> dict[str, Any]:
+    """Question-weighted means per method, per category and overall; sizes summed over conversations."""
+    methods = list(conversations[0]["methods"]) if conversations else []
+    summary: dict[str, Any] = {}
+    for method in methods:
+        rows = [r for c in conversations for r in c["methods"][method]]
+        groups = {"overall": rows, **{f"{n} {CATEGORIES[n]}": [r for r in rows if r["category"] == n] for n in CATEGORIES}}
+        entry: dict[str, Any] = {}
+        for name, group in groups.items():
+            entry[name] = {
+                "questions": len(group),
+                "evidence_recall": mean([r["evidence_recall"] for r in group]),
+                "evidence_recall_shown": mean([r["evidence_recall_shown"] for r in group]),
+                "answer_recall": mean([r["answer_recall"] for r in group]),
+                "prompt_tokens": mean([r["tokens"] for r in group]),
+                "unit_hits": mean([r["units"] for r in group]),
+            }
+        sizes = [c["sizes"].get(method) for c in conversations]
+        if all(sizes):
+            raw = sum(s["raw"] for s in sizes)
+            kept = sum(s["active_plus_units"] for s in sizes)
+            entry["size"] = {"raw": raw, "active": sum(s["active"] for s in sizes), "units": sum(s["units"] for s in sizes),
+                             "active_plus_units": kept, "share_of_raw": round(kept / raw, 4) if raw else None}
+        summary[method] = entry
+    return summary
+
+
+def targets(summary: dict[str, Any]) -> dict[str, Any]:
+    before = summary.get("expengine before compaction", {}).get("overall", {})
+    after_entry = summary.get(AFTER_LABEL, {})
+    after = after_entry.get("overall", {})
+    bm25 = summary.get("BM25 over raw turns", {}).get("overall", {})
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 4) if a is not None and b else None
+
+    checks = {
+        "store_share_of_raw": {"value": after_entry.get("size", {}).get("share_of_raw"), "target": "<= 0.40"},
+        "evidence_recall_kept": {"value": ratio(after.get("evidence_recall"), before.get("evidence_recall")), "target": ">= 0.90"},
+        "answer_recall_kept": {"value": ratio(after.get("answer_recall"), before.get("answer_recall")), "target": ">= 0.90"},
+        "evidence_recall_over_bm25": {
+            "value": round(before["evidence_recall"] - bm25["evidence_recall"], 4)
+            if before.get("evidence_recall") is not None and bm25.get("evidence_recall") is not None else None,
+            "target": ">= 0.10"},
+    }
+    limits = {"store_share_of_raw": (0.40, False), "evidence_recall_kept": (0.90, True),
+              "answer_recall_kept": (0.90, True), "evidence_recall_over_bm25": (0.10, True)}
+    for name, (limit, at_least) in limits.items():
+        value = checks[name]["value"]
+        checks[name]["met"] = None if value is None else (value >= limit if at_least else value <= limit)
+    return checks
+
+
+def render_tables(summary: dict[str, Any]) -> str:
+    headers = ["method", "questions", "evidence recall", "evidence recall (shown)", "answer-token recall",
+               "prompt tokens", "unit hits", "store (active + units) / raw"]
+    blocks = []
+    groups = ["overall", *(f"{n} {CATEGORIES[n]}" for n in CATEGORIES)]
+    for group in groups:
+        rows = []
+        for method, entry in summary.items():
+            g, size = entry[group], entry.get("size")
+            store = f"{size['active']} + {size['units']} / {size['raw']} = {size['share_of_raw']:.2f}" if size else "—"
+            rows.append([method, g["questions"], g["evidence_recall"], g["evidence_recall_shown"], g["answer_recall"],
+                         None if g["prompt_tokens"] is None else round(g["prompt_tokens"]), g["unit_hits"], store])
+        title = "Overall" if group == "overall" else f"Category {group}"
+        blocks.append(f"### {title}\n\n" + table(headers, rows))
+    return "\n\n".join(blocks)
+
+
+def render_targets(checks: dict[str, Any]) -> str:
+    rows = [[name, check["value"], check["target"], {True: "met", False: "MISSED", None: "—"}[check["met"]]]
+            for name, check in checks.items()]
+    return table(["target", "measured", "wanted", ""], rows)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON (default: %(default)s)")
+    parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="only the first N sessions per conversation (keeps questions whose evidence is in them)")
+    parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
+    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
+    parser.add_argument("--k", type=int, default=100, help="hits asked for before the budget cut (default: %(default)s)")
+    parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
+    parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "locomo.json", help="JSON results (default: %(default)s)")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
+    if not args.data.exists():
+        raise SystemExit(f"LoCoMo data not found: {args.data} (pass --data PATH)")
+    samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+    watch = Stopwatch()
+    with watch.section("model load"):
+        embedder = embedder or load_embedder(threads=args.threads)
+    conversations = []
+    for sample in samples:
+        started = time.perf_counter()
+        conversations.append(run_conversation(sample, embedder=embedder, args=args, watch=watch))
+        if echo:
+            c = conversations[-1]
+            print(f"{c['sample_id']}: {c['turns']} turns, {c['questions']} questions, "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+    summary = aggregate(conversations)
+    checks = targets(summary)
+    report = {
+        "benchmark": "locomo", "data": str(args.data), "machine": machine(),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "summary": summary, "targets": checks, "seconds": watch.to_dict(), "conversations": conversations,
+    }
+    write_json(args.out, report)
+    if echo:
+        print(render_tables(summary))
+        print("\n### Targets\n\n" + render_targets(checks))
+        print("\nseconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()))
+        print(f"results: {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    run(parse_args())

@@ -1,0 +1,220 @@
+"""tau-bench airline benchmark: do repeated agent runs distil into units that name the right tools?
+
+    python bench/tau.py [--data PATH] [--tasks N] [--trials N] [--cycles 3] [--k 5] [--budget 1000]
+                        [--threads 1] [--llm] [--out PATH]
+
+The 160 runs (40 tasks x 4 trials, gpt-4o, openai-chat format) are ingested into one fresh store
+and compacted `--cycles` times, one nightly clock tick apart. Reported:
+- store size after ingest and after each cycle: raw records, active, dormant, archived, units;
+- merged trials: survivors whose `merged_ids` (with the survivor itself) span two or more trials
+  of the same task, and how many of the 40 tasks have one; the same for units' `source_ids`;
+- for every failed run (reward 0): whether a query made from its task instruction
+  (`info.task.instruction`, touch=False, k hits within the budget) returns a unit or memory whose
+  text names the tool of one of the task's gold `info.task.actions` — before and after compaction,
+  and also counting only hits that do not come solely from that very run;
+- ten sample units.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    RESULTS, SHARED_DATA, TEMPLATE_ONLY, Stopwatch, load_embedder, machine, run_cycles, store_size, table, write_json,
+)
+
+DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
+RECORD_ID = re.compile(r"^task(\d+)/trial(\d+)/")
+SAMPLE_UNITS = 10
+
+
+def select_runs(runs: list[dict[str, Any]], *, tasks: int | None, trials: int | None) -> list[dict[str, Any]]:
+    """The runs of the first `tasks` task ids (in file order), at most `trials` of each: a slice that
+    keeps repeated trials together, which merging across trials needs."""
+    wanted = list(dict.fromkeys(r.get("task_id") for r in runs))[:tasks]
+    kept, per_task = [], defaultdict(int)
+    for run in runs:
+        task = run.get("task_id")
+        if task in wanted and (trials is None or per_task[task] < trials):
+            per_task[task] += 1
+            kept.append(run)
+    return kept
+
+
+def task_and_trial(record_id: str) -> tuple[int, int] | None:
+    """'task7/trial2/step15' → (7, 2): the openai-chat reader's stable ids name the run."""
+    match = RECORD_ID.match(record_id)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def cross_trial_groups(groups: list[list[str]]) -> dict[str, Any]:
+    """Of groups of record ids (a survivor with what merged into it, a unit's sources): those that span
+    two or more trials of one task, and which tasks they cover."""
+    spanning, tasks = 0, set()
+    for ids in groups:
+        trials = defaultdict(set)
+        for record_id in ids:
+            parsed = task_and_trial(record_id)
+            if parsed:
+                trials[parsed[0]].add(parsed[1])
+        crossing = {task for task, seen in trials.items() if len(seen) >= 2}
+        spanning += bool(crossing)
+        tasks |= crossing
+    return {"groups": len(groups), "spanning_trials": spanning, "tasks": len(tasks), "task_ids": sorted(tasks)}
+
+
+def merged_trials(engine: Any) -> dict[str, Any]:
+    rows = engine.con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall()
+    groups = [[rid, *json.loads(merged or "[]")] for rid, merged in rows]
+    merges = cross_trial_groups([g for g in groups if len(g) > 1])
+    units = cross_trial_groups([u["source_ids"] for u in engine.units(status="active")])
+    return {"merges": merges, "units": units}
+
+
+def names_tool(text: str, tools: set[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(tool)}\b", text or "") for tool in tools)
+
+
+def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget: int) -> list[dict[str, Any]]:
+    """One query per failed run, from its task instruction; does a hit name a gold tool?"""
+    checks = []
+    for run in runs:
+        if run.get("reward", 0) > 0:
+            continue
+        task = (run.get("info") or {}).get("task") or {}
+        tools = {a.get("name") for a in task.get("actions") or [] if a.get("name")}
+        instruction = task.get("instruction") or ""
+        entry: dict[str, Any] = {"task_id": run.get("task_id"), "trial": run.get("trial"), "gold_tools": sorted(tools)}
+        if not tools or not instruction.strip():
+            entry["skipped"] = "no gold actions" if not tools else "no instruction"
+            checks.append(entry)
+            continue
+        own = f"task{run.get('task_id')}/trial{run.get('trial', 0)}/"
+        result = engine.query(instruction, k=k, touch=False, budget=budget, expand=True)
+        naming = [h for h in result.hits if names_tool(h.text, tools)]
+        from_elsewhere = [h for h in naming if not all(s.startswith(own) for s in h.source_ids)]
+        entry.update(
+            hits=len(result.hits), units=sum(h.type == "unit" for h in result.hits),
+            found=bool(naming), found_unit=any(h.type == "unit" for h in naming),
+            found_memory=any(h.type == "memory" for h in naming), found_outside_own_run=bool(from_elsewhere),
+            first_match=None if not naming else {"id": naming[0].id, "type": naming[0].type, "text": naming[0].text[:200]},
+            top_hits=[{"id": h.id, "type": h.type, "text": h.text[:120]} for h in result.hits[:3]],
+        )
+        checks.append(entry)
+    return checks
+
+
+def summarise_checks(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    asked = [c for c in checks if "skipped" not in c]
+    share = (lambda key: round(sum(c[key] for c in asked) / len(asked), 4) if asked else None)
+    return {"failed_runs": len(checks), "asked": len(asked), "skipped": len(checks) - len(asked),
+            "found": share("found"), "found_unit": share("found_unit"), "found_memory": share("found_memory"),
+            "found_outside_own_run": share("found_outside_own_run")}
+
+
+def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
+    """The n best units, preferring one per cluster so the sample shows variety."""
+    units, seen, picked = engine.units(status="active"), set(), []
+    for unit in units:
+        if unit["cluster_key"] in seen:
+            continue
+        seen.add(unit["cluster_key"])
+        picked.append(unit)
+        if len(picked) == n:
+            break
+    picked += [u for u in units if u not in picked][: n - len(picked)]
+    return [{"id": u["id"], "kind": u["kind"], "method": u["method"], "support": u["support"],
+             "confidence": u["confidence"], "success_rate": u["success_rate"], "text": u["text"]} for u in picked]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tau-bench runs JSON (default: %(default)s)")
+    parser.add_argument("--tasks", type=int, default=None, help="only the runs of the first N task ids")
+    parser.add_argument("--trials", type=int, default=None, help="only the first N trials of each task")
+    parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
+    parser.add_argument("--k", type=int, default=5, help="hits per query (default: %(default)s, the query default)")
+    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
+    parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "tau.json", help="JSON results (default: %(default)s)")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
+    from expengine import Engine
+    from expengine.store.db import utcnow
+
+    if not args.data.exists():
+        raise SystemExit(f"tau-bench data not found: {args.data} (pass --data PATH)")
+    runs = select_runs(json.loads(args.data.read_text(encoding="utf-8")), tasks=args.tasks, trials=args.trials)
+    watch = Stopwatch()
+    with watch.section("model load"):
+        embedder = embedder or load_embedder(threads=args.threads)
+    report: dict[str, Any] = {"benchmark": "tau-bench airline", "data": str(args.data), "machine": machine(),
+                              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                              "runs": len(runs), "tasks": len({r.get("task_id") for r in runs}),
+                              "failed_runs": sum(1 for r in runs if r.get("reward", 0) <= 0)}
+    with tempfile.TemporaryDirectory(prefix="tau-bench-") as tmp:
+        log = Path(tmp) / "runs.json"
+        log.write_text(json.dumps(runs), encoding="utf-8")
+        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=None if args.llm else dict(TEMPLATE_ONLY)) as engine:
+            with watch.section("ingest"):
+                result = engine.ingest([str(log)], fmt="openai-chat")
+            report["stored"] = result.stored
+            report["sizes"] = {"after ingest": store_size(engine)}
+            with watch.section("queries"):
+                before = failed_run_checks(engine, runs, k=args.k, budget=args.budget)
+            with watch.section("compaction"):
+                report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
+            report["sizes"]["after compaction"] = store_size(engine)
+            with watch.section("queries"):
+                after = failed_run_checks(engine, runs, k=args.k, budget=args.budget)
+            report["merged_trials"] = merged_trials(engine)
+            report["failed_run_queries"] = {"before compaction": summarise_checks(before),
+                                            "after compaction": summarise_checks(after), "per_run_after": after}
+            report["sample_units"] = sample_units(engine)
+    report["seconds"] = watch.to_dict()
+    write_json(args.out, report)
+    if echo:
+        print(render(report))
+        print(f"results: {args.out}")
+    return report
+
+
+def render(report: dict[str, Any]) -> str:
+    ingest = report["sizes"]["after ingest"]
+    size_rows = [["after ingest", ingest["raw"], ingest["active"], ingest["dormant"], ingest["archived"], ingest["units"],
+                  ingest["share_of_raw"]]]
+    size_rows += [[f"after cycle {c['cycle']}", ingest["raw"], c["active"], c["dormant"], c["archived"], c["units"],
+                   round((c["active"] + c["units"]) / ingest["raw"], 4) if ingest["raw"] else None] for c in report["cycles"]]
+    blocks = ["### Store size\n\n" + table(["when", "raw", "active", "dormant", "archived", "units",
+                                           "(active + units) / raw"], size_rows)]
+    merged = report["merged_trials"]
+    blocks.append("### Repeated trials merged\n\n" + table(
+        ["what", "groups", "spanning 2+ trials of a task", f"tasks covered (of {report['tasks']})"],
+        [["merged survivors (records.merged_ids)", merged["merges"]["groups"], merged["merges"]["spanning_trials"],
+          merged["merges"]["tasks"]],
+         ["active units (source_ids)", merged["units"]["groups"], merged["units"]["spanning_trials"], merged["units"]["tasks"]]]))
+    queries = report["failed_run_queries"]
+    blocks.append("### Failed runs: does a query from the task instruction name a gold tool?\n\n" + table(
+        ["when", "failed runs asked", "found", "in a unit", "in a memory", "not only from the run itself"],
+        [[when, q["asked"], q["found"], q["found_unit"], q["found_memory"], q["found_outside_own_run"]]
+         for when, q in ((w, queries[w]) for w in ("before compaction", "after compaction"))]))
+    units = "\n".join(f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
+                      for i, u in enumerate(report["sample_units"], 1))
+    blocks.append("### Sample units\n\n" + (units or "(none)"))
+    blocks.append("seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()))
+    return "\n\n".join(blocks)
+
+
+if __name__ == "__main__":
+    run(parse_args())

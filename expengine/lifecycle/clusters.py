@@ -1,0 +1,323 @@
+"""Cluster pruning: k-means per agent over active memories, then merge near-duplicates and put to sleep
+only what is redundant inside each cluster.
+
+How k is chosen: k = ceil(n / cluster.members_per_cluster), at least 1, at most cluster.max_k
+(KMeans with k-means++; MiniBatchKMeans when n > cluster.minibatch_above). Fixed random_state,
+so the same store gives the same clusters.
+
+Inside each cluster, in this order:
+1. merge: members with cosine ≥ merge_similarity fold into one survivor (pinned/protected first,
+   then higher importance, then most recent); the survivor accumulates `merged_ids`/`merged_count`,
+   the absorbed go dormant with `merged_into`. Pinned and protected records are never absorbed.
+2. prune by redundancy, walking from the member nearest the centroid outwards: a member goes
+   dormant only if it carries nothing (chatter; a short process message of a succeeded goal) or is
+   covered by what stays (cosine ≥ merge_similarity to a kept member or an active unit, or all its
+   content words already appear in kept members). `keep_ratio` is a floor: at most
+   n - ceil(keep_ratio·n) of the n members left after merging go dormant per cycle.
+Every member, including those put to sleep here, stays listed in `cluster_members`, so a unit
+refined from the cluster names them as sources.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..store.db import arrow_view, utcnow
+from ..store.state import set_state
+from .common import examples
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+WORD = re.compile(r"[a-z0-9][a-z0-9_.:/@-]*")
+STOPWORDS = frozenset(
+    "a an the and or but if then else of to in on at by for with from as is are was were be been being it its "
+    "this that these those i you he she we they me my your our their his her them us do does did done have has "
+    "had not no so just also very can could would should will shall may might must there here what which who "
+    "whom when where why how all any some user assistant system tool call returned".split()
+)
+SHORT_PROCESS_WORDS = 8
+RECORD_FIELDS = ("id", "text", "category", "kind", "importance", "ts", "pinned", "protected", "merged_ids", "goal_status")
+
+
+@dataclass
+class ClusterReport:
+    agents: int = 0
+    records_clustered: int = 0
+    clusters: int = 0
+    k_rule: str = ""
+    merged_groups: int = 0
+    merged_records: int = 0
+    dormant_covered: int = 0
+    dormant_empty: int = 0
+    kept_by_floor: int = 0
+    skipped: str | None = None
+    merge_examples: list[dict[str, Any]] = field(default_factory=list)
+    dormant_examples: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Plan:
+    """What one agent's clustering decided; applied only when not a dry run."""
+
+    merges: dict[str, list[str]] = field(default_factory=dict)  # survivor -> absorbed ids
+    covered: dict[str, str] = field(default_factory=dict)  # id -> reason
+    empty: dict[str, str] = field(default_factory=dict)
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+    kept_by_floor: int = 0  # redundant members kept because the cluster was at its keep_ratio floor
+
+
+def content_words(text: str | None) -> frozenset[str]:
+    return frozenset(w.strip(".:/-") for w in WORD.findall((text or "").lower()) if w not in STOPWORDS and len(w) > 1)
+
+
+def choose_k(n: int, engine: "Engine") -> int:
+    cfg = engine.config.cluster
+    return max(1, min(cfg.max_k, math.ceil(n / max(1, cfg.members_per_cluster)), n))
+
+
+def k_rule(engine: "Engine") -> str:
+    cfg = engine.config.cluster
+    return (f"k = ceil(n / {cfg.members_per_cluster}) per agent, capped at {cfg.max_k}; "
+            f"MiniBatchKMeans above {cfg.minibatch_above} records, KMeans below")
+
+
+def run_kmeans(vectors: np.ndarray, k: int, *, minibatch_above: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and L2-normalised centroids; deterministic.
+
+    BLAS runs single-threaded here: with many small products, threads that wait for each other made
+    k-means++ 10x slower on a busy two-core machine. Large stores use MiniBatchKMeans with random
+    initialisation (k-means++ over thousands of centroids costs more than the whole fit)."""
+    from threadpoolctl import threadpool_limits
+
+    if k == 1:
+        centroids = vectors.mean(axis=0, keepdims=True)
+        labels = np.zeros(len(vectors), dtype=np.int64)
+    else:
+        with threadpool_limits(1):
+            if len(vectors) > minibatch_above:
+                from sklearn.cluster import MiniBatchKMeans
+
+                model = MiniBatchKMeans(n_clusters=k, random_state=0, batch_size=1024, n_init=1, max_iter=10,
+                                        init="random", max_no_improvement=3, reassignment_ratio=0.0)
+            else:
+                from sklearn.cluster import KMeans
+
+                model = KMeans(n_clusters=k, random_state=0, n_init=1)
+            labels = model.fit_predict(vectors)
+        centroids = model.cluster_centers_
+    norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+    return labels, (centroids / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _survivor_order(rows: list[dict[str, Any]], members: np.ndarray) -> list[int]:
+    return sorted(
+        members.tolist(),
+        key=lambda i: (not (rows[i]["pinned"] or rows[i]["protected"]), -rows[i]["importance"], -rows[i]["ts"].timestamp(), rows[i]["id"]),
+    )
+
+
+def _carries_nothing(row: dict[str, Any], words: frozenset[str]) -> str | None:
+    if row["category"] == "chatter":
+        return "carries nothing: chatter"
+    if (row["goal_status"] == "succeeded" and row["kind"] == "message"
+            and row["category"] in ("process", "conversation") and len(words) <= SHORT_PROCESS_WORDS):
+        return "carries nothing: short process message of a succeeded goal"
+    return None
+
+
+def plan_agent(engine: "Engine", rows: list[dict[str, Any]], vectors: np.ndarray, unit_vectors: np.ndarray) -> _Plan:
+    cfg = engine.config.cluster
+    plan = _Plan()
+    labels, centroids = run_kmeans(vectors, choose_k(len(rows), engine), minibatch_above=cfg.minibatch_above)
+    words = [content_words(r["text"]) for r in rows]
+    fixed = [bool(r["pinned"] or r["protected"]) for r in rows]
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    for members in np.split(order, bounds):
+        if members.size == 0:
+            continue
+        label = int(labels[members[0]])
+        sims_to_centroid = vectors[members] @ centroids[label]
+        by_nearness = members[np.argsort(-sims_to_centroid, kind="stable")]
+        absorbed: set[int] = set()
+        if members.size > 1:
+            local = {int(m): j for j, m in enumerate(members)}
+            sims = vectors[members] @ vectors[members].T
+            for i in _survivor_order(rows, members):
+                if i in absorbed:
+                    continue
+                close = np.flatnonzero(sims[local[i]] >= cfg.merge_similarity)
+                group = [int(members[j]) for j in close if int(members[j]) != i and int(members[j]) not in absorbed and not fixed[int(members[j])]]
+                if group:
+                    absorbed.update(group)
+                    plan.merges[rows[i]["id"]] = [rows[j]["id"] for j in group]
+        distinct = [int(m) for m in by_nearness if int(m) not in absorbed]
+        if len(distinct) >= cfg.min_cluster_size:
+            budget = len(distinct) - math.ceil(cfg.keep_ratio * len(distinct))
+            kept: list[int] = []
+            kept_words: set[str] = set()
+            for i in distinct:
+                stands_for_others = rows[i]["id"] in plan.merges or rows[i]["merged_ids"] not in (None, "[]")
+                reason = None if fixed[i] or stands_for_others else _carries_nothing(rows[i], words[i]) or _covered(
+                    i, kept, kept_words, words, vectors, unit_vectors, cfg.merge_similarity)
+                if reason and budget > 0:
+                    budget -= 1
+                    (plan.empty if reason.startswith("carries nothing") else plan.covered)[rows[i]["id"]] = reason
+                    continue
+                plan.kept_by_floor += bool(reason)
+                kept.append(i)
+                kept_words |= words[i]
+        ids = sorted(rows[int(m)]["id"] for m in members)
+        medoid = rows[int(by_nearness[0])]["id"]
+        plan.clusters.append({
+            "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
+            "size": len(ids), "centroid": centroids[label].tolist(),
+            "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16], "members": ids,
+        })
+    return plan
+
+
+def _covered(i: int, kept: list[int], kept_words: set[str], words: list[frozenset[str]], vectors: np.ndarray,
+             unit_vectors: np.ndarray, threshold: float) -> str | None:
+    if kept and float(np.max(vectors[kept] @ vectors[i])) >= threshold:
+        return f"covered: cosine >= {threshold} to a kept member"
+    if len(unit_vectors) and float(np.max(unit_vectors @ vectors[i])) >= threshold:
+        return f"covered: cosine >= {threshold} to a knowledge unit"
+    if kept and words[i] and words[i] <= kept_words:
+        return "covered: every content word is in kept members"
+    return None
+
+
+def _agent_rows(engine: "Engine", agent: str) -> list[dict[str, Any]]:
+    cursor = engine.con.execute(
+        """SELECT r.id, r.text, r.category, r.kind, r.importance, r.ts, r.pinned, r.protected, r.merged_ids, g.status
+           FROM records r LEFT JOIN goals g ON r.goal_id = g.goal_id
+           WHERE r.state = 'active' AND r.agent = ? ORDER BY r.id""",
+        [agent],
+    )
+    rows = [dict(zip(RECORD_FIELDS, r)) for r in cursor.fetchall()]
+    for r in rows:
+        r["agent"] = agent
+    return rows
+
+
+def _unit_vectors(engine: "Engine", agent: str) -> np.ndarray:
+    from ..ingest.pipeline import embed_cached
+
+    texts = [t for (t,) in engine.con.execute("SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]).fetchall()]
+    return embed_cached(engine, texts) if texts else np.zeros((0, 1), dtype=np.float32)
+
+
+def prune_clusters(
+    engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+) -> ClusterReport:
+    from ..ingest.pipeline import embed_cached
+
+    started = time.perf_counter()
+    report = ClusterReport(k_rule=k_rule(engine))
+    agents = [a for (a,) in engine.con.execute("SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent").fetchall()]
+    texts: dict[str, str] = {}
+    for agent in agents:
+        rows = _agent_rows(engine, agent)
+        if not rows:
+            continue
+        vectors = embed_cached(engine, [r["text"] for r in rows])
+        plan = plan_agent(engine, rows, vectors, _unit_vectors(engine, agent))
+        report.agents += 1
+        report.records_clustered += len(rows)
+        report.clusters += len(plan.clusters)
+        report.merged_groups += len(plan.merges)
+        report.merged_records += sum(len(v) for v in plan.merges.values())
+        report.dormant_covered += len(plan.covered)
+        report.dormant_empty += len(plan.empty)
+        report.kept_by_floor += plan.kept_by_floor
+        texts.update({r["id"]: r["text"] for r in rows})
+        if len(report.merge_examples) < 5:
+            report.merge_examples += examples(plan.merges.items(), lambda kv: {
+                "survivor": kv[0], "text": texts[kv[0]], "absorbed": kv[1][:5], "count": len(kv[1])},
+                limit=5 - len(report.merge_examples))
+        if len(report.dormant_examples) < 5:
+            report.dormant_examples += examples(
+                list(plan.empty.items()) + list(plan.covered.items()),
+                lambda kv: {"id": kv[0], "text": texts[kv[0]], "why": kv[1]}, limit=5 - len(report.dormant_examples))
+        if not dry_run:
+            _apply(engine, agent, plan, run_id)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _apply(engine: "Engine", agent: str, plan: _Plan, run_id: str | None) -> None:
+    con = engine.con
+    now = utcnow()
+    if plan.merges:
+        survivors = list(plan.merges)
+        absorbed_rows = [(a, s) for s, group in plan.merges.items() for a in group]
+        previous = dict(con.execute(
+            "SELECT id, merged_ids FROM records WHERE id IN (SELECT unnest(?))",
+            [survivors + [a for a, _ in absorbed_rows]]).fetchall())
+        merged_lists = {}
+        for survivor, group in plan.merges.items():
+            ids = set(json.loads(previous.get(survivor) or "[]"))
+            for a in group:
+                ids.add(a)
+                ids.update(json.loads(previous.get(a) or "[]"))
+            ids.discard(survivor)
+            merged_lists[survivor] = sorted(ids)
+        table = pa.table({
+            "id": survivors, "merged_ids": [json.dumps(merged_lists[s]) for s in survivors],
+            "merged_count": [1 + len(merged_lists[s]) for s in survivors],
+        })
+        with arrow_view(con, "survivors", table):
+            con.execute("UPDATE records SET merged_ids = s.merged_ids, merged_count = s.merged_count FROM survivors s WHERE records.id = s.id")
+            con.execute("INSERT INTO history SELECT id, ?, 'merge:survivor', 'stands for ' || merged_count || ' records', ? FROM survivors", [now, run_id])
+        links = pa.table({"id": [a for a, _ in absorbed_rows], "survivor": [s for _, s in absorbed_rows]})
+        with arrow_view(con, "absorbed", links):
+            # the absorbed, and whatever they had absorbed before, now point at the new survivor
+            con.execute("UPDATE records SET merged_into = a.survivor, merged_ids = NULL, merged_count = 1 FROM absorbed a WHERE records.id = a.id")
+            con.execute("UPDATE records SET merged_into = a.survivor FROM absorbed a WHERE records.merged_into = a.id")
+            con.execute("INSERT INTO history SELECT id, ?, 'merge:absorbed', 'into ' || survivor, ? FROM absorbed", [now, run_id])
+        set_state(engine, [a for a, _ in absorbed_rows], "dormant", reason="merged into a near-duplicate survivor (see merged_into)",
+                  run_id=run_id)
+    by_reason: dict[str, list[str]] = {}
+    for rid, reason in list(plan.covered.items()) + list(plan.empty.items()):
+        by_reason.setdefault(reason, []).append(rid)
+    for reason, ids in by_reason.items():
+        set_state(engine, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id)
+    _write_clusters(engine, agent, plan)
+
+
+def _write_clusters(engine: "Engine", agent: str, plan: _Plan) -> None:
+    con = engine.con
+    con.execute("DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent])
+    con.execute("DELETE FROM clusters WHERE agent = ?", [agent])
+    if not plan.clusters:
+        return
+    now = utcnow()
+    clusters = pa.table({
+        "cluster_key": [c["cluster_key"] for c in plan.clusters], "agent": [agent] * len(plan.clusters),
+        "size": [c["size"] for c in plan.clusters], "centroid": [c["centroid"] for c in plan.clusters],
+        "signature": [c["signature"] for c in plan.clusters], "updated": [now] * len(plan.clusters),
+    })
+    members = pa.table({
+        "cluster_key": [c["cluster_key"] for c in plan.clusters for _ in c["members"]],
+        "record_id": [m for c in plan.clusters for m in c["members"]],
+    })
+    with arrow_view(con, "new_clusters", clusters):
+        con.execute("INSERT INTO clusters SELECT cluster_key, agent, size, centroid::FLOAT[], signature, updated FROM new_clusters")
+    with arrow_view(con, "new_members", members):
+        con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")

@@ -1,0 +1,83 @@
+"""Decay: W ← W·λ once per cycle; λ by category, raised for important memories and long-term goals.
+
+Pinned and protected memories do not decay. Active and dormant memories both decay (a dormant one
+must keep sinking to reach θ_purge); archived ones are out of the cycle. A λ above 1 (a boost on a
+high λ) lets a weight grow back, but never past 1.0 or past where it already was.
+Reinforcement on use (W += δ_access) happens at query time, not here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..store.state import set_state
+from .common import examples, sql_float, sql_str
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+
+@dataclass
+class DecayReport:
+    decayed: int = 0
+    became_dormant: int = 0
+    mean_weight_before: float = 0.0
+    mean_weight_after: float = 0.0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def lambda_sql(engine: "Engine") -> str:
+    """SQL for each record's λ this cycle (columns of `records r`, plus `lt.goal_id` for long-term goals)."""
+    cfg = engine.config.decay
+    by_category = " ".join(
+        f"WHEN {sql_str(cat)} THEN {sql_float(lam)}" for cat, lam in sorted(cfg.lambda_by_category.items())
+    )
+    base = f"(CASE r.category {by_category} ELSE {sql_float(cfg.lambda_global)} END)" if by_category else sql_float(cfg.lambda_global)
+    boosted = (
+        f"({base} + CASE WHEN r.importance >= {sql_float(cfg.importance_threshold)} "
+        f"THEN {sql_float(cfg.lambda_importance_boost)} ELSE 0 END)"
+    )
+    long_term = f"CASE WHEN lt.goal_id IS NOT NULL THEN {sql_float(cfg.lambda_long_term)} ELSE 0 END"
+    return f"CASE WHEN r.pinned OR r.protected THEN 1.0 ELSE GREATEST({boosted}, {long_term}) END"
+
+
+def _decayed_sql(engine: "Engine") -> str:
+    return f"""
+        SELECT r.id, r.state, r.text, r.weight,
+               LEAST(r.weight * ({lambda_sql(engine)}), GREATEST(r.weight, 1.0)) AS new_weight,
+               NOT (r.pinned OR r.protected) AS may_sleep
+        FROM records r
+        LEFT JOIN (SELECT DISTINCT goal_id FROM goals WHERE long_term) lt ON r.goal_id = lt.goal_id
+        WHERE r.state IN ('active', 'dormant')
+    """
+
+
+def decay(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> DecayReport:
+    started = time.perf_counter()
+    con = engine.con
+    theta = sql_float(engine.config.decay.theta_dormant)
+    calc = _decayed_sql(engine)
+    n, before, after = con.execute(
+        f"SELECT count(*), coalesce(avg(weight), 0), coalesce(avg(new_weight), 0) FROM ({calc}) c WHERE new_weight <> weight"
+    ).fetchall()[0]
+    sleepers = con.execute(
+        f"SELECT id, text, new_weight FROM ({calc}) c WHERE state = 'active' AND may_sleep AND new_weight < {theta} ORDER BY new_weight, id"
+    ).fetchall()
+    report = DecayReport(
+        decayed=int(n), became_dormant=len(sleepers), mean_weight_before=round(float(before), 4),
+        mean_weight_after=round(float(after), 4),
+        examples=examples(sleepers, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}),
+    )
+    if not dry_run:
+        con.execute(f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight")
+        set_state(engine, [r[0] for r in sleepers], "dormant",
+                  reason=f"decay: weight fell below theta_dormant {engine.config.decay.theta_dormant}", run_id=run_id)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report

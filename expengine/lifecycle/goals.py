@@ -1,0 +1,193 @@
+"""Goal-linked cleanup: retention follows what happened to the goal a memory served.
+
+Each goal whose status changed since it was last handled (`goals.handled_status`) is handled once:
+- succeeded: its *process* memories (intermediate tool calls and results, failed tries that were
+  never fixed, chatter, in-between messages) are weakened by `goal_success_process_factor`; its
+  *lessons* (the outcome, errors that were later fixed, the final successful call of each tool and
+  its result, the final answer, user corrections and preferences) get `delta_task_success`;
+- failed: the records that explain the failure (errors, the call that caused each error, the last
+  action taken, user corrections, the outcome) get `delta_task_failure_lesson` (and wake if dormant);
+- cancelled: nothing; open goals are never touched (long-term goals slow decay, see decay.py).
+Memories link to a goal by `goal_id`, or, when they have none, by session within the goal's time span.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ..store.db import arrow_view, utcnow
+from ..store.state import set_state
+from .common import examples
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+CORRECTION_CATEGORIES = ("preference", "safety", "feedback")
+PROCESS_CATEGORIES = ("process", "tool", "chatter", "conversation")
+FIELDS = ("id", "kind", "role", "text", "tool_name", "tool_error", "tool_call_id", "category", "protected",
+          "pinned", "feedback_signal", "weight", "state")
+
+
+@dataclass
+class GoalCleanupReport:
+    goals_handled: dict[str, int] = field(default_factory=dict)
+    process_weakened: int = 0
+    lessons_reinforced: int = 0
+    failure_records_reinforced: int = 0
+    became_dormant: int = 0
+    woke_up: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _is_correction(r: dict[str, Any]) -> bool:
+    if r["kind"] == "feedback":
+        return r["feedback_signal"] == "negative" or r["category"] in CORRECTION_CATEGORIES
+    return r["role"] == "user" and (bool(r["protected"]) or r["category"] in CORRECTION_CATEGORIES)
+
+
+def _call_of(records: list[dict[str, Any]], position: int) -> str | None:
+    """The tool_call that produced the tool_result at `position` (same call id, else the nearest earlier call of the tool)."""
+    result = records[position]
+    for r in reversed(records[:position]):
+        if r["kind"] != "tool_call":
+            continue
+        if result["tool_call_id"] and r["tool_call_id"]:
+            if r["tool_call_id"] == result["tool_call_id"]:
+                return r["id"]
+        elif r["tool_name"] == result["tool_name"]:
+            return r["id"]
+    return None
+
+
+def classify_succeeded(records: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """(lessons, process) among a succeeded goal's records, given in time order."""
+    lessons: set[str] = set()
+    last_ok: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if r["kind"] == "tool_result" and not r["tool_error"]:
+            last_ok[r["tool_name"] or ""] = i
+    for i, r in enumerate(records):
+        if r["kind"] in ("outcome", "goal") or _is_correction(r):
+            lessons.add(r["id"])
+        elif r["kind"] == "tool_result" and r["tool_error"] and last_ok.get(r["tool_name"] or "", -1) > i:
+            lessons.add(r["id"])  # an error that was fixed later: the pitfall half of the lesson
+    for i in last_ok.values():
+        lessons.add(records[i]["id"])
+        call = _call_of(records, i)
+        if call:
+            lessons.add(call)
+    answers = [r for r in records if r["kind"] == "message" and r["role"] == "assistant"]
+    if answers:
+        lessons.add(answers[-1]["id"])
+    process = {
+        r["id"]
+        for r in records
+        if r["id"] not in lessons
+        and not (r["pinned"] or r["protected"])
+        and (r["kind"] in ("tool_call", "tool_result") or (r["kind"] == "message" and r["category"] in PROCESS_CATEGORIES))
+    }
+    return lessons, process
+
+
+def classify_failed(records: list[dict[str, Any]]) -> set[str]:
+    """The records that explain a failure: errors and their calls, the last action, corrections, the outcome."""
+    explain: set[str] = set()
+    for i, r in enumerate(records):
+        if r["kind"] == "outcome" or _is_correction(r):
+            explain.add(r["id"])
+        if r["kind"] == "tool_result" and r["tool_error"]:
+            explain.add(r["id"])
+            call = _call_of(records, i)
+            if call:
+                explain.add(call)
+    calls = [r for r in records if r["kind"] == "tool_call"]
+    if calls:
+        explain.add(calls[-1]["id"])
+    return explain
+
+
+def _pending_goals(engine: "Engine") -> list[tuple]:
+    return engine.con.execute(
+        """SELECT goal_id, agent, session, status, opened, updated FROM goals
+           WHERE status IN ('succeeded', 'failed', 'cancelled') AND handled_status IS DISTINCT FROM status
+           ORDER BY updated, goal_id"""
+    ).fetchall()
+
+
+def _linked_records(engine: "Engine", goal: tuple) -> list[dict[str, Any]]:
+    goal_id, agent, session, _status, opened, updated = goal
+    cursor = engine.con.execute(
+        f"""SELECT {', '.join(FIELDS)} FROM records
+            WHERE state IN ('active', 'dormant')
+              AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
+            ORDER BY ts, id""",
+        [goal_id, agent, session, opened, updated],
+    )
+    return [dict(zip(FIELDS, row)) for row in cursor.fetchall()]
+
+
+def goal_cleanup(
+    engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+) -> GoalCleanupReport:
+    started = time.perf_counter()
+    cfg = engine.config.decay
+    report = GoalCleanupReport()
+    new_weight: dict[str, float] = {}
+    why: dict[str, str] = {}
+    text: dict[str, str] = {}
+    states: dict[str, str] = {}
+    goals = _pending_goals(engine)
+    for goal in goals:
+        goal_id, status = goal[0], goal[3]
+        report.goals_handled[status] = report.goals_handled.get(status, 0) + 1
+        if status == "cancelled":
+            continue
+        records = _linked_records(engine, goal)
+        for r in records:
+            text[r["id"]], states[r["id"]] = r["text"], r["state"]
+        weight = {r["id"]: new_weight.get(r["id"], r["weight"]) for r in records}
+        if status == "succeeded":
+            lessons, process = classify_succeeded(records)
+            for rid in process:
+                new_weight[rid], why[rid] = weight[rid] * cfg.goal_success_process_factor, f"process of succeeded goal {goal_id}"
+            for rid in lessons:
+                new_weight[rid], why[rid] = weight[rid] + cfg.delta_task_success, f"lesson of succeeded goal {goal_id}"
+            report.process_weakened += len(process)
+            report.lessons_reinforced += len(lessons)
+        else:
+            explain = classify_failed(records)
+            for rid in explain:
+                new_weight[rid], why[rid] = weight[rid] + cfg.delta_task_failure_lesson, f"explains failed goal {goal_id}"
+            report.failure_records_reinforced += len(explain)
+    to_sleep = sorted(i for i, w in new_weight.items() if states[i] == "active" and w < cfg.theta_dormant)
+    to_wake = sorted(i for i, w in new_weight.items() if states[i] == "dormant" and w >= cfg.theta_dormant)
+    report.became_dormant, report.woke_up = len(to_sleep), len(to_wake)
+    report.examples = examples(sorted(new_weight), lambda i: {"id": i, "text": text[i], "weight": round(new_weight[i], 4), "why": why[i]})
+    if not dry_run and goals:
+        _apply(engine, new_weight, why, goals, run_id)
+        set_state(engine, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id)
+        set_state(engine, to_wake, "active", reason="goal failed: explains the failure", run_id=run_id)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _apply(engine: "Engine", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None) -> None:
+    con = engine.con
+    ids = sorted(new_weight)
+    table = pa.table({"id": ids, "w": [float(new_weight[i]) for i in ids], "why": [why[i] for i in ids]})
+    with arrow_view(con, "goal_weights", table):
+        con.execute("UPDATE records SET weight = g.w FROM goal_weights g WHERE records.id = g.id")
+        con.execute(
+            "INSERT INTO history SELECT id, ?, 'goal_cleanup', why || ' (weight ' || round(w, 4) || ')', ? FROM goal_weights",
+            [utcnow(), run_id],
+        )
+    con.executemany("UPDATE goals SET handled_status = status WHERE goal_id = ?", [[g[0]] for g in goals])

@@ -1,0 +1,124 @@
+"""Grounding and vagueness checks: a unit may only name what its sources name, and must say something.
+
+Checked claims: identifiers (snake_case, calls `name(`), numbers and codes, capitalised names and
+quoted strings must all occur in the source records; a rule needs a concrete condition and action
+(each naming a mined tool, argument, value, error word or correction word), a fact a statement
+about its subject with content words from the sources.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .mine import Mined
+
+_WORD = re.compile(r"[\w][\w.\-/]*[\w]|\w")
+_IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w+\b|\b[A-Za-z]\w*(?=\()")
+_NUMBER_OR_CODE = re.compile(r"\b\w*\d[\w.:\-/]*")
+_CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+\b")
+_QUOTED = re.compile(r"(?<!\w)'([^']{3,}?)'(?!\w)|\"([^\"]{3,}?)\"")
+_EVIDENCE_COUNT = re.compile(r"^\d+(?:/\d+|x)$")  # '6/7 recovered', '3x': counted by mining, not claims
+STOPWORDS = frozenset(
+    """a an the and or but if then when while to of in on at for from by with without into onto is are was were be been
+    it its this that these those as after before first then call calls called use using do does did not no never always
+    user users agent tool tools returns return returned error errors retry retries wait seconds expected pitfall
+    should must can will may which what who whom how so than too very just also again once each any all some more less
+    i you he she we they them their his her our your my me us one standing instruction follow correction corrected
+    succeeds succeeded failed recovered noted retried whenever""".split()
+)
+VAGUE = (
+    "when the rule applies", "be helpful", "be friendly", "be polite", "as needed", "if necessary", "if needed",
+    "do the task", "follow the rules", "follow instructions", "help the user", "when appropriate", "the tool",
+    "call the tool", "use the tool", "do something",
+)
+MIN_WORDS = 3
+
+
+def source_text(mined: Mined, context: list[dict[str, Any]] | None = None) -> str:
+    """Everything the sources say, lower-cased: the only vocabulary a unit may use for claims."""
+    parts: list[str] = []
+    for r in list(mined.records) + list(context or []):
+        for key in ("text", "content", "tool_name", "tool_args", "tool_result", "tool_error"):
+            if r.get(key):
+                parts.append(" ".join(str(r[key]).split()))
+    parts.extend(mined.summary_lines())
+    return "\n".join(parts).lower()
+
+
+def _anchors(mined: Mined) -> set[str]:
+    """Concrete words a condition or action can stand on: tools, args, values, error and correction words."""
+    words: set[str] = set(mined.tools) | set(mined.arg_names) | {str(v).lower() for v in mined.recurring_values.values()}
+    for error in mined.errors:
+        words |= {w for w in _WORD.findall(error.example.lower()) if len(w) >= 4 and w not in STOPWORDS}
+    for _, text in mined.corrections:
+        words |= {w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in STOPWORDS}
+    return {w.lower() for w in words}
+
+
+def ungrounded_claims(text: str, vocabulary: str) -> list[str]:
+    """Identifiers, numbers, codes, names and quotes in `text` that the sources never mention."""
+    words = set(_WORD.findall(vocabulary))
+    missing: list[str] = []
+    for pattern in (_IDENTIFIER, _NUMBER_OR_CODE, _CAPITALISED):
+        for token in pattern.findall(text):
+            token = token.strip(".-/:")
+            if token and not _EVIDENCE_COUNT.match(token) and token.lower() not in words and token.lower() not in vocabulary and token.lower() not in STOPWORDS:
+                missing.append(token)
+    for single, double in _QUOTED.findall(text):
+        quote = " ".join((single or double).split()).lower()
+        if quote.rstrip(".…") not in vocabulary:
+            missing.append(f"'{quote[:40]}'")
+    return list(dict.fromkeys(missing))
+
+
+def _is_vague(text: str | None) -> bool:
+    value = (text or "").strip().lower()
+    too_short = len(value.split()) < MIN_WORDS and not _IDENTIFIER.search(value)
+    return too_short or any(phrase == value or value.startswith(phrase) for phrase in VAGUE)
+
+
+def _anchored(text: str, anchors: set[str]) -> bool:
+    lowered = text.lower()
+    return bool(anchors & {w for w in _WORD.findall(lowered)}) or any(a in lowered for a in anchors if "_" in a)
+
+
+def check_rule(fields: dict[str, Any], mined: Mined, vocabulary: str) -> list[str]:
+    """Reasons to reject a rule's fields; empty when it is grounded and concrete (the action must stand on
+    a mined tool, argument, value, error or correction word; the condition must not be vague)."""
+    reasons: list[str] = []
+    anchors = _anchors(mined)
+    for name in ("condition", "action"):
+        value = fields.get(name)
+        if not isinstance(value, str) or _is_vague(value):
+            reasons.append(f"vague {name}: {value!r}")
+    action = fields.get("action")
+    if not reasons and not _anchored(action, anchors):
+        reasons.append(f"action names no mined tool, argument, value, error or correction: {action!r}")
+    for name in ("condition", "action", "expected_outcome", "pitfall"):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            reasons.append(f"{name} is not text")
+        elif value:
+            missing = ungrounded_claims(value, vocabulary)
+            if missing:
+                reasons.append(f"{name} names what the sources do not: {', '.join(missing[:5])}")
+    return reasons
+
+
+def check_fact(fields: dict[str, Any], subject: str, vocabulary: str) -> list[str]:
+    """Reasons to reject a fact statement; empty when it is grounded and concrete."""
+    statement = fields.get("statement")
+    if not isinstance(statement, str) or _is_vague(statement):
+        return [f"vague statement: {statement!r}"]
+    reasons: list[str] = []
+    lowered = statement.lower()
+    if subject.lower() not in lowered and not (subject == "the user" and re.search(r"\buser\b", lowered)):
+        reasons.append(f"statement does not name its subject {subject!r}")
+    content = {w for w in _WORD.findall(lowered) if len(w) >= 4 and w not in STOPWORDS}
+    if len({w for w in content if w in vocabulary}) < 1 or len(content) < 1:
+        reasons.append("statement shares no content word with its sources")
+    missing = ungrounded_claims(statement, vocabulary)
+    if missing:
+        reasons.append(f"statement names what the sources do not: {', '.join(missing[:5])}")
+    return reasons

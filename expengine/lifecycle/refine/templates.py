@@ -1,0 +1,187 @@
+"""Units built from mined facts alone: always grounded, the default wording when the model's fails."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from .mine import Mined
+
+MAX_FACT_UNITS_PER_CLUSTER = 8
+MAX_QUOTES = 5
+GENERIC_CATEGORIES = ("process", "tool", "conversation", "observation", "error", "outcome", "message", "note", "goal")
+
+
+@dataclass
+class Draft:
+    """A unit before it has an id: the fields a rule or fact needs, its sources and its evidence."""
+
+    kind: str
+    category: str
+    source_ids: list[str]
+    condition: str | None = None
+    action: str | None = None
+    expected_outcome: str | None = None
+    pitfall: str | None = None
+    statement: str | None = None
+    subject: str | None = None
+    attribute: str | None = None
+    as_of: dt.datetime | None = None
+    success_rate: float | None = None
+    confidence: float = 0.0
+    successes: int = 0
+    trials: int = 0
+    agreeing: int = 0
+    previous_values: list[str] = field(default_factory=list)
+    method: str = "template"
+
+    @property
+    def support(self) -> int:
+        return len(self.source_ids)
+
+
+def wilson_lower_bound(successes: int, trials: int, z: float = 1.96) -> float:
+    """The pessimistic success rate: 6/7 → 0.49, 60/70 → 0.76 (more evidence, more trust)."""
+    if trials <= 0:
+        return 0.0
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = p + z * z / (2 * trials)
+    margin = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return max(0.0, (centre - margin) / denominator)
+
+
+def support_factor(support: int) -> float:
+    """1 source → 0.25, 3 → 0.5, 9 → 0.75: confidence grows with evidence, never from the model."""
+    return support / (support + 3)
+
+
+def confidence_of(draft: Draft) -> float:
+    """Rules: Wilson lower bound of the success rate × support factor. Facts: how often the current
+    value was stated (a changed value is news, not inconsistency)."""
+    if draft.kind == "rule":
+        consistency = wilson_lower_bound(draft.successes, draft.trials) if draft.trials else 0.5
+        return round(consistency * support_factor(draft.support), 4)
+    return round(support_factor(draft.agreeing), 4)
+
+
+def render_text(draft: Draft) -> str:
+    """The one paragraph `query` returns for a unit."""
+    if draft.kind == "fact":
+        when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of else ""
+        statement = draft.statement or ""
+        text = f"{when}{statement[0].lower() + statement[1:] if when and statement.startswith('The user') else statement}"
+        if draft.previous_values:
+            text += f" (previously {', '.join(draft.previous_values)})"
+        if draft.support > 1:
+            text += f" (stated {draft.support} times)"
+        return text.rstrip(".") + "."
+    parts = [f"{draft.condition}: {draft.action}." if draft.condition else f"{draft.action}."]
+    if draft.expected_outcome:
+        parts.append(f"Expected: {draft.expected_outcome}.")
+    if draft.pitfall:
+        parts.append(f"Pitfall: {draft.pitfall}.")
+    evidence = f"seen {draft.support} times"
+    if draft.trials:
+        evidence += f", {draft.successes}/{draft.trials} succeeded"
+    parts.append(f"({evidence})")
+    return " ".join(p.replace("..", ".") for p in parts)
+
+
+def _category(mined: Mined, default: str) -> str:
+    counts = Counter(r.get("category") for r in mined.records if r.get("category") not in GENERIC_CATEGORIES + (None,))
+    return counts.most_common(1)[0][0] if counts else default
+
+
+def _call(tool: str, mined: Mined) -> str:
+    args = ", ".join(
+        f"{name}={mined.recurring_values[name]}" if name in mined.recurring_values else f"{name}=…"
+        for name, _ in mined.arg_names.most_common(6)
+    )
+    return f"{tool}({args})"
+
+
+def rule_draft(mined: Mined) -> Draft | None:
+    """condition · action · expected outcome · pitfall, from tools, errors and corrections; None if nothing concrete."""
+    tool = mined.primary_tool
+    condition = action = expected = pitfall = None
+    if tool:
+        human = tool.replace("_", " ")
+        top_error = mined.errors[0] if mined.errors else None
+        if top_error and mined.error_results > mined.ok_results:
+            condition = f"When {tool} returns '{top_error.example}'"
+        else:
+            condition = f"To {human} ({tool})"
+        steps = [f"{t}(…)" for t, _ in mined.preceded_by.most_common(3)]
+        action = (f"first {', then '.join(steps)}, then call " if steps else "call ") + _call(tool, mined)
+        if mined.result_keys:
+            expected = f"{tool} returns {', '.join(k for k, _ in mined.result_keys.most_common(6))}"
+        elif mined.ok_results:
+            example = next((r.get("tool_result") or "" for r in mined.records
+                            if r.get("tool_name") == tool and r["kind"] == "tool_result" and not r.get("tool_error")), "")
+            example = " ".join(example.split())[:80]
+            expected = f"{tool} succeeds" + (f", e.g. '{example}'" if example else "")
+        pitfalls = []
+        for error in mined.errors[:2]:
+            text = f"error '{error.example}' ({error.count}x)"
+            if error.followups:
+                text += f" ⇒ {error.followups.most_common(1)[0][0]}"
+                text += f" ({error.recovered}/{error.count} recovered)"
+            pitfalls.append(text)
+        pitfall = "; ".join(pitfalls) or None
+    if mined.corrections:
+        said = Counter(text for _, text in mined.corrections)
+        quoted = "; ".join(f"'{text[:120]}'" + (f" ({n}x)" if n > 1 else "") for text, n in said.most_common(2))
+        if action:
+            pitfall = (pitfall + "; " if pitfall else "") + f"the user corrected: {quoted}"
+        else:
+            condition = "Standing instruction from the user"
+            action = f"follow the user's correction {quoted}"
+    if not action:
+        return None
+    draft = Draft(kind="rule", category=_category(mined, "procedure"), source_ids=[r["id"] for r in mined.records],
+                  condition=condition, action=action, expected_outcome=expected, pitfall=pitfall,
+                  as_of=mined.last_ts, successes=mined.successes, trials=mined.trials)
+    draft.success_rate = round(mined.successes / mined.trials, 4) if mined.trials else None
+    draft.confidence = confidence_of(draft)
+    return draft
+
+
+def fact_drafts(mined: Mined) -> list[Draft]:
+    """One fact per (subject, attribute): the latest value wins, earlier different values are 'previously'."""
+    groups: dict[tuple[str, str], list] = defaultdict(list)
+    for fact in mined.facts:
+        groups[(fact.subject, fact.attribute)].append(fact)
+    drafts = []
+    category = _category(mined, "fact")
+    for (subject, attribute), facts in groups.items():
+        facts.sort(key=lambda f: (f.ts, f.source_id))
+        latest = facts[-1]
+        if attribute.startswith("said on"):
+            sentences = list(dict.fromkeys(" ".join(f.statement.split()) for f in facts))
+            quoted = " · ".join(f'"{sentence}"' for sentence in sentences[:MAX_QUOTES])
+            statement = f"{subject} said: {quoted}" + (f" (+{len(sentences) - MAX_QUOTES} more)" if len(sentences) > MAX_QUOTES else "")
+            agreeing = len(facts)
+        else:
+            statement = latest.statement
+            agreeing = sum(1 for f in facts if f.value.lower() == latest.value.lower())
+        previous = list(dict.fromkeys(f.value for f in facts if f.single_valued and f.value.lower() != latest.value.lower()))
+        source_ids = list(dict.fromkeys(f.source_id for f in facts))
+        draft = Draft(kind="fact", category=category, source_ids=source_ids, statement=statement, subject=subject,
+                      attribute=attribute, as_of=latest.ts, agreeing=min(agreeing, len(source_ids)),
+                      previous_values=previous[::-1])
+        draft.confidence = confidence_of(draft)
+        drafts.append(draft)
+    drafts.sort(key=lambda d: (-d.support, -(d.as_of or dt.datetime.min).timestamp()))
+    return drafts[:MAX_FACT_UNITS_PER_CLUSTER]
+
+
+def template_drafts(mined: Mined) -> list[Draft]:
+    if mined.kind == "rule":
+        draft = rule_draft(mined)
+        return [draft] if draft else []
+    if mined.kind == "fact":
+        return fact_drafts(mined)
+    return []

@@ -1,0 +1,147 @@
+"""Snapshots: a whole-store copy (DuckDB file after CHECKPOINT + the LanceDB folder) taken before a cycle.
+
+A plain file copy is the simplest thing that provably restores exactly: the engine holds the store
+lock for its lifetime, so nothing writes while the copy is made. A snapshot is first written to a
+hidden temporary folder and renamed when complete, so a kill during the copy never leaves a half one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, NotFoundError
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, open_database, utcnow
+from ..store.index import Index
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+META_FILE = "snapshot.json"
+TMP_PREFIX = ".tmp-"
+
+
+@dataclass
+class SnapshotInfo:
+    id: str
+    created: str
+    reason: str
+    raw: int
+    active: int
+    size_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RestoreResult:
+    snapshot_id: str
+    raw_before: int
+    raw_after: int
+    active_after: int
+    runs_rolled_back: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def snapshot_root(engine: "Engine") -> Path:
+    return engine.store_dir / SNAPSHOT_DIR
+
+
+def copy_store(engine: "Engine", target: Path) -> None:
+    """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
+    engine.con.execute("CHECKPOINT")
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(engine.store_dir / DB_FILE, target / DB_FILE)
+    lance = engine.store_dir / LANCE_DIR
+    if lance.exists():
+        shutil.copytree(lance, target / LANCE_DIR)
+
+
+def create_snapshot(engine: "Engine", *, reason: str = "manual") -> SnapshotInfo:
+    root = snapshot_root(engine)
+    root.mkdir(exist_ok=True)
+    for stale in root.glob(TMP_PREFIX + "*"):  # left by a process killed while copying
+        shutil.rmtree(stale, ignore_errors=True)
+    created = utcnow()
+    snapshot_id = created.strftime("%Y%m%dT%H%M%S%f") + "-" + uuid.uuid4().hex[:4]
+    tmp = root / (TMP_PREFIX + snapshot_id)
+    copy_store(engine, tmp)
+    counts = dict(engine.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+    info = SnapshotInfo(
+        id=snapshot_id, created=created.isoformat(timespec="microseconds"), reason=reason,
+        raw=int(sum(counts.values())), active=int(counts.get("active", 0)),
+        size_bytes=sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()),
+    )
+    (tmp / META_FILE).write_text(json.dumps(info.to_dict()), encoding="utf-8")
+    tmp.rename(root / snapshot_id)
+    prune_snapshots(engine, keep=max(1, engine.config.snapshot.retention))
+    return info
+
+
+def list_snapshots(engine: "Engine") -> list[SnapshotInfo]:
+    """Complete snapshots, newest first."""
+    root = snapshot_root(engine)
+    if not root.exists():
+        return []
+    found = []
+    for folder in root.iterdir():
+        meta = folder / META_FILE
+        if folder.name.startswith(TMP_PREFIX) or not meta.exists():
+            continue
+        try:
+            found.append(SnapshotInfo(**json.loads(meta.read_text(encoding="utf-8"))))
+        except (ValueError, TypeError):
+            continue
+    return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
+
+
+def prune_snapshots(engine: "Engine", *, keep: int) -> list[str]:
+    removed = [s.id for s in list_snapshots(engine)[keep:]]
+    for snapshot_id in removed:
+        shutil.rmtree(snapshot_root(engine) / snapshot_id, ignore_errors=True)
+    return removed
+
+
+def restore_snapshot(engine: "Engine", snapshot_id: str) -> RestoreResult:
+    """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
+    if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
+        raise InputError(f"bad snapshot id {snapshot_id!r}", hint="see `expengine snapshots`")
+    source = snapshot_root(engine) / snapshot_id
+    if not (source / META_FILE).exists():
+        raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see `expengine snapshots`")
+    con = engine.con
+    raw_before = int(con.execute("SELECT count(*) FROM records").fetchone()[0])
+    runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
+    con.close()
+    engine.con = None  # type: ignore[assignment]
+    db_path = engine.store_dir / DB_FILE
+    for leftover in (db_path.with_name(DB_FILE + ".wal"),):
+        leftover.unlink(missing_ok=True)
+    shutil.copy2(source / DB_FILE, db_path)
+    lance = engine.store_dir / LANCE_DIR
+    shutil.rmtree(lance, ignore_errors=True)
+    if (source / LANCE_DIR).exists():
+        shutil.copytree(source / LANCE_DIR, lance)
+    engine.con = open_database(db_path)
+    engine.index = Index(lance)
+    known = {r[0] for r in engine.con.execute("SELECT id FROM runs").fetchall()}
+    rolled_back = []
+    for run in runs:
+        if run[0] in known:
+            continue
+        status = run[4] if run[4] == "rolled_back" else "rolled_back"
+        engine.con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", [*run[:4], status, *run[5:]])
+        rolled_back.append(run[0])
+    engine.history_log(snapshot_id, "restore", {"runs_rolled_back": rolled_back})
+    counts = dict(engine.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+    return RestoreResult(
+        snapshot_id=snapshot_id, raw_before=raw_before, raw_after=int(sum(counts.values())),
+        active_after=int(counts.get("active", 0)), runs_rolled_back=rolled_back,
+    )

@@ -1,0 +1,396 @@
+"""Hybrid retrieval over knowledge units and memories, ranked by one transparent score.
+
+How a query is answered:
+
+1. The query text is embedded once (the model is loaded once per process).
+2. Retrieval in LanceDB, per table (`memories`, `units`), with the filters as prefilters:
+   a vector search (cosine) and a full-text search (LanceDB's own FTS index), each returning
+   `config.query.candidates` rows. The vector lists of both tables are merged by cosine distance
+   (same embedder, so comparable); the FTS lists by BM25 score.
+3. Reciprocal rank fusion: `rrf = Σ 1 / (rrf_k + rank)` over the lists an item appears in
+   (rank starts at 1). `similarity = rrf / (n_lists / (rrf_k + 1))`, where n_lists is the number
+   of lists that ran (2, or 1 when the query has no searchable word): 1.0 means first in every
+   list, 0.5 means first in one list only.
+4. DuckDB (the source of truth) supplies the lifecycle columns, and each candidate is scored:
+
+       score = alpha·similarity + beta·weight + gamma·recency + utility_weight·utility
+
+   weight  = W / (1 + W), W the stored weight (0.5 for a fresh memory, → 1 as it is reinforced);
+   recency = recency_base ** hours since max(created, last access) (units: max(updated, last used));
+   utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
+5. The best `k` are rendered (`render.py`), cut at the token budget, and reinforced unless
+   `touch=False`.
+
+Filters: `kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule,
+fact: units only); `outcome` and `goal` are memory attributes, so they exclude units; `since` /
+`until` compare a memory's `ts` and a unit's `updated`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..ingest.events import KINDS as RECORD_KINDS
+from ..ingest.events import OUTCOMES, EventError, parse_ts
+from ..store.db import utcnow
+from ..store.index import MEMORIES, UNITS, sql_list
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+UNIT_KINDS = ("rule", "fact")
+EXPAND_PER_UNIT = 3
+# With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
+# (PQ distances are coarse); without one the search is exact and this is a no-op.
+VECTOR_REFINE_FACTOR = 4
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class ScoreParts:
+    similarity: float
+    weight: float
+    recency: float
+    utility: float
+
+
+@dataclass
+class Evidence:
+    """A source record of a unit hit, shown under it: reachable even when dormant or archived."""
+
+    id: str
+    text: str
+    state: str
+    similarity: float
+
+
+@dataclass
+class Hit:
+    id: str
+    type: str  # "unit" | "memory"
+    text: str
+    score: float
+    parts: ScoreParts
+    source_ids: list[str]
+    kind: str
+    state: str
+    agent: str
+    category: str
+    ts: dt.datetime | None
+    expanded: list[Evidence] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ts"] = self.ts.isoformat() if self.ts else None
+        return data
+
+
+@dataclass
+class QueryResult:
+    query: str
+    hits: list[Hit]
+    prompt: str
+    candidates: int = 0
+    budget: int | None = None
+    took_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "hits": [h.to_dict() for h in self.hits],
+            "prompt": self.prompt,
+            "candidates": self.candidates,
+            "budget": self.budget,
+            "took_ms": self.took_ms,
+        }
+
+
+@dataclass
+class Filters:
+    agent: str | None = None
+    category: str | None = None
+    kind: str | None = None
+    outcome: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    goal: str | None = None
+    include_dormant: bool = False
+
+    @property
+    def search_memories(self) -> bool:
+        return self.kind not in UNIT_KINDS
+
+    @property
+    def search_units(self) -> bool:
+        return (self.kind is None or self.kind in UNIT_KINDS) and self.outcome is None and self.goal is None
+
+    def memory_where(self) -> str:
+        states = "('active', 'dormant')" if self.include_dormant else "('active')"
+        return " AND ".join([f"state IN {states}", *self._common("ts"),
+                             *_equals(kind=self.kind, outcome=self.outcome, goal_id=self.goal)])
+
+    def unit_where(self) -> str:
+        return " AND ".join(["status = 'active'", *self._common("ts"), *_equals(kind=self.kind)])
+
+    def _common(self, ts_column: str) -> list[str]:
+        clauses = _equals(agent=self.agent, category=self.category)
+        if self.since:
+            clauses.append(f"{ts_column} >= {_timestamp(self.since)}")
+        if self.until:
+            clauses.append(f"{ts_column} <= {_timestamp(self.until)}")
+        return clauses
+
+
+def _equals(**values: str | None) -> list[str]:
+    return [f"{column} = {sql_list([value])}" for column, value in values.items() if value is not None]
+
+
+def _timestamp(value: dt.datetime) -> str:
+    return f"timestamp '{value.isoformat(sep=' ', timespec='microseconds')}'"
+
+
+def as_time(value: dt.datetime | str | None, name: str) -> dt.datetime | None:
+    """ISO-8601 (no zone means UTC) or a datetime, as naive UTC like everything in the store."""
+    if value is None or isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value and value.tzinfo else value
+    try:
+        return parse_ts(value)
+    except EventError as exc:
+        raise InputError(f"--{name}: {exc}", hint="use ISO-8601, e.g. 2026-03-01 or 2026-03-01T09:15:00Z") from exc
+
+
+def make_filters(
+    *, agent=None, category=None, kind=None, outcome=None, since=None, until=None, goal=None, include_dormant=False
+) -> Filters:
+    if kind is not None and kind not in RECORD_KINDS + UNIT_KINDS:
+        raise InputError(f"unknown kind {kind!r}", hint=f"use a record kind ({', '.join(RECORD_KINDS)}) or a unit kind (rule, fact)")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise InputError(f"unknown outcome {outcome!r}", hint=f"use one of {', '.join(OUTCOMES)}")
+    return Filters(agent=agent, category=category, kind=kind, outcome=outcome, since=as_time(since, "since"),
+                   until=as_time(until, "until"), goal=goal, include_dormant=include_dormant)
+
+
+def fts_text(text: str) -> str:
+    """Only the words: the FTS parser never sees quotes, operators or brackets from the caller."""
+    return " ".join(_WORD.findall(text))
+
+
+# --- retrieval ---------------------------------------------------------------------------------
+def _vector_search(engine: "Engine", name: str, vector: np.ndarray, where: str, limit: int) -> list[tuple[str, float]]:
+    table = engine.index.table(name)
+    if table is None:
+        return []
+    rows = (
+        table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
+        .refine_factor(VECTOR_REFINE_FACTOR).where(where, prefilter=True).limit(limit).select(["id", "_distance"]).to_arrow()
+    )
+    return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
+
+
+def _text_search(engine: "Engine", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
+    table = engine.index.table(name)
+    if table is None:
+        return []
+
+    def run():
+        rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"]).to_arrow()
+        return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
+
+    try:
+        return run()
+    except ValueError as exc:  # no FTS index yet (e.g. units written without one): build it once
+        if "INVERTED index" not in str(exc):
+            raise
+        engine.index.refresh_text_index(name)
+        return run() if table.count_rows() else []
+
+
+def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
+    """Reciprocal rank fusion, normalised so 1.0 = first in every list that ran."""
+    fused: dict[tuple[str, str], float] = {}
+    for ranked in lists:
+        for rank, key in enumerate(ranked, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (rrf_k + rank)
+    best = len(lists) / (rrf_k + 1)
+    return {key: value / best for key, value in fused.items()}
+
+
+def retrieve(engine: "Engine", text: str, vector: np.ndarray, filters: Filters) -> dict[tuple[str, str], float]:
+    """(type, id) → similarity in 0..1, from vector and full-text search over both tables."""
+    limit = engine.config.query.candidates
+    tables = [(t, name, where) for t, name, where, wanted in (
+        ("memory", MEMORIES, filters.memory_where(), filters.search_memories),
+        ("unit", UNITS, filters.unit_where(), filters.search_units),
+    ) if wanted]
+    vector_hits = [(d, (t, i)) for t, name, where in tables for i, d in _vector_search(engine, name, vector, where, limit)]
+    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
+    words = fts_text(text)
+    if words:
+        text_hits = [(s, (t, i)) for t, name, where in tables for i, s in _text_search(engine, name, words, where, limit)]
+        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])[:limit]])
+    return _fuse(lists, engine.config.query.rrf_k)
+
+
+# --- scoring -----------------------------------------------------------------------------------
+_MEMORY_COLUMNS = ("id", "kind", "agent", "category", "state", "ts", "last_access", "weight", "utility", "merged_ids", "text")
+_UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "last_used", "weight", "utility", "source_ids", "text")
+
+
+def _lookup(engine: "Engine", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    rows = engine.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN ({sql_list(ids)}) AND {live}").fetchall()
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def json_ids(value: str | None) -> list[str]:
+    if not value:
+        return []
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return []
+    return [str(x) for x in parsed] if isinstance(parsed, list) else []
+
+
+def memory_source_ids(record_id: str, merged_ids: str | None) -> list[str]:
+    """A memory stands for itself and, when it is a merged survivor, for the ids merged into it."""
+    return list(dict.fromkeys([record_id, *json_ids(merged_ids)]))
+
+
+def recency(base: float, now: dt.datetime, *moments: dt.datetime | None) -> float:
+    latest = max((m for m in moments if m is not None), default=None)
+    if latest is None:
+        return 0.0
+    hours = max(0.0, (now - latest).total_seconds() / 3600.0)
+    return float(base**hours)
+
+
+def score_parts(engine: "Engine", *, similarity: float, weight: float, utility: float, recency_value: float) -> tuple[float, ScoreParts]:
+    q = engine.config.query
+    parts = ScoreParts(
+        similarity=similarity,
+        weight=max(weight, 0.0) / (1.0 + max(weight, 0.0)),
+        recency=recency_value,
+        utility=math.tanh(utility),
+    )
+    score = q.alpha * parts.similarity + q.beta * parts.weight + q.gamma * parts.recency + q.utility_weight * parts.utility
+    return score, parts
+
+
+def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
+    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate."""
+    now = utcnow()
+    base = engine.config.query.recency_base
+    states = "('active', 'dormant')" if filters.include_dormant else "('active')"
+    memories = _lookup(engine, "records", _MEMORY_COLUMNS, [i for t, i in fused if t == "memory"], f"state IN {states}")
+    units = _lookup(engine, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
+    hits = []
+    for r in memories:
+        score, parts = score_parts(engine, similarity=fused[("memory", r["id"])], weight=r["weight"], utility=r["utility"],
+                                   recency_value=recency(base, now, r["ts"], r["last_access"]))
+        hits.append(Hit(id=r["id"], type="memory", text=r["text"], score=score, parts=parts,
+                        source_ids=memory_source_ids(r["id"], r["merged_ids"]), kind=r["kind"], state=r["state"],
+                        agent=r["agent"], category=r["category"], ts=r["ts"]))
+    for u in units:
+        score, parts = score_parts(engine, similarity=fused[("unit", u["id"])], weight=u["weight"], utility=u["utility"],
+                                   recency_value=recency(base, now, u["updated"], u["last_used"]))
+        hits.append(Hit(id=u["id"], type="unit", text=u["text"], score=score, parts=parts,
+                        source_ids=json_ids(u["source_ids"]), kind=u["kind"], state=u["status"],
+                        agent=u["agent"], category=u["category"], ts=u["updated"]))
+    hits.sort(key=lambda h: (-h.score, h.type != "unit", h.id))
+    return hits
+
+
+# --- expansion and reinforcement ---------------------------------------------------------------
+def attach_evidence(engine: "Engine", hits: list[Hit], vector: np.ndarray) -> None:
+    """Give each unit hit its sources most similar to the query, in any state (archived included)."""
+    from ..ingest.pipeline import embed_cached
+
+    wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
+    if not wanted:
+        return
+    rows = engine.con.execute(f"SELECT id, text, state FROM records WHERE id IN ({sql_list(wanted)})").fetchall()
+    if not rows:
+        return
+    sims = embed_cached(engine, [text for _, text, _ in rows]) @ vector
+    by_id = {rid: Evidence(id=rid, text=text, state=state, similarity=float(s)) for (rid, text, state), s in zip(rows, sims)}
+    for hit in hits:
+        if hit.type == "unit":
+            found = sorted((by_id[i] for i in hit.source_ids if i in by_id), key=lambda e: -e.similarity)
+            hit.expanded = found[:EXPAND_PER_UNIT]
+
+
+def reinforce(engine: "Engine", hits: list[Hit]) -> None:
+    """Used hits gain δ_access and a fresh last access: what is retrieved stays."""
+    delta, now = engine.config.decay.delta_access, utcnow()
+    memory_ids = [h.id for h in hits if h.type == "memory"]
+    unit_ids = [h.id for h in hits if h.type == "unit"]
+    if memory_ids:
+        engine.con.execute(
+            f"UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? WHERE id IN ({sql_list(memory_ids)})",
+            [delta, now],
+        )
+    if unit_ids:
+        engine.con.execute(f"UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN ({sql_list(unit_ids)})", [delta, now])
+
+
+def _rounded(hit: Hit) -> Hit:
+    hit.score = round(hit.score, 6)
+    hit.parts = ScoreParts(**{k: round(v, 6) for k, v in asdict(hit.parts).items()})
+    for ev in hit.expanded:
+        ev.similarity = round(ev.similarity, 4)
+    return hit
+
+
+def query(
+    engine: "Engine",
+    text: str,
+    *,
+    k: int = 5,
+    touch: bool = True,
+    budget: int | None = None,
+    expand: bool | None = None,
+    **filter_args: Any,
+) -> QueryResult:
+    from .render import render_prompt
+
+    started = time.perf_counter()
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"')
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    if budget is not None and budget < 1:
+        raise InputError(f"the token budget must be at least 1, got {budget}")
+    filters = make_filters(**filter_args)
+    vector = engine.embedder.encode([text])[0]
+    fused = retrieve(engine, text, vector, filters)
+    top = rank(engine, fused, filters)[:k]
+    if expand is None or expand:
+        attach_evidence(engine, top, vector)
+    prompt, kept = render_prompt(top, budget=budget)
+    if touch and kept:
+        reinforce(engine, kept)
+    return QueryResult(query=text, hits=[_rounded(h) for h in kept], prompt=prompt, candidates=len(fused), budget=budget,
+                       took_ms=round((time.perf_counter() - started) * 1000, 2))
+
+
+# --- indexes -----------------------------------------------------------------------------------
+def refresh_indexes(engine: "Engine") -> dict[str, dict[str, bool]]:
+    """Rebuild the FTS indexes and, once a table has `query.index_above` rows, its IVF-PQ vector
+    index (below that, exact search is fast enough). Compaction calls this after it changes tables."""
+    report = {}
+    for name in (MEMORIES, UNITS):
+        vector_index = engine.index.ensure_vector_index(name, min_rows=engine.config.query.index_above)
+        engine.index.refresh_text_index(name)
+        report[name] = {"vector_index": vector_index, "text_index": engine.index.count(name) > 0}
+    return report

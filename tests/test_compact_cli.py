@@ -1,0 +1,126 @@
+"""The compaction commands end to end, a real process killed mid-run, and the exit codes cron sees."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from expengine.cli import app
+from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+
+from test_compact import BOOKING, CHATTER, REFUND, state_of, weights
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store_dir(make_engine, write_jsonl, tmp_path):
+    """A closed store holding the booking, refund and chatter logs."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
+    engine.close()
+    return tmp_path / "store"
+
+
+def cli(store: Path, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "expengine", "--store", str(store), *args], cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, **popen,
+    )
+
+
+def invoke(store: Path, *args: str) -> dict:
+    result = CliRunner().invoke(app, ["--store", str(store), *args])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stdout
+    return json.loads(lines[0])
+
+
+def test_kill_mid_run_is_rolled_back_by_the_next_run(store_dir, make_engine):
+    engine = make_engine(store=store_dir)
+    original_weights, original_states = weights(engine), state_of(engine)
+    engine.close()
+    child = cli(store_dir, "compact", "--no-refine", env={PAUSE_ENV: "decay"})
+    marker = store_dir / (PAUSE_MARKER + "decay")
+    deadline = time.monotonic() + 180
+    while not marker.exists():  # the child writes it after decay was applied, then blocks
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the child never reached the pause point"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    marker.unlink()
+
+    engine = make_engine(store=store_dir)
+    assert engine.con.execute("SELECT status FROM runs").fetchall() == [("running",)]
+    assert weights(engine) != original_weights  # the kill left a half-done cycle behind
+    recovered = engine.recover_interrupted()
+    assert [r["action"] for r in recovered] == ["rolled back"]
+    assert weights(engine) == original_weights and state_of(engine) == original_states
+    assert engine.index.count("memories") == len(original_weights)
+    assert engine.con.execute("SELECT status FROM runs").fetchall() == [("rolled_back",)]
+    report = engine.compact(refine=False)
+    assert report.status == "completed" and report.recovered == []
+
+
+def test_compact_finds_and_rolls_back_a_stale_run(store_dir, make_engine):
+    engine = make_engine(store=store_dir)
+    snapshot = engine.snapshot(reason="before compaction")
+    engine.con.execute("INSERT INTO runs VALUES ('run-killed', now(), NULL, FALSE, 'running', ?, NULL)", [snapshot.id])
+    engine.con.execute("UPDATE records SET weight = 0.01")  # what a killed run may leave
+    report = engine.compact(refine=False)
+    assert report.recovered == [{"run_id": "run-killed", "snapshot_id": snapshot.id, "action": "rolled back"}]
+    assert report.before.active == len(BOOKING + REFUND + CHATTER) and report.after.dormant < report.before.active
+
+
+def test_cli_compact_snapshots_history_json(store_dir):
+    dry = invoke(store_dir, "compact", "--dry-run", "--no-refine", "--json")
+    assert dry["dry_run"] and dry["after"]["active"] < dry["before"]["active"]
+    run = invoke(store_dir, "compact", "--no-refine", "--json")
+    assert run["status"] == "completed" and set(run["steps"]) >= {"snapshot", "decay", "goals", "clusters", "purge"}
+    assert all("seconds" in step for step in run["steps"].values())
+    second = invoke(store_dir, "compact", "--no-refine", "--json")
+    snaps = invoke(store_dir, "snapshots", "--json")["snapshots"]
+    assert [s["id"] for s in snaps] == [second["snapshot_id"], run["snapshot_id"]]
+    runs = invoke(store_dir, "history", "--json")["runs"]
+    assert [r["run_id"] for r in runs] == [run["run_id"], second["run_id"]]
+    assert runs[0]["raw"] == len(BOOKING + REFUND + CHATTER)
+    restored = invoke(store_dir, "restore", run["snapshot_id"], "--json")
+    assert restored["active_after"] == len(BOOKING + REFUND + CHATTER)
+    assert set(restored["runs_rolled_back"]) == {run["run_id"], second["run_id"]}
+    text = CliRunner().invoke(app, ["--store", str(store_dir), "history"])
+    assert text.exit_code == 0 and text.stdout.count("%") == 2  # one active-share cell per run
+
+
+def test_cli_pin_forget(store_dir):
+    assert invoke(store_dir, "pin", "c01", "--json") == {"id": "c01", "pinned": True, "state": "active"}
+    assert invoke(store_dir, "unpin", "c01", "--json")["pinned"] is False
+    gone = invoke(store_dir, "forget", "--where", "session = 's3'", "--yes", "--json")
+    assert gone["records"] == len(CHATTER)
+
+
+def test_exit_codes(store_dir, make_engine):
+    holder = make_engine(store=store_dir)  # holds the store lock, like a running compaction
+    locked = cli(store_dir, "--wait", "0", "compact", "--json")
+    _, err = locked.communicate(timeout=120)
+    assert locked.returncode == 4 and "busy" in err
+    holder.close()
+    missing = cli(store_dir, "restore", "20000101T000000000000-abcd")
+    _, err = missing.communicate(timeout=120)
+    assert missing.returncode == 5 and "no snapshot" in err
+    unconfirmed = cli(store_dir, "forget", "c01", "--json")
+    _, err = unconfirmed.communicate(timeout=120)
+    assert unconfirmed.returncode == 2 and "--yes" in err
+    bad_pin = cli(store_dir, "pin", "nope")
+    bad_pin.communicate(timeout=120)
+    assert bad_pin.returncode == 5

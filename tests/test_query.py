@@ -1,0 +1,342 @@
+"""Query, feedback and show on a real store: hand-written logs ingested with the real embedder,
+plus a few units written straight to DuckDB and indexed like refinement would."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from expengine.errors import InputError, NotFoundError
+from expengine.query.render import HEADER
+from expengine.store.db import utcnow
+from expengine.store.index import UNITS
+from expengine.store.reindex import unit_rows
+from expengine.store.state import set_state
+from expengine.textutil import approx_tokens
+
+WEATHER_ERROR = "get_weather error: 429 Too Many Requests, rate limit exceeded"
+BASE = (utcnow() - dt.timedelta(days=30)).replace(microsecond=0)
+
+
+def _ts(minutes: int) -> str:
+    return (BASE + dt.timedelta(minutes=minutes)).isoformat() + "Z"
+
+
+def _events() -> list[dict]:
+    sb = {"agent": "support-bot", "session": "s1"}
+    return [
+        {**sb, "id": "w1", "ts": _ts(1), "kind": "tool_result", "goal_id": "g1", "outcome": "failure", "category": "weather",
+         "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"}},
+        {**sb, "id": "w2", "ts": _ts(2), "kind": "tool_result", "goal_id": "g2", "outcome": "failure", "category": "weather",
+         "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"}},
+        {**sb, "id": "w3", "ts": _ts(3), "kind": "observation", "goal_id": "g1", "outcome": "success", "category": "weather",
+         "content": "waited 60 seconds after the 429 and retried get_weather; the forecast came back"},
+        {**sb, "id": "w4", "ts": _ts(4), "kind": "observation", "category": "weather",
+         "content": "get_weather rate limit is 60 requests per minute per API key"},
+        {**sb, "id": "f1", "ts": _ts(5), "kind": "message", "role": "user", "category": "booking",
+         "content": "I need a flight from Denver to Tokyo on March 20, morning departure"},
+        {**sb, "id": "f2", "ts": _ts(6), "kind": "tool_call", "category": "booking",
+         "tool": {"name": "search_flights", "args": {"from": "DEN", "to": "NRT", "date": "2026-03-20"}}},
+        {**sb, "id": "r1", "ts": _ts(7), "kind": "tool_call", "category": "refund",
+         "tool": {"name": "request_refund", "args": {"order": "A-77"}}},
+        {**sb, "id": "d1", "ts": _ts(8), "kind": "observation", "category": "weather",
+         "content": "the weather provider rotates API keys every Sunday night"},
+        {**sb, "id": "s1", "ts": _ts(9), "kind": "observation", "category": "weather",
+         "content": "get_weather returns 429 when called twice within a second"},
+        {**sb, "id": "s2", "ts": _ts(10), "kind": "observation", "category": "weather",
+         "content": "get_weather gives 429 if called twice within one second"},
+        {**sb, "id": "s3", "ts": _ts(11), "kind": "observation", "category": "weather",
+         "content": "calling get_weather twice in a second gives a 429"},
+        {"agent": "coding-assistant", "session": "c1", "id": "c1", "ts": _ts(12), "kind": "observation",
+         "category": "dependency", "content": "import dotenv failed: fixed by pip install python-dotenv, then tests passed"},
+    ]
+
+
+UNIT_TEXT = "When get_weather returns 429 Too Many Requests, wait 60 seconds and retry once; do not call it twice per second."
+
+
+def add_unit(engine, unit_id: str, text: str, sources: list[str], *, kind: str = "rule", agent: str = "support-bot",
+             category: str = "weather") -> None:
+    now = utcnow()
+    engine.con.execute(
+        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
+           VALUES (?, ?, ?, ?, ?, ?, 0.8, ?, 'test', ?, ?)""",
+        [unit_id, kind, text, category, agent, len(sources), json.dumps(sources), now - dt.timedelta(days=10),
+         now - dt.timedelta(days=10)],
+    )
+    engine.index.add(UNITS, unit_rows(engine, f"id = '{unit_id}'"))
+    engine.index.refresh_text_index(UNITS)
+
+
+@pytest.fixture
+def store(make_engine, write_jsonl, tmp_path):
+    """A store with plain memories, one dormant, one merged survivor (s1 ← s2, s3, archived) and a rule unit
+    whose sources include the archived s3; closed again so the CLI can open it too."""
+    engine = make_engine()
+    result = engine.ingest([write_jsonl("log.jsonl", _events())])
+    assert result.stored == len(_events())
+    set_state(engine, ["d1"], "dormant", reason="test")
+    set_state(engine, ["s2", "s3"], "archived", reason="merged into s1")
+    engine.con.execute("UPDATE records SET merged_into = 's1' WHERE id IN ('s2', 's3')")
+    engine.con.execute("""UPDATE records SET merged_ids = '["s2", "s3"]', merged_count = 3 WHERE id = 's1'""")
+    add_unit(engine, "u-weather", UNIT_TEXT, ["w1", "w3", "s3"])
+    engine.close()
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def engine_on(make_engine, store):
+    def opener(**kwargs):
+        return make_engine(store, **kwargs)
+
+    return opener
+
+
+def cli(store, *args: str):
+    from expengine.cli import app
+
+    return CliRunner().invoke(app, ["--store", str(store), *args], catch_exceptions=False)
+
+
+def dump(engine) -> list:
+    return [engine.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")]
+
+
+# --- contract and provenance -------------------------------------------------------------------
+def test_json_shape_and_provenance_of_all_three_hit_types(store):
+    out = cli(store, "query", "get_weather 429 rate limit, retry?", "-k", "8", "--json", "--no-touch")
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    assert {"query", "hits", "prompt"} <= payload.keys()
+    assert payload["query"] == "get_weather 429 rate limit, retry?"
+    by_id = {h["id"]: h for h in payload["hits"]}
+    for hit in payload["hits"]:
+        assert {"id", "type", "text", "score", "parts", "source_ids"} <= hit.keys()
+        assert hit["type"] in ("unit", "memory")
+        assert set(hit["parts"]) == {"similarity", "weight", "recency", "utility"}
+        assert all(0.0 <= hit["parts"][p] <= 1.0 for p in ("similarity", "weight", "recency"))
+    assert by_id["u-weather"]["type"] == "unit" and by_id["u-weather"]["source_ids"] == ["w1", "w3", "s3"]
+    assert by_id["s1"]["type"] == "memory" and by_id["s1"]["source_ids"] == ["s1", "s2", "s3"]
+    assert by_id["w4"]["source_ids"] == ["w4"]
+    assert not {"s2", "s3", "d1"} & by_id.keys()  # archived and dormant stay out of the hot path
+    assert payload["prompt"].startswith(HEADER)
+    scores = [h["score"] for h in payload["hits"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_score_is_the_documented_formula(engine_on):
+    engine = engine_on(overrides={"query.alpha": 0.5, "query.beta": 0.3, "query.gamma": 0.15, "query.utility_weight": 0.05})
+    engine.con.execute("UPDATE records SET weight = 1.7, utility = 0.4, last_access = ? WHERE id = 'w3'",
+                       [utcnow() - dt.timedelta(hours=10)])
+    hits = {h.id: h for h in engine.query("retry get_weather after 429", k=10, touch=False).hits}
+    w3 = hits["w3"]
+    assert w3.parts.weight == pytest.approx(1.7 / 2.7, abs=1e-5)
+    assert w3.parts.utility == pytest.approx(math.tanh(0.4), abs=1e-5)
+    assert w3.parts.recency == pytest.approx(0.995**10, abs=1e-3)
+    for h in hits.values():
+        p = h.parts
+        assert h.score == pytest.approx(0.5 * p.similarity + 0.3 * p.weight + 0.15 * p.recency + 0.05 * p.utility, abs=1e-5)
+
+
+# --- ranking -----------------------------------------------------------------------------------
+def _order(engine, text: str) -> list[str]:
+    return [h.id for h in engine.query(text, k=10, touch=False, kind="tool_result").hits]
+
+
+def test_weight_changes_the_order_as_configured(engine_on):
+    engine = engine_on()
+    first, second = _order(engine, WEATHER_ERROR)[:2]
+    assert {first, second} == {"w1", "w2"}  # same text: only the fusion rank separates them
+    engine.con.execute("UPDATE records SET weight = 3.0 WHERE id = ?", [second])
+    assert _order(engine, WEATHER_ERROR)[:2] == [second, first]
+    engine.close()
+    blind = engine_on(overrides={"query.beta": 0.0})
+    boosted = _order(blind, WEATHER_ERROR)
+    blind.con.execute("UPDATE records SET weight = 1.0 WHERE id = ?", [second])
+    assert _order(blind, WEATHER_ERROR) == boosted  # beta = 0: weight plays no part
+
+
+def test_recency_changes_the_order_as_configured(engine_on):
+    engine = engine_on()
+    first, second = _order(engine, WEATHER_ERROR)[:2]
+    engine.con.execute("UPDATE records SET last_access = ? WHERE id = ?", [utcnow(), second])
+    hits = engine.query(WEATHER_ERROR, k=2, touch=False, kind="tool_result").hits
+    assert [h.id for h in hits] == [second, first]
+    assert hits[0].parts.recency > 0.99 and hits[1].parts.recency < 0.05
+    engine.close()
+    blind = engine_on(overrides={"query.gamma": 0.0})
+    accessed = _order(blind, WEATHER_ERROR)
+    blind.con.execute("UPDATE records SET last_access = NULL WHERE id = ?", [second])
+    assert _order(blind, WEATHER_ERROR) == accessed  # gamma = 0: recency plays no part
+
+
+# --- filters -----------------------------------------------------------------------------------
+def test_filters(engine_on):
+    engine = engine_on()
+    text = "get_weather 429"
+
+    def ids(**kw):
+        return {h.id for h in engine.query(text, k=20, touch=False, **kw).hits}
+
+    everything = ids()
+    assert "u-weather" in everything and "c1" in everything
+    assert ids(agent="coding-assistant") == {"c1"}
+    assert ids(kind="rule") == {"u-weather"}
+    assert ids(kind="fact") == set()
+    assert ids(kind="tool_result") == {"w1", "w2"}
+    assert ids(outcome="failure") == {"w1", "w2"}
+    assert ids(outcome="success") == {"w3"}
+    assert ids(goal="g1") == {"w1", "w3"}
+    assert ids(category="booking") == {"f1", "f2"}
+    assert ids(since=_ts(9), kind="observation") == {"s1", "c1"}
+    assert ids(until=_ts(2), kind="tool_result") == {"w2", "w1"}
+    assert "d1" not in everything and "d1" in ids(include_dormant=True)
+    with pytest.raises(InputError):
+        engine.query(text, kind="banana")
+    with pytest.raises(InputError):
+        engine.query(text, since="last tuesday")
+    with pytest.raises(InputError):
+        engine.query("   ")
+
+
+def test_punctuation_and_empty_store_never_crash(engine_on, make_engine, tmp_path):
+    engine = engine_on()
+    for text in ['"unbalanced', "AND OR NOT (", "*?~^:", "get_weather(city='Oslo') -> 429!!", "😀"]:
+        result = engine.query(text, touch=False)
+        assert len(result.hits) <= 5
+    empty = make_engine(tmp_path / "empty")
+    result = empty.query("anything at all")
+    assert result.hits == [] and result.prompt == ""
+
+
+# --- budget and expansion ----------------------------------------------------------------------
+def test_budget_stops_adding_hits(engine_on):
+    engine = engine_on()
+    text = "get_weather 429 retry"
+    full = engine.query(text, k=6, touch=False, expand=False)
+    assert len(full.hits) == 6
+    budget = approx_tokens(full.prompt) - 1
+    cut = engine.query(text, k=6, touch=False, expand=False, budget=budget)
+    assert 0 < len(cut.hits) < 6
+    assert approx_tokens(cut.prompt) <= budget
+    assert [h.id for h in cut.hits] == [h.id for h in full.hits[: len(cut.hits)]]
+    tiny = engine.query(text, k=6, touch=False, budget=approx_tokens(HEADER))
+    assert tiny.hits == [] and tiny.prompt == ""
+
+
+def test_unit_expansion_reaches_archived_sources(engine_on):
+    engine = engine_on()
+    result = engine.query("get_weather 429 retry", k=3, touch=False, kind="rule")
+    unit = result.hits[0]
+    assert unit.id == "u-weather"
+    assert {e.id for e in unit.expanded} == {"w1", "w3", "s3"}
+    assert {e.id: e.state for e in unit.expanded}["s3"] == "archived"
+    sims = [e.similarity for e in unit.expanded]
+    assert sims == sorted(sims, reverse=True)
+    assert "evidence (archived)" in result.prompt
+    assert engine.query("get_weather 429 retry", k=3, touch=False, kind="rule", expand=False).hits[0].expanded == []
+    # a budget that fits the unit line but not all its evidence keeps the unit and drops evidence
+    tight = approx_tokens(HEADER) + approx_tokens("- [rule] " + UNIT_TEXT) + 2
+    clipped = engine.query("get_weather 429 retry", k=3, touch=False, kind="rule", budget=tight)
+    assert [h.id for h in clipped.hits] == ["u-weather"] and clipped.hits[0].expanded == []
+
+
+# --- reinforcement -----------------------------------------------------------------------------
+def test_no_touch_leaves_the_store_unchanged(engine_on, store):
+    engine = engine_on()
+    before = dump(engine)
+    assert engine.query("get_weather 429", k=5, touch=False).hits
+    assert dump(engine) == before
+    engine.close()
+    assert cli(store, "query", "get_weather 429", "--no-touch", "--format", "prompt").exit_code == 0
+    again = engine_on()
+    assert dump(again) == before
+
+
+def test_touch_reinforces_the_hits(engine_on):
+    engine = engine_on()
+    hits = engine.query("get_weather 429 retry", k=5).hits
+    memory = next(h for h in hits if h.type == "memory")
+    weight, count, last = engine.con.execute(
+        "SELECT weight, access_count, last_access FROM records WHERE id = ?", [memory.id]).fetchall()[0]
+    assert weight == pytest.approx(1.0 + engine.config.decay.delta_access)
+    assert count == 1 and (utcnow() - last).total_seconds() < 60
+    unit_weight, used = engine.con.execute("SELECT weight, last_used FROM units WHERE id = 'u-weather'").fetchall()[0]
+    assert "u-weather" in {h.id for h in hits}
+    assert unit_weight == pytest.approx(1.1) and used is not None
+    untouched = engine.con.execute("SELECT weight, access_count FROM records WHERE id = 'f2'").fetchall()[0]
+    assert untouched == (1.0, 0)
+
+
+# --- feedback and quarantine -------------------------------------------------------------------
+def test_feedback_moves_utility_and_quarantines_a_harmful_unit(engine_on, store):
+    engine = engine_on()
+    assert engine.feedback("w3", helpful=True).utility == pytest.approx(0.2)
+    limit = engine.config.refine.harmful_quarantine
+    results = [engine.feedback("u-weather", helpful=False, note="made it worse") for _ in range(limit)]
+    assert [r.quarantined for r in results] == [False] * (limit - 1) + [True]
+    assert results[-1].status == "quarantined" and results[-1].utility < 0
+    assert "u-weather" not in {h.id for h in engine.query("get_weather 429 retry", k=10, touch=False).hits}
+    with pytest.raises(NotFoundError):
+        engine.feedback("no-such-id", helpful=True)
+    with pytest.raises(InputError):
+        engine.feedback("w3", helpful=None)
+    engine.close()
+
+    out = cli(store, "feedback", "u-weather", "--restore", "--note", "false alarm", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["restored"] is True and json.loads(out.stdout)["status"] == "active"
+    hits = json.loads(cli(store, "query", "get_weather 429 retry", "-k", "10", "--json", "--no-touch").stdout)["hits"]
+    assert "u-weather" in {h["id"] for h in hits}
+    shown = json.loads(cli(store, "show", "u-weather", "--json").stdout)
+    assert [r["action"] for r in shown["history"]].count("feedback") == limit
+    assert {"quarantined", "restored"} <= {r["action"] for r in shown["history"]}
+
+
+def test_helpful_feedback_restores_a_quarantined_unit_when_net_helpful(engine_on):
+    engine = engine_on(overrides={"refine.harmful_quarantine": 1})
+    assert engine.feedback("u-weather", helpful=False).quarantined
+    result = engine.feedback("u-weather", helpful=True)
+    assert result.restored and result.status == "active"
+    assert engine.index.count(UNITS, "id = 'u-weather'") == 1
+
+
+def test_feedback_records_at_ingest_do_the_same(engine_on, write_jsonl):
+    engine = engine_on(overrides={"refine.harmful_quarantine": 2})
+    events = [{"id": f"fb{i}", "ts": _ts(20 + i), "kind": "feedback", "agent": "support-bot",
+               "feedback": {"signal": "negative", "target": "u-weather", "text": "wrong wait time"}} for i in range(2)]
+    engine.ingest([write_jsonl("feedback.jsonl", events)])
+    assert engine.con.execute("SELECT status, harmful FROM units WHERE id = 'u-weather'").fetchall() == [("quarantined", 2)]
+
+
+# --- show --------------------------------------------------------------------------------------
+def test_show_record_and_unit(store):
+    out = cli(store, "show", "s3", "--json")
+    assert out.exit_code == 0, out.output
+    s3 = json.loads(out.stdout)
+    assert s3["type"] == "memory" and s3["item"]["state"] == "archived" and s3["merged_into"] == "s1"
+    assert [u["id"] for u in s3["cited_by"]] == ["u-weather"]
+    assert any(r["action"] == "state:archived" for r in s3["history"])
+    assert set(s3["scores"]) >= {"weight", "utility", "recency"}
+    s1 = json.loads(cli(store, "show", "s1", "--json").stdout)
+    assert s1["source_ids"] == ["s1", "s2", "s3"]
+    unit = json.loads(cli(store, "show", "u-weather", "--json").stdout)
+    assert unit["type"] == "unit" and [s["id"] for s in unit["sources"]] == ["w1", "w3", "s3"]
+    assert cli(store, "show", "u-weather").exit_code == 0  # the Rich rendering
+    from expengine.cli import app
+
+    missing = CliRunner().invoke(app, ["--store", str(store), "show", "nope"])
+    assert isinstance(missing.exception, NotFoundError)
+
+
+def test_table_and_prompt_formats(store):
+    table = cli(store, "query", "get_weather 429", "--format", "table", "--no-touch")
+    assert table.exit_code == 0 and "u-weather" in table.stdout
+    prompt = cli(store, "query", "get_weather 429", "--format", "prompt", "--no-touch", "--budget", "60")
+    lines = prompt.stdout.strip().splitlines()
+    assert lines[0] == HEADER and all(line.startswith(("- [", "  - evidence")) for line in lines[1:])
+    assert approx_tokens(prompt.stdout) <= 60
