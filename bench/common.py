@@ -3,6 +3,7 @@ compaction cycles, store sizes, word tokens and plain-text tables."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -11,7 +12,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -40,20 +41,41 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def load_embedder(*, threads: int = 1) -> Any:
-    """The packaged MiniLM, loaded once and shared by every store a benchmark opens.
+def engine_overrides(args: Any) -> dict[str, str]:
+    """Config overrides for every store a benchmark opens: templates unless --llm, then each --set KEY=VALUE."""
+    overrides = {} if args.llm else dict(TEMPLATE_ONLY)
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set needs KEY=VALUE, got {item!r} (e.g. --set query.gamma=0)")
+        overrides[key.strip()] = value.strip()
+    return overrides
 
-    One torch thread by default: on two shared cores, two threads made a one-question encode 25x
-    slower (440 ms against 15 ms) and batches slower too, because the threads wait for each other."""
-    import torch
 
+def load_embedder() -> Any:
+    """The packaged MiniLM, loaded once and shared by every store a benchmark opens."""
     from expengine.models.embedder import get_embedder
 
-    if threads:
-        torch.set_num_threads(threads)
     embedder = get_embedder()
     embedder.encode(["warm up the model once"])
     return embedder
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Run with `threads` torch threads (0: leave torch's choice), then put the old number back.
+
+    One thread is the benchmarks' default: on two shared cores, two threads made a one-question
+    encode 25x slower (440 ms against 15 ms) and batches slower too, as the threads wait for each other."""
+    import torch
+
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = True) -> list[dict[str, Any]]:

@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, RESULTS, SHARED_DATA, machine, run_cycles, table, write_json  # noqa: E402
 
 TAU = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
-START = dt.datetime(2030, 1, 1)
+# Cycles tick forward from the real clock: the observation window before purge is measured against
+# `marked_at`, which records real time, so a clock far in the future would skip the window.
+START = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 REPORTED_CYCLES = (1, 3, 10)
 
 

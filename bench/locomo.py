@@ -1,7 +1,8 @@
 """LoCoMo retrieval benchmark: does the store shrink without forgetting what the questions need?
 
     python bench/locomo.py [--data PATH] [--conversations N] [--questions N] [--sessions N]
-                           [--cycles 3] [--budget 1000] [--no-ablation] [--llm] [--out PATH]
+                           [--cycles 3] [--budget 1000] [--k 100] [--no-ablation] [--threads 1] [--llm]
+                           [--set KEY=VALUE] [--out PATH]
 
 Each conversation goes into its own fresh store. Every turn becomes a native `message` record:
 id `<sample_id>:<dia_id>`, ts = the session's date-time plus one second per turn (keeps the order),
@@ -44,8 +45,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    CYCLE_SPACING, RESULTS, SHARED_DATA, TEMPLATE_ONLY, Stopwatch, load_embedder, machine, run_cycles, store_size,
-    table, words, write_json,
+    CYCLE_SPACING, RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size,
+    table, torch_threads, words, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
@@ -224,7 +225,7 @@ def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Na
     turns = conversation_turns(sample, max_sessions=args.sessions)
     known = {t.dia_id for t in turns}
     questions = conversation_questions(sample, known, limit=args.questions, truncated=args.sessions is not None)
-    overrides = {} if args.llm else dict(TEMPLATE_ONLY)
+    overrides = engine_overrides(args)
     out: dict[str, Any] = {"sample_id": sample_id, "turns": len(turns), "questions": len(questions),
                            "malformed_evidence": sorted({m for q in questions for m in q.malformed}), "methods": {},
                            "sizes": {}}
@@ -357,17 +358,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
     parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo.json", help="JSON results (default: %(default)s)")
     return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
+    with torch_threads(args.threads):
+        return _run(args, embedder=embedder, echo=echo)
+
+
+def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     if not args.data.exists():
         raise SystemExit(f"LoCoMo data not found: {args.data} (pass --data PATH)")
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
     watch = Stopwatch()
     with watch.section("model load"):
-        embedder = embedder or load_embedder(threads=args.threads)
+        embedder = embedder or load_embedder()
     conversations = []
     for sample in samples:
         started = time.perf_counter()

@@ -1,7 +1,7 @@
 """tau-bench airline benchmark: do repeated agent runs distil into units that name the right tools?
 
     python bench/tau.py [--data PATH] [--tasks N] [--trials N] [--cycles 3] [--k 5] [--budget 1000]
-                        [--threads 1] [--llm] [--out PATH]
+                        [--threads 1] [--llm] [--set KEY=VALUE] [--out PATH]
 
 The 160 runs (40 tasks x 4 trials, gpt-4o, openai-chat format) are ingested into one fresh store
 and compacted `--cycles` times, one nightly clock tick apart. Reported:
@@ -11,7 +11,8 @@ and compacted `--cycles` times, one nightly clock tick apart. Reported:
 - for every failed run (reward 0): whether a query made from its task instruction
   (`info.task.instruction`, touch=False, k hits within the budget) returns a unit or memory whose
   text names the tool of one of the task's gold `info.task.actions` — before and after compaction,
-  and also counting only hits that do not come solely from that very run;
+  also counting only hits that do not come solely from that very run, and asking for rules only
+  (`kind="rule"`, what an agent that wants a procedure would ask);
 - ten sample units.
 """
 
@@ -28,7 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    RESULTS, SHARED_DATA, TEMPLATE_ONLY, Stopwatch, load_embedder, machine, run_cycles, store_size, table, write_json,
+    RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size, table,
+    torch_threads, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -101,10 +103,12 @@ def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget
         result = engine.query(instruction, k=k, touch=False, budget=budget, expand=True)
         naming = [h for h in result.hits if names_tool(h.text, tools)]
         from_elsewhere = [h for h in naming if not all(s.startswith(own) for s in h.source_ids)]
+        rules = engine.query(instruction, k=k, touch=False, budget=budget, expand=False, kind="rule")
         entry.update(
             hits=len(result.hits), units=sum(h.type == "unit" for h in result.hits),
             found=bool(naming), found_unit=any(h.type == "unit" for h in naming),
             found_memory=any(h.type == "memory" for h in naming), found_outside_own_run=bool(from_elsewhere),
+            found_asking_rules_only=any(names_tool(h.text, tools) for h in rules.hits),
             first_match=None if not naming else {"id": naming[0].id, "type": naming[0].type, "text": naming[0].text[:200]},
             top_hits=[{"id": h.id, "type": h.type, "text": h.text[:120]} for h in result.hits[:3]],
         )
@@ -117,7 +121,8 @@ def summarise_checks(checks: list[dict[str, Any]]) -> dict[str, Any]:
     share = (lambda key: round(sum(c[key] for c in asked) / len(asked), 4) if asked else None)
     return {"failed_runs": len(checks), "asked": len(asked), "skipped": len(checks) - len(asked),
             "found": share("found"), "found_unit": share("found_unit"), "found_memory": share("found_memory"),
-            "found_outside_own_run": share("found_outside_own_run")}
+            "found_outside_own_run": share("found_outside_own_run"),
+            "found_asking_rules_only": share("found_asking_rules_only")}
 
 
 def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
@@ -145,11 +150,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
     parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "tau.json", help="JSON results (default: %(default)s)")
     return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
+    with torch_threads(args.threads):
+        return _run(args, embedder=embedder, echo=echo)
+
+
+def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     from expengine import Engine
     from expengine.store.db import utcnow
 
@@ -158,7 +170,7 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
     runs = select_runs(json.loads(args.data.read_text(encoding="utf-8")), tasks=args.tasks, trials=args.trials)
     watch = Stopwatch()
     with watch.section("model load"):
-        embedder = embedder or load_embedder(threads=args.threads)
+        embedder = embedder or load_embedder()
     report: dict[str, Any] = {"benchmark": "tau-bench airline", "data": str(args.data), "machine": machine(),
                               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                               "runs": len(runs), "tasks": len({r.get("task_id") for r in runs}),
@@ -166,7 +178,7 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
     with tempfile.TemporaryDirectory(prefix="tau-bench-") as tmp:
         log = Path(tmp) / "runs.json"
         log.write_text(json.dumps(runs), encoding="utf-8")
-        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=None if args.llm else dict(TEMPLATE_ONLY)) as engine:
+        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=engine_overrides(args)) as engine:
             with watch.section("ingest"):
                 result = engine.ingest([str(log)], fmt="openai-chat")
             report["stored"] = result.stored
@@ -206,8 +218,10 @@ def render(report: dict[str, Any]) -> str:
          ["active units (source_ids)", merged["units"]["groups"], merged["units"]["spanning_trials"], merged["units"]["tasks"]]]))
     queries = report["failed_run_queries"]
     blocks.append("### Failed runs: does a query from the task instruction name a gold tool?\n\n" + table(
-        ["when", "failed runs asked", "found", "in a unit", "in a memory", "not only from the run itself"],
-        [[when, q["asked"], q["found"], q["found_unit"], q["found_memory"], q["found_outside_own_run"]]
+        ["when", "failed runs asked", "found", "in a unit", "in a memory", "not only from the run itself",
+         "asking for rules only (kind=rule)"],
+        [[when, q["asked"], q["found"], q["found_unit"], q["found_memory"], q["found_outside_own_run"],
+          q["found_asking_rules_only"]]
          for when, q in ((w, queries[w]) for w in ("before compaction", "after compaction"))]))
     units = "\n".join(f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
                       for i, u in enumerate(report["sample_units"], 1))

@@ -400,3 +400,29 @@ def test_snapshot_retention(make_engine, write_jsonl):
     engine.ingest([write_jsonl("c.jsonl", CHATTER)])
     ids = [engine.snapshot().id for _ in range(3)]
     assert [s.id for s in engine.snapshots()] == ids[:0:-1]
+
+
+def test_refine_hook_runs_after_pruning_and_before_purge(store, monkeypatch):
+    from expengine import Engine
+    from expengine.errors import ModelError
+
+    calls = []
+
+    class Result:
+        def to_dict(self):
+            return {"units_written": 0}
+
+    def fake_refine(self, *, dry_run, run_id, max_llm_calls):
+        calls.append((dry_run, run_id, max_llm_calls, self.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]))
+        if len(calls) == 2:
+            raise ModelError("model file missing")
+        return Result()
+
+    monkeypatch.setattr(Engine, "refine", fake_refine, raising=False)
+    report = store.compact(max_llm_calls=3)
+    assert calls == [(False, report.run_id, 3, report.after.clusters)] and report.after.clusters > 0
+    assert list(report.steps)[-3:] == ["refine", "purge", "index"]
+    failed = store.compact()  # a model error is reported, the cycle still completes
+    assert failed.status == "completed" and "model file missing" in failed.steps["refine"]["error"]
+    store.compact(refine=False)
+    assert len(calls) == 2

@@ -340,3 +340,21 @@ def test_table_and_prompt_formats(store):
     lines = prompt.stdout.strip().splitlines()
     assert lines[0] == HEADER and all(line.startswith(("- [", "  - evidence")) for line in lines[1:])
     assert approx_tokens(prompt.stdout) <= 60
+
+
+def test_refresh_indexes_and_a_units_table_without_fts(engine_on):
+    from expengine.query.search import refresh_indexes
+
+    engine = engine_on()
+    engine.con.execute(
+        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
+           VALUES ('u-fact', 'fact', 'The refund window for order A-77 is 30 days.', 'refund', 'support-bot', 1, 0.9,
+                   '["r1"]', 'test', now()::TIMESTAMP, now()::TIMESTAMP)"""
+    )
+    engine.index.drop(UNITS)
+    engine.index.add(UNITS, unit_rows(engine, "status = 'active'"))  # no FTS index: query builds it once
+    assert "u-fact" in {h.id for h in engine.query("refund window A-77", k=3, touch=False, kind="fact").hits}
+    assert "FTS" in {i.index_type for i in engine.index.table(UNITS).list_indices()}
+    report = refresh_indexes(engine)
+    assert report["memories"] == {"vector_index": False, "text_index": True}  # 12 rows < query.index_above
+    assert report["units"]["text_index"] is True

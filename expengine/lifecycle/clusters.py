@@ -125,9 +125,11 @@ def run_kmeans(vectors: np.ndarray, k: int, *, minibatch_above: int) -> tuple[np
 
 
 def _survivor_order(rows: list[dict[str, Any]], members: np.ndarray) -> list[int]:
+    """Local positions, best survivor first: pinned/protected, then higher importance, then most recent."""
     return sorted(
-        members.tolist(),
-        key=lambda i: (not (rows[i]["pinned"] or rows[i]["protected"]), -rows[i]["importance"], -rows[i]["ts"].timestamp(), rows[i]["id"]),
+        range(len(members)),
+        key=lambda j: (not (rows[members[j]]["pinned"] or rows[members[j]]["protected"]), -rows[members[j]]["importance"],
+                       -rows[members[j]]["ts"].timestamp(), rows[members[j]]["id"]),
     )
 
 
@@ -145,62 +147,63 @@ def plan_agent(engine: "Engine", rows: list[dict[str, Any]], vectors: np.ndarray
     plan = _Plan()
     labels, centroids = run_kmeans(vectors, choose_k(len(rows), engine), minibatch_above=cfg.minibatch_above)
     words = [content_words(r["text"]) for r in rows]
-    fixed = [bool(r["pinned"] or r["protected"]) for r in rows]
+    fixed = np.array([bool(r["pinned"] or r["protected"]) for r in rows], dtype=bool)
+    unit_best = (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
     order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    for members in np.split(order, bounds):
-        if members.size == 0:
-            continue
-        label = int(labels[members[0]])
-        sims_to_centroid = vectors[members] @ centroids[label]
-        by_nearness = members[np.argsort(-sims_to_centroid, kind="stable")]
-        absorbed: set[int] = set()
-        if members.size > 1:
-            local = {int(m): j for j, m in enumerate(members)}
-            sims = vectors[members] @ vectors[members].T
-            for i in _survivor_order(rows, members):
-                if i in absorbed:
-                    continue
-                close = np.flatnonzero(sims[local[i]] >= cfg.merge_similarity)
-                group = [int(members[j]) for j in close if int(members[j]) != i and int(members[j]) not in absorbed and not fixed[int(members[j])]]
-                if group:
-                    absorbed.update(group)
-                    plan.merges[rows[i]["id"]] = [rows[j]["id"] for j in group]
-        distinct = [int(m) for m in by_nearness if int(m) not in absorbed]
-        if len(distinct) >= cfg.min_cluster_size:
-            budget = len(distinct) - math.ceil(cfg.keep_ratio * len(distinct))
-            kept: list[int] = []
-            kept_words: set[str] = set()
-            for i in distinct:
-                stands_for_others = rows[i]["id"] in plan.merges or rows[i]["merged_ids"] not in (None, "[]")
-                reason = None if fixed[i] or stands_for_others else _carries_nothing(rows[i], words[i]) or _covered(
-                    i, kept, kept_words, words, vectors, unit_vectors, cfg.merge_similarity)
-                if reason and budget > 0:
-                    budget -= 1
-                    (plan.empty if reason.startswith("carries nothing") else plan.covered)[rows[i]["id"]] = reason
-                    continue
-                plan.kept_by_floor += bool(reason)
-                kept.append(i)
-                kept_words |= words[i]
-        ids = sorted(rows[int(m)]["id"] for m in members)
-        medoid = rows[int(by_nearness[0])]["id"]
-        plan.clusters.append({
-            "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
-            "size": len(ids), "centroid": centroids[label].tolist(),
-            "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16], "members": ids,
-        })
+    for members in np.split(order, np.flatnonzero(np.diff(labels[order])) + 1):
+        if members.size:
+            _plan_cluster(plan, cfg, rows, members, vectors, centroids[int(labels[members[0]])], words, fixed, unit_best)
     return plan
 
 
-def _covered(i: int, kept: list[int], kept_words: set[str], words: list[frozenset[str]], vectors: np.ndarray,
-             unit_vectors: np.ndarray, threshold: float) -> str | None:
-    if kept and float(np.max(vectors[kept] @ vectors[i])) >= threshold:
-        return f"covered: cosine >= {threshold} to a kept member"
-    if len(unit_vectors) and float(np.max(unit_vectors @ vectors[i])) >= threshold:
-        return f"covered: cosine >= {threshold} to a knowledge unit"
-    if kept and words[i] and words[i] <= kept_words:
-        return "covered: every content word is in kept members"
-    return None
+def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np.ndarray, vectors: np.ndarray,
+                  centroid: np.ndarray, words: list[frozenset[str]], fixed: np.ndarray, unit_best: np.ndarray) -> None:
+    """Merge, then prune by redundancy, inside one cluster (positions below are local to the cluster)."""
+    threshold = cfg.merge_similarity
+    local = vectors[members]
+    sims = local @ local.T
+    by_nearness = np.argsort(-(local @ centroid), kind="stable")
+    absorbed = np.zeros(len(members), dtype=bool)
+    local_fixed = fixed[members]
+    for a in _survivor_order(rows, members):
+        if absorbed[a]:
+            continue
+        group = np.flatnonzero((sims[a] >= threshold) & ~absorbed & ~local_fixed)
+        group = group[group != a]
+        if group.size:
+            absorbed[group] = True
+            plan.merges[rows[members[a]]["id"]] = [rows[members[j]]["id"] for j in group]
+    distinct = [int(j) for j in by_nearness if not absorbed[j]]
+    if len(distinct) >= cfg.min_cluster_size:
+        budget = len(distinct) - math.ceil(cfg.keep_ratio * len(distinct))
+        best_kept = np.full(len(members), -np.inf, dtype=np.float32)
+        kept_words: set[str] = set()
+        for j in distinct:
+            row, i = rows[members[j]], int(members[j])
+            stands_for_others = row["id"] in plan.merges or row["merged_ids"] not in (None, "[]")
+            reason = None
+            if not (local_fixed[j] or stands_for_others):
+                reason = _carries_nothing(row, words[i])
+                if reason is None and best_kept[j] >= threshold:
+                    reason = f"covered: cosine >= {threshold} to a kept member"
+                if reason is None and unit_best[i] >= threshold:
+                    reason = f"covered: cosine >= {threshold} to a knowledge unit"
+                if reason is None and kept_words and words[i] and words[i] <= kept_words:
+                    reason = "covered: every content word is in kept members"
+            if reason and budget > 0:
+                budget -= 1
+                (plan.empty if reason.startswith("carries nothing") else plan.covered)[row["id"]] = reason
+                continue
+            plan.kept_by_floor += bool(reason)
+            np.maximum(best_kept, sims[j], out=best_kept)
+            kept_words |= words[i]
+    ids = sorted(rows[int(m)]["id"] for m in members)
+    medoid = rows[int(members[by_nearness[0]])]["id"]
+    plan.clusters.append({
+        "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
+        "size": len(ids), "centroid": centroid.tolist(),
+        "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16], "members": ids,
+    })
 
 
 def _agent_rows(engine: "Engine", agent: str) -> list[dict[str, Any]]:

@@ -198,8 +198,11 @@ def _run_steps(engine: "Engine", report: CompactReport, *, refine: bool, refine_
         report.steps["refine"] = result
     report.steps["purge"] = purge(engine, dry_run=False, run_id=run_id, now=now).to_dict()
     index_started = time.perf_counter()
-    engine.index.refresh_text_index(MEMORIES)
-    report.steps["index"] = {"seconds": round(time.perf_counter() - index_started, 3)}
+    moved = engine.con.execute(
+        "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [run_id]).fetchall()[0][0]
+    if moved:  # state changes rewrote LanceDB rows: rebuild the full-text index over them
+        engine.index.refresh_text_index(MEMORIES)
+    report.steps["index"] = {"state_changes": int(moved), "seconds": round(time.perf_counter() - index_started, 3)}
 
 
 def _iso(value: Any) -> str | None:

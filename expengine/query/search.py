@@ -197,21 +197,20 @@ def _vector_search(engine: "Engine", name: str, vector: np.ndarray, where: str, 
 
 
 def _text_search(engine: "Engine", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
-    table = engine.index.table(name)
-    if table is None:
-        return []
-
-    def run():
+    def run(table) -> list[tuple[str, float]]:
         rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"]).to_arrow()
         return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
 
+    table = engine.index.table(name)
+    if table is None or table.count_rows() == 0:
+        return []
     try:
-        return run()
+        return run(table)
     except ValueError as exc:  # no FTS index yet (e.g. units written without one): build it once
         if "INVERTED index" not in str(exc):
             raise
         engine.index.refresh_text_index(name)
-        return run() if table.count_rows() else []
+        return run(engine.index.table(name))
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:

@@ -1,0 +1,140 @@
+"""The retrieval benchmarks stay runnable: their helpers on hand-made input, and each benchmark end to
+end on a tiny slice of the real data (skipped when ../shared/data is not there)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+DATA = REPO.parent / "shared" / "data"
+LOCOMO_DATA = DATA / "locomo" / "locomo_dev.json"
+TAU_DATA = DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
+
+
+def load(name: str) -> ModuleType:
+    """bench/ is a folder of scripts, not a package: load one by path."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def locomo() -> ModuleType:
+    return load("locomo")
+
+
+@pytest.fixture(scope="module")
+def tau() -> ModuleType:
+    return load("tau")
+
+
+# --- helpers, no data needed ---------------------------------------------------------------------------
+def test_session_time_is_parsed_and_bad_one_names_the_expected_form(locomo):
+    assert locomo.parse_session_time("1:56 pm on 8 May, 2023") == dt.datetime(2023, 5, 8, 13, 56)
+    assert locomo.parse_session_time("12:09 am  on 13 September, 2023") == dt.datetime(2023, 9, 13, 0, 9)
+    with pytest.raises(ValueError, match="1:56 pm on 8 May, 2023"):
+        locomo.parse_session_time("yesterday evening")
+
+
+def test_malformed_evidence_ids_are_normalised_or_reported(locomo):
+    known = {"D8:6", "D9:17", "D11:26", "D1:3"}
+    ids, malformed = locomo.normalise_evidence(["D8:6; D9:17", "D:11:26", "D", "D10:19", "D1:3", "D1:3"], known)
+    assert ids == ["D8:6", "D9:17", "D11:26", "D1:3"]
+    assert malformed == ["D", "D10:19"]
+
+
+def test_turns_become_native_messages_with_captions(locomo):
+    sample = {"sample_id": "s1", "conversation": {
+        "session_2_date_time": "9:00 am on 2 June, 2023",
+        "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Look!", "blip_caption": "a photo of a cat"}],
+        "session_1_date_time": "8:00 pm on 1 June, 2023",
+        "session_1": [{"speaker": "Al", "dia_id": "D1:1", "text": "Hi"}, {"speaker": "Bo", "dia_id": "D1:2", "text": "Yo"}],
+    }, "qa": []}
+    events = locomo.native_events(locomo.conversation_turns(sample), "s1")
+    assert [e["id"] for e in events] == ["s1:D1:1", "s1:D1:2", "s1:D2:1"]
+    assert events[1]["ts"] == "2023-06-01T20:00:01" and events[1]["session"] == "s1:session_1"
+    assert events[2]["content"] == "Bo: Look! (shared image: a photo of a cat)"
+    assert {e["kind"] for e in events} == {"message"} and {e["role"] for e in events} == {"user"}
+    assert len(locomo.conversation_turns(sample, max_sessions=1)) == 2
+
+
+def test_recall_counts_gold_turns_and_answer_words(locomo):
+    question = locomo.Question(text="q", answer="7 May 2023", category=2, evidence=["D1:3", "D1:4"])
+    row = locomo.score_prompt(question, "- [message, 2023-05-08] user: went on 7 May", {"c:D1:3", "c:D9:9", "x:D1:4"},
+                              set(), "c")
+    assert row["evidence_recall"] == 0.5  # D1:4 of another conversation does not count
+    assert row["evidence_recall_shown"] == 0.0
+    assert row["answer_recall"] == 1.0  # 7, may, 2023 all appear (case-insensitive)
+
+
+def test_runs_are_sliced_by_task_and_trials_are_grouped(tau):
+    runs = [{"task_id": t, "trial": n} for n in range(3) for t in range(4)]
+    kept = tau.select_runs(runs, tasks=2, trials=2)
+    assert sorted((r["task_id"], r["trial"]) for r in kept) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    groups = [["task1/trial0/step3", "task1/trial2/step3"], ["task2/trial0/step1", "task3/trial0/step1"], ["x"]]
+    assert tau.cross_trial_groups(groups) == {"groups": 3, "spanning_trials": 1, "tasks": 1, "task_ids": [1]}
+    assert tau.names_tool("call book_reservation({})", {"book_reservation"})
+    assert not tau.names_tool("call book_reservations_report()", {"book_reservation"})
+
+
+def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):
+    with pytest.raises(SystemExit, match="--data"):
+        locomo.run(locomo.parse_args(["--data", str(tmp_path / "nope.json")]), echo=False)
+    with pytest.raises(SystemExit, match="--data"):
+        tau.run(tau.parse_args(["--data", str(tmp_path / "nope.json")]), echo=False)
+
+
+# --- end to end on a tiny slice ------------------------------------------------------------------------
+@pytest.mark.skipif(not LOCOMO_DATA.exists(), reason="../shared/data/locomo is not available")
+def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
+    out = tmp_path / "locomo.json"
+    args = locomo.parse_args(["--data", str(LOCOMO_DATA), "--conversations", "1", "--sessions", "3",
+                              "--questions", "10", "--out", str(out)])
+    report = locomo.run(args, embedder=embedder, echo=False)
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert saved["summary"].keys() == report["summary"].keys()
+    methods = list(report["summary"])
+    assert methods[0] == "BM25 over raw turns" and methods[1] == "expengine before compaction"
+    assert methods[-1] == locomo.AFTER_LABEL and len(methods) == 2 + len(locomo.ABLATIONS) + 1
+    conversation = report["conversations"][0]
+    assert conversation["questions"] == 10 and conversation["stored"] == conversation["turns"]
+    for entry in report["summary"].values():
+        overall = entry["overall"]
+        assert overall["questions"] == 10
+        assert 0.0 <= overall["evidence_recall"] <= 1.0 and 0.0 <= overall["answer_recall"] <= 1.0
+        assert overall["prompt_tokens"] <= args.budget
+    after = report["summary"][locomo.AFTER_LABEL]["size"]
+    assert after["raw"] == conversation["turns"] and after["active_plus_units"] == after["active"] + after["units"]
+    assert len(conversation["cycles"]) == 3
+    assert set(report["targets"]) == {"store_share_of_raw", "evidence_recall_kept", "answer_recall_kept",
+                                      "evidence_recall_over_bm25"}
+    assert "### Overall" in locomo.render_tables(report["summary"])
+
+
+@pytest.mark.skipif(not TAU_DATA.exists(), reason="../shared/data/tau_bench_airline is not available")
+def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
+    out = tmp_path / "tau.json"
+    args = tau.parse_args(["--data", str(TAU_DATA), "--tasks", "2", "--trials", "3", "--out", str(out)])
+    report = tau.run(args, embedder=embedder, echo=False)
+    assert json.loads(out.read_text(encoding="utf-8"))["runs"] == 6
+    assert report["tasks"] == 2
+    sizes = report["sizes"]
+    assert sizes["after ingest"]["raw"] == report["stored"] == sizes["after compaction"]["raw"]
+    assert sizes["after compaction"]["active"] < sizes["after ingest"]["active"]
+    assert len(report["cycles"]) == 3
+    queries = report["failed_run_queries"]
+    assert queries["after compaction"]["failed_runs"] == sum(1 for c in queries["per_run_after"]) == report["failed_runs"]
+    assert report["merged_trials"]["merges"]["tasks"] <= 2
+    assert 0 < len(report["sample_units"]) <= 10
+    assert all(u["text"] for u in report["sample_units"])
+    assert "### Store size" in tau.render(report)
