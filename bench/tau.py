@@ -126,18 +126,19 @@ def summarise_checks(checks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
-    """The n best units, preferring one per cluster so the sample shows variety."""
-    units, seen, picked = engine.units(status="active"), set(), []
-    for unit in units:
-        if unit["cluster_key"] in seen:
+    """The n best units, skipping repeats of one wording (units of different clusters often differ only
+    in their counts), so the sample shows variety."""
+    picked, seen = [], set()
+    for unit in engine.units(status="active"):
+        wording = re.sub(r"\d+", "#", unit["text"])
+        if wording in seen:
             continue
-        seen.add(unit["cluster_key"])
-        picked.append(unit)
+        seen.add(wording)
+        picked.append({"id": unit["id"], "kind": unit["kind"], "method": unit["method"], "support": unit["support"],
+                       "confidence": unit["confidence"], "success_rate": unit["success_rate"], "text": unit["text"]})
         if len(picked) == n:
             break
-    picked += [u for u in units if u not in picked][: n - len(picked)]
-    return [{"id": u["id"], "kind": u["kind"], "method": u["method"], "support": u["support"],
-             "confidence": u["confidence"], "success_rate": u["success_rate"], "text": u["text"]} for u in picked]
+    return picked
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -124,3 +124,18 @@ def test_exit_codes(store_dir, make_engine):
     bad_pin = cli(store_dir, "pin", "nope")
     bad_pin.communicate(timeout=120)
     assert bad_pin.returncode == 5
+
+
+def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine, write_jsonl):
+    engine = make_engine(store=store_dir)
+    snapshot = engine.snapshot(reason="before compaction")
+    from expengine.store.db import utcnow
+
+    engine.con.execute("INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id])
+    engine.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c01'")  # DuckDB changed, LanceDB not
+    engine.ingest([write_jsonl("late.jsonl", [dict(CHATTER[2], id="late", content="User u-101 moved to Lisbon")])])
+    recovered = engine.recover_interrupted()
+    assert recovered[0]["action"].startswith("kept (1 records ingested since)")
+    assert state_of(engine)["late"] == "active"
+    assert engine.index.count("memories", "id = 'c01' AND state = 'dormant'") == 1  # index agrees again
+    assert engine.con.execute("SELECT status FROM runs WHERE id = 'run-killed'").fetchall() == [("interrupted",)]

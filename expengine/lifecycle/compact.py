@@ -90,17 +90,24 @@ def counts(engine: "Engine") -> Counts:
 
 
 def recover_interrupted(engine: "Engine") -> list[dict[str, Any]]:
-    """Roll back runs a killed process left 'running' (we hold the lock, so nobody is running them)."""
-    stale = engine.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running' ORDER BY started").fetchall()
+    """Deal with runs a killed process left 'running' (we hold the lock, so nobody is running them).
+
+    Normally the store goes back to the run's snapshot. If records were ingested after the run
+    started, a restore would lose them: then the half-done cycle is kept (every step is safe to
+    repeat) and LanceDB is rebuilt from DuckDB so the two agree again."""
+    stale = engine.con.execute("SELECT id, snapshot_id, started FROM runs WHERE status = 'running' ORDER BY started").fetchall()
     recovered = []
     available = {s.id for s in list_snapshots(engine)}
-    for run_id, snapshot_id in stale:
-        if snapshot_id in available:
+    for run_id, snapshot_id, started in stale:
+        newer = engine.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [started]).fetchall()[0][0]
+        if snapshot_id in available and not newer:
             restore_snapshot(engine, snapshot_id)  # re-inserts the run row as 'rolled_back'
             recovered.append({"run_id": run_id, "snapshot_id": snapshot_id, "action": "rolled back"})
             break  # the restored store predates every later run
+        engine.reindex()
         engine.con.execute("UPDATE runs SET status = 'interrupted', finished = ? WHERE id = ?", [utcnow(), run_id])
-        recovered.append({"run_id": run_id, "snapshot_id": snapshot_id, "action": "snapshot missing; marked interrupted"})
+        why = f"{newer} records ingested since" if newer else "snapshot missing"
+        recovered.append({"run_id": run_id, "snapshot_id": snapshot_id, "action": f"kept ({why}); index rebuilt"})
     return recovered
 
 

@@ -12,7 +12,7 @@ import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ModelError
 

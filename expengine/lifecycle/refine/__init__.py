@@ -47,7 +47,8 @@ UNIT_FIELDS = (
     "superseded_by", "cluster_signature",
 )
 ARCHIVABLE_KINDS = ("tool_call", "tool_result")  # observations often carry the lesson (what followed an error)
-MAX_EXAMPLES = 6
+MAX_EXAMPLES = 3
+EXAMPLE_CHARS = 160  # short prompts: a 135M model on 2 shared cores reads ~100 tokens/s
 FIELD_MAX_CHARS = 200
 RULE_SCHEMA = {
     "type": "object",
@@ -192,7 +193,7 @@ def _active_units(engine: "Engine", agent: str, kind: str) -> list[dict[str, Any
 
 # --- the model ---------------------------------------------------------------------------------------
 def _quote(record: dict[str, Any]) -> str:
-    return f"[{record['ts']:%Y-%m-%d}] {record['text'][:240]}"
+    return f"[{record['ts']:%Y-%m-%d}] {' '.join(record['text'].split())[:EXAMPLE_CHARS]}"
 
 
 def _prompt(draft: Draft, mined: Mined) -> str:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from .mine import Mined
 
 MAX_FACT_UNITS_PER_CLUSTER = 8
-MAX_QUOTES = 5
+MAX_QUOTES = 4
+MAX_QUOTE_CHARS = 140
 GENERIC_CATEGORIES = ("process", "tool", "conversation", "observation", "error", "outcome", "message", "note", "goal")
 
 
@@ -149,6 +150,12 @@ def rule_draft(mined: Mined) -> Draft | None:
     return draft
 
 
+def _clip(text: str) -> str:
+    """A quote short enough to scan, cut at a word: still a verbatim prefix of the source."""
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_QUOTE_CHARS else text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
 def fact_drafts(mined: Mined) -> list[Draft]:
     """One fact per (subject, attribute): the latest value wins, earlier different values are 'previously'."""
     groups: dict[tuple[str, str], list] = defaultdict(list)
@@ -160,9 +167,9 @@ def fact_drafts(mined: Mined) -> list[Draft]:
         facts.sort(key=lambda f: (f.ts, f.source_id))
         latest = facts[-1]
         if attribute.startswith("said on"):
-            sentences = list(dict.fromkeys(" ".join(f.statement.split()) for f in facts))
+            sentences = list(dict.fromkeys(_clip(f.statement) for f in facts))
             quoted = " · ".join(f'"{sentence}"' for sentence in sentences[:MAX_QUOTES])
-            statement = f"{subject} said: {quoted}" + (f" (+{len(sentences) - MAX_QUOTES} more)" if len(sentences) > MAX_QUOTES else "")
+            statement = f"{subject} said: {quoted}" + (" …" if len(sentences) > MAX_QUOTES else "")
             agreeing = len(facts)
         else:
             statement = latest.statement
