@@ -156,6 +156,20 @@ def _cell(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
+def update_doc_section(path: Path, name: str, body: str) -> None:
+    """Replace the text between `<!-- name:start -->` and `<!-- name:end -->` in a Markdown file
+    (appended when the markers are missing), so each benchmark keeps its own part of one page current."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{start}\n{body.strip()}\n{end}"
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

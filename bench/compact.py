@@ -1,12 +1,13 @@
 """How compaction shrinks memory, and what one cycle costs as the store grows.
 
     python bench/compact.py [--tau PATH] [--logs DIR] [--cycles 10] [--synthetic 10000,100000]
-                            [--refine] [--out bench/results/compact.json]
+                            [--no-refine-variant] [--skip-real] [--out bench/results/compact.json]
 
 Real data: the tau-bench airline runs (160 agent runs, openai-chat format) and `sample_logs/` are
 ingested into fresh temporary stores, then compacted `--cycles` times one nightly clock tick apart
-(`compact(now=...)`, so every cycle is due to re-cluster); raw records and active memories after
-cycles 1, 3 and 10, merges and the seconds of every step are printed and saved.
+(`compact(now=...)`, so every cycle is due to re-cluster), once without refinement and once with
+refinement by templates (no LLM; the units it writes may archive their sources); raw records and
+active memories after cycles 1, 3 and 10, units, merges and the seconds of every step are printed.
 Synthetic: stores of N memories with clustered random unit vectors (no embedding model: vectors go
 straight into the embedding cache, DuckDB and LanceDB) time one cycle without refinement.
 Target: after 3 cycles on tau-bench, active ≤ 35% of raw; one cycle over 100k memories < 2 minutes.
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, SHARED_DATA, machine, run_cycles, table, write_json  # noqa: E402
+from common import REPO, RESULTS, SHARED_DATA, TEMPLATE_ONLY, machine, run_cycles, table, write_json  # noqa: E402
 
 TAU = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 # Cycles tick forward from the real clock: the observation window before purge is measured against
@@ -33,24 +34,35 @@ START = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 REPORTED_CYCLES = (1, 3, 10)
 
 
-def real_dataset(name: str, paths: list[str], *, cycles: int, refine: bool, embedder) -> dict:
+def real_dataset(name: str, paths: list[str], *, cycles: int, variants: dict[str, bool], embedder) -> dict:
+    """Ingest once, then run the cycles on a fresh copy of that store for each variant (refine on/off)."""
+    import shutil
+
     from expengine import Engine
 
+    result: dict = {"dataset": name, "variants": {}}
     with tempfile.TemporaryDirectory(prefix=f"bench-compact-{name}-") as tmp:
-        with Engine(store=tmp, embedder=embedder) as engine:
+        base = Path(tmp) / "base"
+        with Engine(store=base, embedder=embedder) as engine:
             started = time.perf_counter()
-            ingested = engine.ingest(paths)
-            ingest_s = time.perf_counter() - started
-            summaries = run_cycles(engine, cycles, start=START, refine=refine)
-            raw = engine.stats().raw
-    picked = {n: summaries[n - 1] for n in REPORTED_CYCLES if n <= len(summaries)}
-    return {
-        "dataset": name, "raw": raw, "ingest_seconds": round(ingest_s, 1), "stored": ingested.stored,
-        "active_after": {n: s["active"] for n, s in picked.items()},
-        "active_share_after": {n: round(s["active"] / raw, 4) for n, s in picked.items()},
-        "merged_after": {n: s["merged"] for n, s in picked.items()},
-        "cycles": summaries,
-    }
+            result["stored"] = engine.ingest(paths).stored
+            result["ingest_seconds"] = round(time.perf_counter() - started, 1)
+            result["raw"] = raw = engine.stats().raw
+        for variant, refine in variants.items():
+            store = Path(tmp) / variant
+            shutil.copytree(base, store)
+            with Engine(store=store, embedder=embedder, overrides=TEMPLATE_ONLY if refine else None) as engine:
+                summaries = run_cycles(engine, cycles, start=START, refine=refine)
+            picked = {n: summaries[n - 1] for n in REPORTED_CYCLES if n <= len(summaries)}
+            result["variants"][variant] = {
+                "refine": refine,
+                "active_after": {n: s["active"] for n, s in picked.items()},
+                "active_share_after": {n: round(s["active"] / raw, 4) for n, s in picked.items()},
+                "units_after": {n: s["units"] for n, s in picked.items()},
+                "merged_after": {n: s["merged"] for n, s in picked.items()},
+                "cycles": summaries,
+            }
+    return result
 
 
 class VectorsOnly:
@@ -136,24 +148,28 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, default=REPO / "sample_logs", help="folder of native JSONL logs")
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--synthetic", default="10000,100000", help="comma-separated store sizes; empty to skip")
-    parser.add_argument("--refine", action="store_true", help="also refine into units (slower; off for timing)")
+    parser.add_argument("--no-refine-variant", action="store_true",
+                        help="on the real data, only run cycles without refinement (default: both, refinement by templates)")
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "compact.json")
     args = parser.parse_args()
 
-    results: dict = {"machine": machine(), "refine": args.refine, "cycles": args.cycles, "datasets": [], "synthetic": []}
+    results: dict = {"machine": machine(), "cycles": args.cycles, "datasets": [], "synthetic": []}
+    variants = {"no_refine": False} if args.no_refine_variant else {"no_refine": False, "refine_templates": True}
     if not args.skip_real:
         from common import load_embedder
 
         embedder = load_embedder()
         for name, paths in (("tau-bench-airline", [str(args.tau)]), ("sample_logs", sorted(str(p) for p in args.logs.glob("*.jsonl")))):
-            result = real_dataset(name, paths, cycles=args.cycles, refine=args.refine, embedder=embedder)
+            result = real_dataset(name, paths, cycles=args.cycles, variants=variants, embedder=embedder)
             results["datasets"].append(result)
             print(f"\n{name}: {result['raw']} raw records (ingest {result['ingest_seconds']} s)")
-            print(table(["cycle", "active", "share", "dormant", "archived", "merged", "units", "seconds", "clustering"],
-                        [[s["cycle"], s["active"], round(s["active"] / result["raw"], 3), s["dormant"], s["archived"],
-                          s["merged"], s["units"], s["seconds"], s["clustering"][:40]] for s in result["cycles"]]))
-            print("step seconds, cycle 1:", result["cycles"][0]["step_seconds"])
+            for variant, data in result["variants"].items():
+                print(f"\n{name}, {variant}:")
+                print(table(["cycle", "active", "share", "units", "dormant", "archived", "merged", "seconds", "clustering"],
+                            [[s["cycle"], s["active"], round(s["active"] / result["raw"], 3), s["units"], s["dormant"],
+                              s["archived"], s["merged"], s["seconds"], s["clustering"][:40]] for s in data["cycles"]]))
+                print("step seconds, cycle 1:", data["cycles"][0]["step_seconds"])
     for n in [int(x) for x in args.synthetic.split(",") if x.strip()]:
         result = synthetic(n)
         results["synthetic"].append(result)
@@ -161,9 +177,10 @@ def main() -> None:
               f"steps {result['step_seconds']}; {result['clusters']} clusters, {result['merged']} merged, "
               f"{result['active_after']} active")
     tau = next((d for d in results["datasets"] if d["dataset"] == "tau-bench-airline"), None)
+    shares = {v: d["active_share_after"].get(3) for v, d in (tau or {}).get("variants", {}).items()}
     results["targets"] = {
-        "tau_active_share_after_3_cycles": tau and tau["active_share_after"].get(3),
-        "tau_target_met": bool(tau and tau["active_share_after"].get(3) is not None and tau["active_share_after"][3] <= 0.35),
+        "tau_active_share_after_3_cycles": shares,
+        "tau_target_met": {v: share is not None and share <= 0.35 for v, share in shares.items()},
         "cycle_100k_seconds": next((s["cycle_seconds"] for s in results["synthetic"] if s["memories"] == 100_000), None),
     }
     write_json(args.out, results)

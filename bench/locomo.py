@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     CYCLE_SPACING, RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size,
-    table, torch_threads, words, write_json,
+    table, torch_threads, update_doc_section, words, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
@@ -361,7 +361,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo.json", help="JSON results (default: %(default)s)")
-    return parser.parse_args(argv)
+    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
+                        help="also write the tables into this Markdown file's locomo section (e.g. docs/benchmarks.md)")
+    args = parser.parse_args(argv)
+    args.command = " ".join(["python bench/locomo.py", *(sys.argv[1:] if argv is None else argv)])
+    return args
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
@@ -392,12 +396,26 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         "summary": summary, "targets": checks, "seconds": watch.to_dict(), "conversations": conversations,
     }
     write_json(args.out, report)
+    text = render_report(report)
+    if args.docs:
+        update_doc_section(args.docs, "locomo", text)
     if echo:
-        print(render_tables(summary))
-        print("\n### Targets\n\n" + render_targets(checks))
-        print("\nseconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()))
+        print(text)
         print(f"results: {args.out}")
     return report
+
+
+def render_report(report: dict[str, Any]) -> str:
+    seconds = ", ".join(f"{k} {v}" for k, v in report["seconds"].items())
+    conversations = report["conversations"]
+    return "\n\n".join([
+        f"`{report['settings']['command']}`: {len(conversations)} conversations, "
+        f"{sum(c['turns'] for c in conversations)} turns, {sum(c['questions'] for c in conversations)} questions "
+        f"({report['machine']}).",
+        render_tables(report["summary"]),
+        "### Targets\n\n" + render_targets(report["targets"]),
+        f"Seconds: {seconds}.",
+    ])
 
 
 if __name__ == "__main__":

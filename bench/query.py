@@ -12,7 +12,8 @@ straight to DuckDB and LanceDB (what ingest would write, without re-embedding 10
 
 Measured: p50/p95 of `Engine.query(text, touch=False)` with the model loaded (queries are LoCoMo
 questions and sample-log texts, so both the vector and the full-text halves have work), the share
-of the query embedding alone and of everything else (with the query vectors precomputed), and a cold `expengine query` process split into imports,
+of the query embedding alone and of everything else (with the query vectors precomputed; split into the LanceDB searches and the
+DuckDB join and scoring), and a cold `expengine query` process split into imports,
 opening the store, loading the model, and the query itself.
 """
 
@@ -121,6 +122,7 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 def measure_api(store: Path, queries: list[str], embedder) -> dict:
     """p50/p95 of the whole `Engine.query`, of the query embedding alone, and of the rest."""
     from expengine import Engine
+    from expengine.query.search import embed_query, make_filters, rank, retrieve
 
     def timed(engine, fn) -> list[float]:
         for q in queries[:5]:
@@ -134,12 +136,18 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
 
     with Engine(store=store, embedder=embedder) as engine:
         total = timed(engine, lambda e, q: e.query(q, touch=False))
-        embed = timed(engine, lambda e, q: embedder.encode([q]))
+        embed = timed(engine, lambda e, q: embed_query(e, q))
         hits = sum(len(engine.query(q, touch=False).hits) for q in queries[:20])
-    with Engine(store=store, embedder=PrecomputedEmbedder(embedder, queries)) as engine:
+    precomputed = PrecomputedEmbedder(embedder, queries)
+    with Engine(store=store, embedder=precomputed) as engine:
         search = timed(engine, lambda e, q: e.query(q, touch=False))
+        filters = make_filters()
+        lance = timed(engine, lambda e, q: retrieve(e, q, precomputed.encode([q])[0], filters))
+        fused = {q: retrieve(engine, q, precomputed.encode([q])[0], filters) for q in queries}
+        duck = timed(engine, lambda e, q: rank(e, fused[q], filters))
     return {"queries": len(queries), **_percentiles(total), "embed": _percentiles(embed),
-            "without_embedding": _percentiles(search), "mean_hits": round(hits / 20, 2)}
+            "without_embedding": _percentiles(search), "lancedb_vector_and_fts": _percentiles(lance),
+            "duckdb_join_and_score": _percentiles(duck), "mean_hits": round(hits / 20, 2)}
 
 
 COLD_PROBE = r"""

@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size, table,
-    torch_threads, write_json,
+    torch_threads, update_doc_section, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -154,7 +154,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "tau.json", help="JSON results (default: %(default)s)")
-    return parser.parse_args(argv)
+    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
+                        help="also write the tables into this Markdown file's tau section (e.g. docs/benchmarks.md)")
+    args = parser.parse_args(argv)
+    args.command = " ".join(["python bench/tau.py", *(sys.argv[1:] if argv is None else argv)])
+    return args
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
@@ -197,19 +201,24 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             report["sample_units"] = sample_units(engine)
     report["seconds"] = watch.to_dict()
     write_json(args.out, report)
+    text = render(report)
+    if args.docs:
+        update_doc_section(args.docs, "tau", text)
     if echo:
-        print(render(report))
+        print(text)
         print(f"results: {args.out}")
     return report
 
 
 def render(report: dict[str, Any]) -> str:
+    header = (f"`{report['settings']['command']}`: {report['runs']} runs of {report['tasks']} tasks, "
+              f"{report['failed_runs']} failed, {report['stored']} records ({report['machine']}).")
     ingest = report["sizes"]["after ingest"]
     size_rows = [["after ingest", ingest["raw"], ingest["active"], ingest["dormant"], ingest["archived"], ingest["units"],
                   ingest["share_of_raw"]]]
     size_rows += [[f"after cycle {c['cycle']}", ingest["raw"], c["active"], c["dormant"], c["archived"], c["units"],
                    round((c["active"] + c["units"]) / ingest["raw"], 4) if ingest["raw"] else None] for c in report["cycles"]]
-    blocks = ["### Store size\n\n" + table(["when", "raw", "active", "dormant", "archived", "units",
+    blocks = [header, "### Store size\n\n" + table(["when", "raw", "active", "dormant", "archived", "units",
                                            "(active + units) / raw"], size_rows)]
     merged = report["merged_trials"]
     blocks.append("### Repeated trials merged\n\n" + table(
@@ -227,7 +236,7 @@ def render(report: dict[str, Any]) -> str:
     units = "\n".join(f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
                       for i, u in enumerate(report["sample_units"], 1))
     blocks.append("### Sample units\n\n" + (units or "(none)"))
-    blocks.append("seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()))
+    blocks.append("Seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()) + ".")
     return "\n\n".join(blocks)
 
 

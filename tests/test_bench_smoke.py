@@ -87,6 +87,26 @@ def test_runs_are_sliced_by_task_and_trials_are_grouped(tau):
     assert not tau.names_tool("call book_reservations_report()", {"book_reservation"})
 
 
+def test_doc_sections_are_replaced_in_place_and_others_kept(locomo, tmp_path):
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nintro\n", encoding="utf-8")
+    locomo.update_doc_section(page, "locomo", "first")
+    locomo.update_doc_section(page, "tau", "tau table")
+    locomo.update_doc_section(page, "locomo", "second")
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmarks\n\nintro\n")
+    assert "second" in text and "first" not in text and "tau table" in text
+    assert text.index("<!-- locomo:start -->") < text.index("<!-- tau:start -->")
+
+
+def test_bad_override_is_a_clear_error(locomo):
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        locomo.engine_overrides(locomo.parse_args(["--set", "query.gamma"]))
+    assert locomo.engine_overrides(locomo.parse_args(["--set", "query.gamma=0"])) == {
+        "llm.mode": "template", "query.gamma": "0"}
+    assert locomo.engine_overrides(locomo.parse_args(["--llm"])) == {}
+
+
 def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):
     with pytest.raises(SystemExit, match="--data"):
         locomo.run(locomo.parse_args(["--data", str(tmp_path / "nope.json")]), echo=False)
@@ -99,7 +119,7 @@ def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):
 def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     out = tmp_path / "locomo.json"
     args = locomo.parse_args(["--data", str(LOCOMO_DATA), "--conversations", "1", "--sessions", "3",
-                              "--questions", "10", "--out", str(out)])
+                              "--questions", "10", "--out", str(out), "--docs", str(tmp_path / "b.md")])
     report = locomo.run(args, embedder=embedder, echo=False)
     saved = json.loads(out.read_text(encoding="utf-8"))
     assert saved["summary"].keys() == report["summary"].keys()
@@ -118,7 +138,8 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     assert len(conversation["cycles"]) == 3
     assert set(report["targets"]) == {"store_share_of_raw", "evidence_recall_kept", "answer_recall_kept",
                                       "evidence_recall_over_bm25"}
-    assert "### Overall" in locomo.render_tables(report["summary"])
+    page = (tmp_path / "b.md").read_text(encoding="utf-8")
+    assert "<!-- locomo:start -->" in page and "### Overall" in page and "--conversations 1" in page
 
 
 @pytest.mark.skipif(not TAU_DATA.exists(), reason="../shared/data/tau_bench_airline is not available")

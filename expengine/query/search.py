@@ -32,6 +32,7 @@ import datetime as dt
 import json
 import math
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -185,6 +186,21 @@ def fts_text(text: str) -> str:
 
 
 # --- retrieval ---------------------------------------------------------------------------------
+def embed_query(engine: "Engine", text: str) -> np.ndarray:
+    """The query vector, computed on one torch thread: as fast for one short text, and far steadier
+    when other processes share the cores (measured on 2 busy cores: p95 ~30 ms vs ~800 ms)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return engine.embedder.encode([text])[0]
+    embedder = engine.embedder  # load the model with the default thread count
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return embedder.encode([text])[0]
+    finally:
+        torch.set_num_threads(previous)
+
+
 def _vector_search(engine: "Engine", name: str, vector: np.ndarray, where: str, limit: int) -> list[tuple[str, float]]:
     table = engine.index.table(name)
     if table is None:
@@ -371,7 +387,7 @@ def query(
     if budget is not None and budget < 1:
         raise InputError(f"the token budget must be at least 1, got {budget}")
     filters = make_filters(**filter_args)
-    vector = engine.embedder.encode([text])[0]
+    vector = embed_query(engine, text)
     fused = retrieve(engine, text, vector, filters)
     top = rank(engine, fused, filters)[:k]
     if expand is None or expand:
