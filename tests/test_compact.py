@@ -343,6 +343,8 @@ def test_forget_bad_input(store):
         store.forget(ids=["c01"], where="TRUE")
     with pytest.raises(InputError):
         store.forget(where="no_such_column = 1")
+    with pytest.raises(InputError):
+        store.forget(where="TRUE; DROP TABLE records")
     assert store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(BOOKING + REFUND + CHATTER)
 
 

@@ -165,6 +165,10 @@ def history(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
         raw, active = run["raw"] or 0, run["active_after"] if run["active_after"] is not None else run["active_before"] or 0
         bar = "█" * round(20 * active / raw) if raw else ""
         table.add_row(run["run_id"], (run["started"] or "")[:19], run["status"], str(raw), str(active),
-                      str(run["units"] if run["units"] is not None else ""), str(run["tokens_after"] or ""),
+                      _cell(run["units"]), _cell(run["tokens_after"]),
                       f"{bar} {100 * active / raw:.0f}%" if raw else "")
     stdout.print(table)
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)

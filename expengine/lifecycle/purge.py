@@ -78,6 +78,8 @@ def resolve_ids(engine: "Engine", *, ids: list[str] | None, where: str | None) -
                          hint="e.g. expengine forget rec-1 rec-2, or --where \"session = 's1'\"")
     con = engine.con
     if where:
+        if ";" in where:
+            raise InputError("--where takes one SQL condition, without ';'", hint="e.g. --where \"agent = 'bot' AND ts < '2026-01-01'\"")
         try:
             return [r[0] for r in con.execute(f"SELECT id FROM records WHERE {where} ORDER BY id").fetchall()]
         except duckdb.Error as exc:
