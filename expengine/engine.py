@@ -93,6 +93,26 @@ class Engine:
         return self._embedder
 
     @property
+    def embedder_name(self) -> str:
+        """The embedding cache key, known without loading the model (a fully cached run never loads it)."""
+        if self._embedder is not None:
+            return self._embedder.name
+        from .models.embedder import embedder_name
+
+        return embedder_name(self.config.embedder.model_path)
+
+    @property
+    def embedding_dim(self) -> int:
+        """Vector size, read from the cache when possible so the model stays unloaded."""
+        if self._embedder is None:
+            row = self.con.execute(
+                "SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.embedder_name]
+            ).fetchall()
+            if row:
+                return int(row[0][0])
+        return self.embedder.dim
+
+    @property
     def llm(self) -> Any:
         if self._llm is None:
             from .models.llm import get_llm

@@ -241,6 +241,19 @@ def test_merge_accumulates_ids_across_runs(make_engine, write_jsonl):
     assert into == {survivor}
 
 
+def test_near_duplicates_with_different_identifiers_are_not_merged(make_engine, write_jsonl):
+    orders = [
+        ev(f"o{i}", i, "tool_result", role="tool", tool={"name": "lookup_order", "result": f"order W{oid} shipped to Oslo"})
+        for i, oid in enumerate(("4821", "7730", "4821"))
+    ]
+    engine = make_engine(overrides={"cluster.members_per_cluster": "50"})
+    engine.ingest([write_jsonl("orders.jsonl", orders + CHATTER)])
+    engine.prune_clusters(dry_run=False)
+    states = state_of(engine)
+    assert states["o1"] == "active"  # the only record of order W7730 survives
+    assert sorted(s for rid, s in states.items() if rid in ("o0", "o2")) == ["active", "dormant"]
+
+
 PRUNE = [
     ev("p1", 0, "message", role="user", content="My flight AS 1618 from Denver to Tokyo departs at 10:05 from gate B12"),
     ev("p2", 1, "message", role="user", content="flight AS 1618 departs at 10:05"),

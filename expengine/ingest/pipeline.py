@@ -199,7 +199,7 @@ def _store_batch(
 
             apply_feedback(engine, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
                            note=r["feedback_text"], source=r["id"], missing_ok=True)
-    engine.index.add(MEMORIES, memory_rows(fresh, vectors, engine.embedder.dim), replace=False)
+    engine.index.add(MEMORIES, memory_rows(fresh, vectors, engine.embedding_dim), replace=False)
     con.executemany("DELETE FROM pending_index WHERE id = ?", [[r["id"]] for r in fresh])
     result.stored += len(fresh)
 
@@ -216,7 +216,7 @@ def _existing_ids(engine: "Engine", ids: list[str]) -> set[str]:
 
 def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None = None) -> np.ndarray:
     """Embed texts, reusing vectors cached in DuckDB under (text hash, model)."""
-    embedder = engine.embedder
+    model = engine.embedder_name
     hashes = [text_hash(t) for t in texts]
     con = engine.con
     with arrow_view(con, "probe", pa.table({"h": list(set(hashes))})):
@@ -224,7 +224,7 @@ def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None
             h: np.asarray(v, dtype=np.float32)
             for h, v in con.execute(
                 "SELECT e.text_hash, e.vector FROM embeddings e JOIN probe p ON e.text_hash = p.h WHERE e.model = ?",
-                [embedder.name],
+                [model],
             ).fetchall()
         }
     missing = [i for i, h in enumerate(hashes) if h not in cached]
@@ -232,9 +232,9 @@ def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None
     for i in missing:
         unique_missing.setdefault(hashes[i], i)
     if unique_missing:
-        new_vectors = embedder.encode([texts[i] for i in unique_missing.values()])
+        new_vectors = engine.embedder.encode([texts[i] for i in unique_missing.values()])
         fresh = dict(zip(unique_missing.keys(), new_vectors))
-        newvec = pa.table({"text_hash": list(fresh), "model": [embedder.name] * len(fresh),
+        newvec = pa.table({"text_hash": list(fresh), "model": [model] * len(fresh),
                            "vector": [v.tolist() for v in fresh.values()]})
         with arrow_view(con, "newvec", newvec):
             con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
@@ -242,7 +242,7 @@ def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None
     if result is not None:
         result.embedded += len(unique_missing)
         result.cached_embeddings += len(texts) - len(missing)
-    return np.stack([cached[h] for h in hashes]) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([cached[h] for h in hashes]) if texts else np.zeros((0, engine.embedding_dim), dtype=np.float32)
 
 
 def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:

