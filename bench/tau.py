@@ -225,7 +225,8 @@ def render(report: dict[str, Any]) -> str:
         ["what", "groups", "spanning 2+ trials of a task", f"tasks covered (of {report['tasks']})"],
         [["merged survivors (records.merged_ids)", merged["merges"]["groups"], merged["merges"]["spanning_trials"],
           merged["merges"]["tasks"]],
-         ["active units (source_ids)", merged["units"]["groups"], merged["units"]["spanning_trials"], merged["units"]["tasks"]]]))
+         ["active units (source_ids)", merged["units"]["groups"], merged["units"]["spanning_trials"],
+          merged["units"]["tasks"]]]))
     queries = report["failed_run_queries"]
     blocks.append("### Failed runs: does a query from the task instruction name a gold tool?\n\n" + table(
         ["when", "failed runs asked", "found", "in a unit", "in a memory", "not only from the run itself",

@@ -46,7 +46,7 @@ class DecayConfig:
     theta_dormant: float = 0.2
     theta_purge: float = 0.05
     # succeeded goals: process memories get this extra factor once
-    goal_success_process_factor: float = 0.5
+    goal_success_process_factor: float = 0.15
     # failed goals: records that explain the failure get this added to W
     delta_task_failure_lesson: float = 0.2
     # long-term goals: their memories decay with at least this lambda

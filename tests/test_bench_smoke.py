@@ -136,6 +136,7 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     after = report["summary"][locomo.AFTER_LABEL]["size"]
     assert after["raw"] == conversation["turns"] and after["active_plus_units"] == after["active"] + after["units"]
     assert len(conversation["cycles"]) == 3
+    assert conversation["methods"][methods[0]] == report["summary"][methods[0]]["overall"]  # one conversation
     assert set(report["targets"]) == {"store_share_of_raw", "evidence_recall_kept", "answer_recall_kept",
                                       "evidence_recall_over_bm25"}
     page = (tmp_path / "b.md").read_text(encoding="utf-8")
