@@ -202,5 +202,5 @@ def render(ev: Event) -> str:
     if ev.kind == "feedback":
         target = f" on {ev.feedback_target}" if ev.feedback_target else ""
         return f"feedback {ev.feedback_signal}{target}: {ev.feedback_text or ev.content or ''}".strip().rstrip(":")
-    speaker = f"{ev.role}: " if ev.role else ""
-    return f"{speaker}{ev.content or ''}"
+    # The role lives in its own column; a "user: " prefix on every text would only blur the vectors.
+    return ev.content or ""

@@ -16,7 +16,7 @@ PERSONAL_FACT = re.compile(
     r"partner|dog|cat|job|birthday|home|address)|i work|i have|i've been|i was|we (?:went|moved|have))\b"
 )
 CHATTER = re.compile(
-    r"(?i)^\s*(hi|hello|hey|thanks|thank you|thx|ok|okay|sure|great|cool|bye|goodbye|good morning|"
+    r"(?i)^\s*(?:[A-Z][\w .'-]{0,30}:\s*)?(hi|hello|hey|thanks|thank you|thx|ok|okay|sure|great|cool|bye|goodbye|good morning|"
     r"good night|you'?re welcome|no problem|np|yes|no|yep|nope|got it|sounds good|awesome|nice)"
     r"[\s!.,:)]*(?:(?:there|so much|a lot|again|!)\s*)*[\s!.,:)]*$"
 )
