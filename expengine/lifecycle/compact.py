@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ExpengineError
 from ..store.db import utcnow
-from ..store.index import MEMORIES
 from ..textutil import approx_tokens
 from .clusters import k_rule, prune_clusters
 from .decay import decay
@@ -207,9 +206,13 @@ def _run_steps(engine: "Engine", report: CompactReport, *, refine: bool, refine_
     index_started = time.perf_counter()
     moved = engine.con.execute(
         "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [run_id]).fetchall()[0][0]
-    if moved:  # state changes rewrote LanceDB rows: rebuild the full-text index over them
-        engine.index.refresh_text_index(MEMORIES)
-    report.steps["index"] = {"state_changes": int(moved), "seconds": round(time.perf_counter() - index_started, 3)}
+    indexes = None
+    if moved or due:  # rows changed: refresh the full-text and vector indexes
+        from ..query.search import refresh_indexes
+
+        indexes = refresh_indexes(engine)
+    report.steps["index"] = {"state_changes": int(moved), "indexes": indexes,
+                             "seconds": round(time.perf_counter() - index_started, 3)}
 
 
 def _iso(value: Any) -> str | None:

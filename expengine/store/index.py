@@ -112,13 +112,20 @@ class Index:
 
             table.create_index("text", config=FTS(with_position=False), replace=True)
 
-    def ensure_vector_index(self, name: str, *, min_rows: int) -> bool:
-        """Build an IVF-PQ index once a table is large enough; below that, exact search is faster."""
+    def ensure_vector_index(self, name: str, *, min_rows: int, stale_share: float = 0.2) -> bool:
+        """Build an IVF-PQ index once a table is large enough (below that, exact search is faster), and
+        rebuild it only when over `stale_share` of the rows are unindexed: LanceDB scans those exactly,
+        so a slightly stale index still answers correctly. Returns whether the table has an index."""
         table = self.table(name)
-        if table is None or table.count_rows() < min_rows:
+        if table is None:
             return False
+        rows = table.count_rows()
+        if rows < min_rows:
+            return False
+        current = next((i for i in table.list_indices() if "vector" in i.columns), None)
+        if current is not None and table.index_stats(current.name).num_unindexed_rows <= stale_share * rows:
+            return True
         from lancedb.index import IvfPq
 
-        rows = table.count_rows()
         table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True)
         return True
