@@ -74,6 +74,11 @@ class RefineConfig:
     time_limit_s: float = 600.0
     archive_sources: bool = True
     harmful_quarantine: int = 3
+    # message sources a unit quotes (every member of a digest) go dormant, reachable through the unit
+    dormant_sources: bool = True
+    # conversational clusters (messages without tools) get one digest unit quoting every member
+    digest: bool = True
+    digest_quote_chars: int = 160
 
 
 @dataclass
@@ -87,6 +92,9 @@ class QueryConfig:
     candidates: int = 50
     rrf_k: int = 60
     index_above: int = 20000
+    # when no unit makes the top k on its own, the best unit whose cosine similarity to the query is at
+    # least this takes the last slot (rules rarely share words with a task instruction); above 1: never
+    unit_slot_floor: float = 0.3
 
 
 @dataclass

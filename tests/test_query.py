@@ -358,3 +358,94 @@ def test_refresh_indexes_and_a_units_table_without_fts(engine_on):
     report = refresh_indexes(engine)
     assert report["memories"] == {"vector_index": False, "text_index": True}  # 12 rows < query.index_above
     assert report["units"]["text_index"] is True
+
+
+# --- unit recency, evidence de-duplication, the reserved unit slot ----------------------------
+def test_unit_recency_comes_from_its_sources_as_of_and_last_use_not_updated(engine_on):
+    engine = engine_on()
+    engine.con.execute("UPDATE units SET updated = ? WHERE id = 'u-weather'", [utcnow()])  # a refinement rewrite
+
+    def unit_recency() -> float:
+        return engine.query("get_weather 429 retry", k=1, touch=False, kind="rule").hits[0].parts.recency
+
+    newest_source = BASE + dt.timedelta(minutes=11)  # s3, the newest of w1, w3, s3 (archived sources count)
+    hours = (utcnow() - newest_source).total_seconds() / 3600
+    assert unit_recency() == pytest.approx(0.995**hours, abs=1e-3) and unit_recency() < 0.1
+    engine.con.execute("UPDATE units SET as_of = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=5)])
+    assert unit_recency() == pytest.approx(0.995**5, abs=1e-3)
+    engine.con.execute("UPDATE units SET last_used = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=1)])
+    assert unit_recency() == pytest.approx(0.995**1, abs=1e-3)
+
+
+def test_quoted_in_tolerates_labels_punctuation_and_clipped_tails():
+    from expengine.query.render import quoted_in
+
+    source = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful, honestly life-changing for me."
+    assert quoted_in('- [fact] As of 2023-05-08 Caroline said: "I went to a LGBTQ support group yesterday and it was so '
+                     'powerful, honestly life-changing for me."', source)
+    assert quoted_in('- [fact] Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful, '
+                     'honestly…"', source)  # a clipped quote still carries most of it
+    assert not quoted_in('- [fact] Caroline said: "I went to a LGBTQ support group yesterday…"', source)
+    assert not quoted_in("- [fact] Caroline likes support groups.", source)
+    assert not quoted_in("- [fact] ok thanks so much", "Mel: ok thanks")  # too short to call a quote
+
+
+FLIGHT_FACT = 'As of 2026-03-01 the user said: "I need a flight from Denver to Tokyo on March 20, morning departure".'
+
+
+def _flight_query(engine):
+    return engine.query("flight from Denver to Tokyo, search_flights DEN NRT", k=10, touch=False)
+
+
+def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
+    # alpha = gamma = 0: the order follows weight alone, so the test decides who is above whom
+    engine = engine_on(overrides={"query.alpha": 0.0, "query.gamma": 0.0})
+    add_unit(engine, "u-flight", FLIGHT_FACT, ["f1", "f2"], kind="fact", category="booking")
+    engine.con.execute("UPDATE units SET weight = 9 WHERE id = 'u-flight'")
+    f1_text, f2_text = (engine.con.execute(f"SELECT text FROM records WHERE id = '{i}'").fetchall()[0][0] for i in ("f1", "f2"))
+
+    result = _flight_query(engine)
+    unit = result.hits[0]
+    assert unit.id == "u-flight" and unit.source_ids == ["f1", "f2"]
+    assert {e.id: e.quoted for e in unit.expanded} == {"f1": True, "f2": False}
+    assert not {"f1", "f2"} & {h.id for h in result.hits if h.type == "memory"}  # shown under the unit already
+    assert len(result.hits) > 1  # the other memories are still there
+    under_unit = result.prompt.split("\n- [")[1].splitlines()[1:]
+    assert under_unit == [f"  - evidence (active): {f2_text}"] and result.prompt.count(f2_text) == 1
+    assert result.prompt.count("Denver to Tokyo") == 1
+    payload = result.to_dict()["hits"][0]
+    assert payload["source_ids"] == ["f1", "f2"] and [e["quoted"] for e in payload["expanded"]] == [True, False]
+
+    # now the memory f2 outranks the unit: it is shown once, as a memory, and not again as evidence
+    engine.con.execute("UPDATE records SET weight = 99 WHERE id = 'f2'")
+    result = _flight_query(engine)
+    assert [h.id for h in result.hits[:2]] == ["f2", "u-flight"]
+    assert [e.id for e in result.hits[1].expanded] == ["f1"] and result.hits[1].source_ids == ["f1", "f2"]
+    assert result.prompt.count(f2_text) == 1 and f1_text not in {h.text for h in result.hits if h.type == "memory"}
+
+
+def test_one_slot_is_reserved_for_a_unit_above_the_similarity_floor(engine_on):
+    text = "get_weather 429 retry"
+
+    def top(floor: float) -> list:
+        opened = engine_on(overrides={"query.unit_slot_floor": floor})
+        hits = opened.query(text, k=3, touch=False).hits
+        opened.close()
+        return hits
+
+    # a unit that makes the top k on its own: nothing is reserved or moved, whatever the floor
+    assert "u-weather" in {h.id for h in top(2.0)}
+    assert [h.id for h in top(-1.0)] == [h.id for h in top(2.0)]
+
+    engine = engine_on()
+    engine.con.execute("UPDATE units SET weight = 0")
+    engine.con.execute("UPDATE records SET weight = 50")  # every memory now outranks the unit
+    vectors = engine.embedder.encode([text, UNIT_TEXT])
+    cosine = float(vectors[0] @ vectors[1])
+    engine.close()
+
+    plain = top(cosine + 0.01)  # the unit is not close enough: the top 3 stay memories
+    assert [h.type for h in plain] == ["memory"] * 3
+    slotted = top(cosine - 0.01)
+    assert [h.id for h in slotted] == [h.id for h in plain[:2]] + ["u-weather"]
+    assert slotted[-1].source_ids == ["w1", "w3", "s3"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import TYPE_CHECKING
 
 from ..textutil import approx_tokens
@@ -11,6 +13,13 @@ if TYPE_CHECKING:
 
 HEADER = "Relevant experience (from past runs; verify before relying on it):"
 MAX_LINE_CHARS = 400
+EVIDENCE_LINES_PER_UNIT = 3
+# A source counts as quoted when the unit's line holds at least this share of its words, in order
+# from its start (templates clip long quotes at a word), and at least MIN_QUOTED_WORDS of them.
+QUOTED_SHARE = 0.75
+MIN_QUOTED_WORDS = 3
+_WORD = re.compile(r"\w+")
+_SPEAKER = re.compile(r"^\s*[^:\n]{1,40}:\s")
 
 
 def _clip(text: str) -> str:
@@ -30,31 +39,67 @@ def evidence_line(evidence: "Evidence") -> str:
     return f"  - evidence ({evidence.state}): {_clip(evidence.text)}"
 
 
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def quoted_in(line: str, source_text: str) -> bool:
+    """Does `line` already carry `source_text` verbatim (give or take a "Speaker: " label, punctuation
+    and a clipped tail)? Then an evidence line for it would only repeat the unit's words."""
+    shown = f" {' '.join(_words(line))} "
+    for text in (source_text, _SPEAKER.sub("", source_text, count=1)):
+        words = _words(text)
+        shortest = max(MIN_QUOTED_WORDS, math.ceil(len(words) * QUOTED_SHARE))
+        for n in range(len(words), shortest - 1, -1):
+            if f" {' '.join(words[:n])} " in shown:
+                return True
+    return False
+
+
 def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
     Hits are added in rank order until the next one would pass `budget` tokens
-    (`textutil.approx_tokens` of the whole text, header included); then adding stops. A unit's
-    evidence lines follow it only while they fit, and `hit.expanded` keeps just those shown.
+    (`textutil.approx_tokens` of the whole text, header included); then adding stops. Under a unit
+    come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit; a source
+    the unit's line already quotes gets no line but stays in `hit.expanded` marked `quoted`, and a
+    record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
+    memory hit is left out, such a source left out of `hit.expanded`. `hit.expanded` keeps just the
+    sources whose text is in the prompt under that unit; `source_ids` stay the unit's own sources.
     """
     lines = [HEADER]
     used = approx_tokens(HEADER)
     kept: list["Hit"] = []
+    in_prompt: set[str] = set()  # records whose text the prompt already holds
     for hit in hits:
+        if hit.type == "memory" and hit.id in in_prompt:
+            continue
         line = hit_line(hit)
         cost = approx_tokens(line)
         if budget is not None and used + cost > budget:
             break
         lines.append(line)
         used += cost
-        shown = []
+        if hit.type == "memory":
+            in_prompt.update(hit.source_ids)
+        shown, evidence_lines = [], 0
         for evidence in hit.expanded:
-            extra = evidence_line(evidence)
-            extra_cost = approx_tokens(extra)
-            if budget is None or used + extra_cost <= budget:
+            if evidence.id in in_prompt:
+                continue
+            if quoted_in(line, evidence.text):
+                evidence.quoted = True
+            elif evidence_lines < EVIDENCE_LINES_PER_UNIT:
+                extra = evidence_line(evidence)
+                extra_cost = approx_tokens(extra)
+                if budget is not None and used + extra_cost > budget:
+                    continue
                 lines.append(extra)
                 used += extra_cost
-                shown.append(evidence)
+                evidence_lines += 1
+            else:
+                continue
+            shown.append(evidence)
+            in_prompt.add(evidence.id)
         hit.expanded = shown
         kept.append(hit)
     return ("\n".join(lines) if kept else ""), kept

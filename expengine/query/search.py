@@ -16,10 +16,13 @@ How a query is answered:
        score = alpha·similarity + beta·weight + gamma·recency + utility_weight·utility
 
    weight  = W / (1 + W), W the stored weight (0.5 for a fresh memory, → 1 as it is reinforced);
-   recency = recency_base ** hours since max(created, last access) (units: max(updated, last used));
+   recency = recency_base ** hours since the latest of: a memory's ts and last access; a unit's
+             newest source ts, as_of and last use (not `updated`, which refinement rewrites);
    utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
-5. The best `k` are rendered (`render.py`), cut at the token budget, and reinforced unless
-   `touch=False`.
+5. The best `k` are kept. When none of them is a unit, the last slot goes to the best-scored unit
+   candidate whose cosine similarity to the query reaches `query.unit_slot_floor`: a rule worded
+   unlike the agent's task still reaches it, yet never displaces more than one memory.
+6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
 
 Filters: `kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule,
 fact: units only); `outcome` and `goal` are memory attributes, so they exclude units; `since` /
@@ -49,7 +52,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 UNIT_KINDS = ("rule", "fact")
-EXPAND_PER_UNIT = 3
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
 # (PQ distances are coarse); without one the search is exact and this is a no-op.
 VECTOR_REFINE_FACTOR = 4
@@ -66,12 +68,14 @@ class ScoreParts:
 
 @dataclass
 class Evidence:
-    """A source record of a unit hit, shown under it: reachable even when dormant or archived."""
+    """A source record of a unit hit, shown under it: reachable even when dormant or archived.
+    `quoted` means the unit's own line already carries its words, so it gets no line of its own."""
 
     id: str
     text: str
     state: str
     similarity: float
+    quoted: bool = False
 
 
 @dataclass
@@ -257,7 +261,8 @@ def retrieve(engine: "Engine", text: str, vector: np.ndarray, filters: Filters) 
 
 # --- scoring -----------------------------------------------------------------------------------
 _MEMORY_COLUMNS = ("id", "kind", "agent", "category", "state", "ts", "last_access", "weight", "utility", "merged_ids", "text")
-_UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "last_used", "weight", "utility", "source_ids", "text")
+_UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "as_of", "last_used", "weight", "utility",
+                 "source_ids", "text")
 
 
 def _lookup(engine: "Engine", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
@@ -302,6 +307,16 @@ def score_parts(engine: "Engine", *, similarity: float, weight: float, utility: 
     return score, parts
 
 
+def newest_source_ts(engine: "Engine", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
+    """Unit id → ts of its newest source record (any state): when the knowledge it carries is from."""
+    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
+    wanted = {i for ids in sources.values() for i in ids}
+    if not wanted:
+        return {}
+    ts = dict(engine.con.execute(f"SELECT id, ts FROM records WHERE id IN ({sql_list(wanted)})").fetchall())
+    return {uid: max((ts[i] for i in ids if ts.get(i) is not None), default=None) for uid, ids in sources.items()}
+
+
 def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate."""
     now = utcnow()
@@ -309,6 +324,7 @@ def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters
     states = "('active', 'dormant')" if filters.include_dormant else "('active')"
     memories = _lookup(engine, "records", _MEMORY_COLUMNS, [i for t, i in fused if t == "memory"], f"state IN {states}")
     units = _lookup(engine, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
+    newest = newest_source_ts(engine, units)
     hits = []
     for r in memories:
         score, parts = score_parts(engine, similarity=fused[("memory", r["id"])], weight=r["weight"], utility=r["utility"],
@@ -318,7 +334,7 @@ def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters
                         agent=r["agent"], category=r["category"], ts=r["ts"]))
     for u in units:
         score, parts = score_parts(engine, similarity=fused[("unit", u["id"])], weight=u["weight"], utility=u["utility"],
-                                   recency_value=recency(base, now, u["updated"], u["last_used"]))
+                                   recency_value=recency(base, now, newest.get(u["id"]), u["as_of"], u["last_used"]))
         hits.append(Hit(id=u["id"], type="unit", text=u["text"], score=score, parts=parts,
                         source_ids=json_ids(u["source_ids"]), kind=u["kind"], state=u["status"],
                         agent=u["agent"], category=u["category"], ts=u["updated"]))
@@ -326,9 +342,27 @@ def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters
     return hits
 
 
+def top_with_unit_slot(engine: "Engine", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
+    """The best `k`; when no unit is among them, the last slot goes to the best-scored unit whose
+    cosine similarity to the query is at least `query.unit_slot_floor` (if there is one)."""
+    from ..ingest.pipeline import embed_cached
+
+    top = ranked[:k]
+    if any(h.type == "unit" for h in top):
+        return top
+    units = [h for h in ranked[k:] if h.type == "unit"]
+    if not units:
+        return top
+    cosines = embed_cached(engine, [h.text for h in units]) @ vector
+    floor = engine.config.query.unit_slot_floor
+    best = next((h for h, cosine in zip(units, cosines) if cosine >= floor), None)
+    return top if best is None else [*top[: k - 1], best]
+
+
 # --- expansion and reinforcement ---------------------------------------------------------------
 def attach_evidence(engine: "Engine", hits: list[Hit], vector: np.ndarray) -> None:
-    """Give each unit hit its sources most similar to the query, in any state (archived included)."""
+    """Give each unit hit all its sources, most similar to the query first, in any state (archived
+    included); the renderer picks the lines worth showing."""
     from ..ingest.pipeline import embed_cached
 
     wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
@@ -342,7 +376,7 @@ def attach_evidence(engine: "Engine", hits: list[Hit], vector: np.ndarray) -> No
     for hit in hits:
         if hit.type == "unit":
             found = sorted((by_id[i] for i in hit.source_ids if i in by_id), key=lambda e: -e.similarity)
-            hit.expanded = found[:EXPAND_PER_UNIT]
+            hit.expanded = found
 
 
 def reinforce(engine: "Engine", hits: list[Hit]) -> None:
@@ -389,7 +423,7 @@ def query(
     filters = make_filters(**filter_args)
     vector = embed_query(engine, text)
     fused = retrieve(engine, text, vector, filters)
-    top = rank(engine, fused, filters)[:k]
+    top = top_with_unit_slot(engine, rank(engine, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(engine, top, vector)
     prompt, kept = render_prompt(top, budget=budget)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..store.db import utcnow
-from .search import json_ids, memory_source_ids, recency, score_parts
+from .search import json_ids, memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -92,6 +92,7 @@ def show(engine: "Engine", item_id: str) -> ShowResult:
         }
         sources = [found.get(i, {"id": i, "state": "missing", "kind": None, "text": None}) for i in source_ids]
     return ShowResult(
-        id=item_id, type="unit", item=unit, scores=_scores(engine, unit, unit["updated"], unit["last_used"]),
+        id=item_id, type="unit", item=unit, scores=_scores(engine, unit, newest_source_ts(engine, [unit]).get(item_id), unit["as_of"],
+                                                     unit["last_used"]),
         source_ids=source_ids, sources=sources, history=history,
     )
