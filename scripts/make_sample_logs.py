@@ -722,7 +722,7 @@ def coding_assistant(seed: int) -> list[dict]:
                       importance=0.6, tags=["pip", "ImportError"])
         L.call("pip_install", {"package": pkg})
         if r.random() < 0.05:
-            L.result("pip_install", error=f"ERROR: Could not install packages due to an OSError: "
+            L.result("pip_install", error="ERROR: Could not install packages due to an OSError: "
                                           "[Errno 28] No space left on device")
             L.bot("pip ran out of disk space on the runner. You'll need to free space or clear the pip cache.")
             L.goal_close(gid, "failed", desc,

@@ -327,16 +327,22 @@ def test_incremental_only_changed_clusters_and_budget_leftovers(store, tmp_path)
     calls = len(store._llm.calls)
     third = store.refine()
     assert third.clusters_refined == 0 and third.units_written == 0 and len(store._llm.calls) == calls
-    # a new record joins the weather cluster: only that cluster is refined again, and its old unit is superseded
+    # a new session joins the weather cluster: only that cluster is refined again; the rule still says the same,
+    # so it is updated in place (more sources, new counts) instead of superseded and re-created
     extra = weather_session(9, rate_limited=True)
     store.ingest([write_jsonl(tmp_path / "more.jsonl", extra)])
-    old_rule = store.units(kind="rule", status="active")[0]["id"]
+    (old_rule,) = store.units(kind="rule", status="active")
     set_clusters(store, {"weather": ids + [e["id"] for e in extra]}, "bot")
     fourth = store.refine()
-    assert fourth.clusters_refined == 1 and fourth.clusters_unchanged == 1 and fourth.units_superseded == 1
-    superseded = store.units(status="superseded")
-    assert [u["id"] for u in superseded] == [old_rule] and superseded[0]["superseded_by"]
+    assert fourth.clusters_refined == 1 and fourth.clusters_unchanged == 1
+    assert fourth.units_superseded == 0 and fourth.units_merged == 1 and fourth.units_written == 0
+    (rule,) = store.units(kind="rule", status="active")
+    assert rule["id"] == old_rule["id"] and store.units(status="superseded") == []
+    assert set(rule["source_ids"]) == set(ids) | {e["id"] for e in extra} and rule["support"] == len(rule["source_ids"])
+    assert f"(seen {rule['support']} times, 5/9 succeeded)" in rule["text"] and rule["updated"] > old_rule["updated"]
+    assert any(h["action"] == "merged" for h in store.trace(rule["id"])["history"])
     assert store.index.count("units") == len(store.units(status="active"))
+    assert store.refine().units_merged == 0  # and now it is unchanged
 
 
 def test_auto_clusters_when_no_clustering_ran_and_rerun_is_idempotent(store):
@@ -377,8 +383,11 @@ def test_injection_in_logs_stays_quoted_data(store):
     assert before <= {u["id"] for u in store.units(status="active")}  # nothing deleted, nothing superseded
     assert report.grounding_rejected == report.llm_calls >= 1  # every obedient answer is rejected
     fact = next(u for u in store.units(kind="fact") if "f4" in u["source_ids"])
-    assert f'"{INJECTION}"' in fact["text"] and fact["method"] == "template"
-    assert INJECTION in store._llm.calls[0].split("<<<", 1)[1].split(">>>", 1)[0]  # given to the model as quoted data
+    assert fact["attribute"] == "digest" and INJECTION in fact["text"] and fact["method"] == "template"
+    for call in store._llm.calls:  # log text reaches the model only as quoted data
+        outside = "".join(part.split(">>>", 1)[-1] for part in call.split("<<<"))
+        assert INJECTION not in outside
+    assert any(INJECTION in call for call in store._llm.calls)
 
 
 def test_cli_units_and_trace_json(store):
@@ -419,3 +428,82 @@ def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(
                                       store.trace(unit["id"])["records"]))
     assert mined_ok == [] or unit["method"] == "template"
     assert {r["id"] for r in store.trace(unit["id"])["records"]} == set(weather_ids(store))
+
+
+# --- store size: unchanged units, covered sources, digests, churn, duplicates ---------------------------------
+def conversation(tmp_path, store_engine, n: int = 4, prefix: str = "t", day: int = 10) -> list[str]:
+    """Speaker-prefixed turns without tools, as LoCoMo is ingested."""
+    turns = [user_says(f"{prefix}{i}", day * 1000 + i, f"{['Caroline', 'Melanie'][i % 2]}: turn {i} about painting "
+                       f"the lake near Oslo, {'and a very long tail of words ' * 8 if i == 0 else ''}ok?.")
+             for i in range(n)]
+    store_engine.ingest([write_jsonl(tmp_path / f"{prefix}.jsonl", turns)])
+    return [t["id"] for t in turns]
+
+
+def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(store, tmp_path):
+    ids = conversation(tmp_path, store)
+    store.con.execute("UPDATE records SET category = 'preference' WHERE id = 't3'")
+    store.con.execute("UPDATE records SET pinned = TRUE WHERE id = 't2'")
+    set_clusters(store, {"chat": ids}, "companion")
+    report = store.refine()
+    (digest,) = [u for u in store.units() if u["attribute"] == "digest"]
+    assert digest["source_ids"] == ids and digest["support"] == 4 and digest["kind"] == "fact"
+    assert digest["text"].startswith("[2026-03-08] Caroline: turn 0 about painting") and "| Melanie: turn 1" in digest["text"]
+    assert digest["text"].index("turn 1") < digest["text"].index("turn 2") < digest["text"].index("turn 3")
+    assert "…" in digest["text"] and len(digest["text"]) < 4 * store.config.refine.digest_quote_chars + 40  # clipped
+    states = dict(store.con.execute("SELECT id, state FROM records WHERE id LIKE 't%'").fetchall())
+    assert states == {"t0": "dormant", "t1": "dormant", "t2": "active", "t3": "active"}  # pinned, lesson stay
+    assert report.dormant == 2
+    reason = store.con.execute("SELECT state_reason FROM records WHERE id = 't0'").fetchall()[0][0]
+    assert reason == f"covered by unit {digest['id']}"
+    assert {r["id"] for r in store.trace(digest["id"])["records"]} == set(ids)  # still reachable
+
+
+def test_digest_grounding_rejects_text_no_source_says():
+    from expengine.lifecycle.refine.ground import check_digest
+
+    records = [{"ts": T0, "content": "Caroline: I paint lakes"}, {"ts": T0, "content": "Melanie: me too, daily"}]
+    assert check_digest("[2026-03-01] Caroline: I paint lakes | Melanie: me too…", records) == []
+    assert check_digest("[2026-03-01] Caroline: I paint oceans", records)
+    assert check_digest("[2026-04-01] Caroline: I paint lakes", records)
+
+
+def test_unchanged_units_keep_their_updated_time(store):
+    set_clusters(store, {"weather": weather_ids(store)}, "bot")
+    store.refine()
+    (before,) = store.units()
+    set_clusters(store, {"weather": weather_ids(store)[:-1]}, "bot")  # a new signature, the same evidence
+    report = store.refine()
+    (after,) = store.units()
+    assert report.units_unchanged + report.clusters_unchanged >= 1 and report.units_merged == 0
+    assert after["updated"] == before["updated"] and after["id"] == before["id"]
+
+
+def test_identical_units_from_different_clusters_merge(store, tmp_path):
+    first = [i for i in weather_ids(store) if i[1] in "01"]
+    repeat = [e for n in (4, 5) for e in weather_session(n, rate_limited=True)]  # the same story again
+    store.ingest([write_jsonl(tmp_path / "repeat.jsonl", repeat)])
+    second = [e["id"] for e in repeat]
+    set_clusters(store, {"weather-a": first}, "bot")
+    store.refine()
+    (unit,) = store.units()
+    set_clusters(store, {"weather-b": second}, "bot")
+    report = store.refine()
+    rules = store.units(kind="rule")
+    assert report.units_merged == 1 and report.units_written == 0 and len(rules) == 1
+    (merged,) = rules
+    assert merged["id"] == unit["id"] and set(merged["source_ids"]) == set(first) | set(second)
+    assert merged["support"] == len(first) + len(second) == 20 and "(seen 20 times, 4/8 succeeded)" in merged["text"]
+    assert store.index.count("units") == 1
+    assert {r["id"] for r in store.trace(merged["id"])["records"]} == set(first) | set(second)
+
+
+def test_digest_of_a_re_refined_cluster_replaces_its_own_only(store, tmp_path):
+    ids = conversation(tmp_path, store)
+    other = conversation(tmp_path, store, prefix="o", day=20)
+    set_clusters(store, {"chat": ids[:3], "other": other}, "companion")
+    store.refine()
+    set_clusters(store, {"chat": ids}, "companion")
+    store.refine()
+    digests = {u["cluster_key"]: u for u in store.units(status="active") if u["attribute"] == "digest"}
+    assert set(digests) == {"chat", "other"} and digests["chat"]["source_ids"] == ids

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,9 +29,22 @@ from ...errors import ModelError
 from ...store.db import arrow_view, utcnow
 from ...store.index import UNITS, sql_list
 from .conflicts import decide, normalized
-from .ground import check_fact, check_rule, source_text
-from .mine import LESSON_CATEGORIES, Mined, extract_facts, mine_cluster
-from .templates import Draft, confidence_of, render_text, template_drafts
+from .ground import check_digest, check_fact, check_rule, source_text
+from .mine import (
+    LESSON_CATEGORIES,
+    Mined,
+    extract_facts,
+    mine_cluster,
+    speaker_and_text,
+)
+from .templates import (
+    DIGEST_ATTRIBUTE,
+    Draft,
+    confidence_of,
+    digest_draft,
+    render_text,
+    template_drafts,
+)
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -46,6 +60,7 @@ UNIT_FIELDS = (
     "created", "updated", "last_used", "utility", "weight", "helpful", "harmful", "status", "supersedes",
     "superseded_by", "cluster_signature",
 )
+NEVER_DORMANT_CATEGORIES = ("error", "outcome", "feedback", "preference", "safety")
 ARCHIVABLE_KINDS = ("tool_call", "tool_result")  # observations often carry the lesson (what followed an error)
 MAX_EXAMPLES = 3
 EXAMPLE_CHARS = 160  # short prompts: a 135M model on 2 shared cores reads ~100 tokens/s
@@ -88,6 +103,7 @@ class RefineReport:
     clusters_left: list[str] = field(default_factory=list)
     units_written: int = 0
     units_unchanged: int = 0
+    units_merged: int = 0
     units_by_method: dict[str, int] = field(default_factory=lambda: {"llm": 0, "template": 0})
     units_superseded: int = 0
     units_lost_conflict: int = 0
@@ -97,6 +113,7 @@ class RefineReport:
     rejection_reasons: list[str] = field(default_factory=list)
     llm_error: str | None = None
     archived: int = 0
+    dormant: int = 0
     seconds: float = 0.0
     units: list[dict[str, Any]] = field(default_factory=list)
 
@@ -183,8 +200,8 @@ def _goal_status(engine: "Engine", records: list[dict[str, Any]]) -> dict[str, s
 
 def _active_units(engine: "Engine", agent: str, kind: str) -> list[dict[str, Any]]:
     cursor = engine.con.execute(
-        "SELECT id, cluster_key, condition, action, subject, attribute, statement, support, as_of, source_ids "
-        "FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
+        "SELECT id, kind, text, cluster_key, cluster_signature, created, condition, action, subject, attribute, "
+        "statement, support, as_of, source_ids FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
         [agent, kind],
     )
     names = [d[0] for d in cursor.description]
@@ -205,7 +222,7 @@ def _prompt(draft: Draft, mined: Mined) -> str:
                "the tool and its parameters), expected_outcome, pitfall (the error and the fallback).")
     else:
         ask = f"Write one statement about {draft.subject} ({draft.attribute}), as of {draft.as_of:%Y-%m-%d}."
-    return f"FACTS:\n{facts}\nRECORDS:\n<<<\n{records}\n>>>\n{ask}"
+    return f"FACTS:\n<<<\n{facts}\n>>>\nRECORDS:\n<<<\n{records}\n>>>\n{ask}"  # mined facts quote log text too
 
 
 class Budget:
@@ -277,52 +294,135 @@ def _unit_row(draft: Draft, cluster: ClusterInput, now: Any) -> dict[str, Any]:
     }
 
 
-def _write(engine: "Engine", cluster: ClusterInput, rows: list[dict[str, Any]], report: RefineReport,
-           run_id: str | None, dry_run: bool) -> list[dict[str, Any]]:
-    """Insert new units, supersede losers: one transaction with pending_index, then LanceDB."""
+def _content_key(unit: dict[str, Any]) -> tuple:
+    """What a unit says, without its evidence counts: rules by condition and action, facts by
+    subject, attribute and statement."""
+    if unit["kind"] == "rule":
+        return ("rule", normalized(unit.get("condition")), normalized(unit.get("action")))
+    return ("fact", normalized(unit.get("subject")), normalized(unit.get("attribute")), normalized(unit.get("statement")))
+
+
+def _twin(row: dict[str, Any], active: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The active unit that says the same as `row` (same id, same text or same content), if any."""
+    key, text = _content_key(row), normalized(row["text"])
+    return next((u for u in active if u["id"] == row["id"] or normalized(u["text"]) == text or _content_key(u) == key), None)
+
+
+_RULE_EVIDENCE = re.compile(r"(\d+)/(\d+) succeeded\)$")
+
+
+def _merged_draft(draft: Draft, twin: dict[str, Any], *, same_cluster: bool) -> Draft:
+    """The draft with the twin's sources added: union of sources, support and evidence summed."""
+    existing = json.loads(twin["source_ids"] or "[]")
+    fresh = [i for i in draft.source_ids if i not in set(existing)]
+    merged = replace(draft, source_ids=existing + fresh)
+    if twin.get("as_of") is not None and (merged.as_of is None or twin["as_of"] > merged.as_of):
+        merged.as_of = twin["as_of"]
+    if draft.kind == "fact":
+        merged.agreeing = min(merged.support, draft.agreeing + merged.support - draft.support)
+    elif not same_cluster and not set(existing) & set(draft.source_ids):
+        evidence = _RULE_EVIDENCE.search(twin["text"] or "")
+        if evidence:  # disjoint evidence from another cluster: the counts add up
+            merged.successes += int(evidence[1])
+            merged.trials += int(evidence[2])
+            merged.success_rate = round(merged.successes / merged.trials, 4) if merged.trials else None
+    merged.confidence = confidence_of(merged)
+    return merged
+
+
+@dataclass
+class _Step:
+    """What `_write` does with one refined row: insert (with a conflict decision), merge into an
+    existing unit that says the same (`twin`), or nothing but the cluster link (`keep`)."""
+
+    row: dict[str, Any]
+    action: str
+    decision: Any = None
+    twin: dict[str, Any] | None = None
+
+
+def _plan(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]],
+          report: RefineReport) -> list[_Step]:
     con = engine.con
-    existing_ids = {row[0] for row in con.execute(
-        f"SELECT id FROM units WHERE id IN ({sql_list(r['id'] for r in rows)})").fetchall()} if rows else set()
-    plan: list[tuple[dict[str, Any], Any]] = []
-    for row in rows:
-        if row["id"] in existing_ids:
-            report.units_unchanged += 1
-            plan.append((row, None))
+    ids = [row["id"] for _, row in pairs]
+    existing_ids = {r[0] for r in con.execute(f"SELECT id FROM units WHERE id IN ({sql_list(ids)})").fetchall()} if ids else set()
+    steps: list[_Step] = []
+    for draft, row in pairs:
+        active = _active_units(engine, cluster.agent, row["kind"])
+        twin = _twin(row, active)
+        if twin is None and row["id"] in existing_ids:
+            steps.append(_Step(row, "keep"))  # refined before and since superseded: leave it
             continue
-        draft_like = Draft(kind=row["kind"], category=row["category"], source_ids=json.loads(row["source_ids"]),
-                           condition=row["condition"], action=row["action"], subject=row["subject"],
-                           attribute=row["attribute"], as_of=row["as_of"])
-        decision = decide(draft_like, cluster_key=cluster.key, new_id=row["id"],
-                          existing=_active_units(engine, cluster.agent, row["kind"]))
+        if twin is not None:
+            same_cluster = twin["cluster_key"] == cluster.key
+            if set(draft.source_ids) <= set(json.loads(twin["source_ids"] or "[]")):
+                steps.append(_Step(twin, "keep"))
+                continue
+            merged = _merged_draft(draft, twin, same_cluster=same_cluster)
+            merged_row = _unit_row(merged, cluster, None)
+            merged_row.update(id=twin["id"], cluster_key=twin["cluster_key"], created=twin["created"])
+            if same_cluster:
+                merged_row["cluster_signature"] = cluster.signature
+            else:
+                merged_row["cluster_signature"] = twin["cluster_signature"]
+            steps.append(_Step(merged_row, "merge", twin=twin))
+            continue
+        decision = decide(draft, cluster_key=cluster.key, new_id=row["id"], existing=active)
         if not decision.new_active:
             row.update(status="superseded", superseded_by=decision.winner)
             report.units_lost_conflict += 1
         elif decision.losers:
             row["supersedes"] = ",".join(decision.losers)
-        plan.append((row, decision))
-    written = [row for row, decision in plan if decision is not None]
+        steps.append(_Step(row, "insert", decision=decision))
+    return steps
+
+
+MERGE_FIELDS = ("text", "condition", "action", "expected_outcome", "pitfall", "statement", "as_of", "support",
+                "success_rate", "confidence", "source_ids", "method", "cluster_signature")
+
+
+def _write(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport,
+           run_id: str | None, dry_run: bool) -> list[dict[str, Any]]:
+    """Insert new units, merge into units that say the same, supersede losers: one transaction with
+    pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
+    written or merged (the units whose sources changed)."""
+    con = engine.con
+    steps = _plan(engine, cluster, pairs, report)
+    report.units_unchanged += sum(1 for s in steps if s.action == "keep")
+    written = [s.row for s in steps if s.action != "keep"]
     report.units.extend({k: row[k] for k in ("id", "kind", "method", "support", "confidence", "status", "text")} for row in written)
     if dry_run:
-        report.units_written += len(written)
+        report.units_written += sum(1 for s in steps if s.action == "insert")
+        report.units_merged += sum(1 for s in steps if s.action == "merge")
         return written
     now = utcnow()
     added, removed = [], []
     con.execute("BEGIN")
     try:
-        for row, decision in plan:
-            if decision is None:
-                con.execute("UPDATE units SET cluster_signature = ?, cluster_key = ?, updated = ? WHERE id = ?",
-                            [cluster.signature, cluster.key, now, row["id"]])
+        for step in steps:
+            row = step.row
+            if step.action == "keep":
+                if row["cluster_key"] == cluster.key:
+                    con.execute("UPDATE units SET cluster_signature = ? WHERE id = ?", [cluster.signature, row["id"]])
                 continue
-            columns = ", ".join(UNIT_FIELDS)
-            con.execute(f"INSERT INTO units ({columns}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
+            if step.action == "merge":
+                row["updated"] = now
+                con.execute(f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
+                            [row[k] for k in MERGE_FIELDS] + [now, row["id"]])
+                engine.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
+                                   "from_support": step.twin["support"]}, run_id=run_id)
+                added.append(row["id"])
+                con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
+                continue
+            row["created"] = row["updated"] = now
+            con.execute(f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
                         [row[k] for k in UNIT_FIELDS])
             engine.history_log(row["id"], "refined", {"cluster": cluster.key, "method": row["method"],
                                "support": row["support"], "status": row["status"]}, run_id=run_id)
             if row["status"] == "active":
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
-            for loser in decision.losers:
+            for loser in step.decision.losers:
                 con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
                             [row["id"], now, loser])
                 engine.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id)
@@ -331,7 +431,8 @@ def _write(engine: "Engine", cluster: ClusterInput, rows: list[dict[str, Any]], 
     except Exception:
         con.execute("ROLLBACK")
         raise
-    report.units_written += len(written)
+    report.units_written += sum(1 for s in steps if s.action == "insert")
+    report.units_merged += sum(1 for s in steps if s.action == "merge")
     report.units_superseded += len(removed)
     if removed:
         engine.index.delete(UNITS, removed)
@@ -352,6 +453,23 @@ def _archive_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[
            and r.get("category") not in LESSON_CATEGORIES and not r.get("pinned") and not r.get("protected")
            and r.get("state") != "archived"]
     return set_state(engine, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id)
+
+
+def _sleep_covered_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[str, Any]],
+                           run_id: str | None) -> int:
+    """Active message sources the unit stands for go dormant (a digest stands for all its members, any
+    other unit for the ones it quotes verbatim); they stay reachable through the unit. Lessons, pinned
+    and protected records stay active."""
+    from ...store.state import set_state
+
+    wanted = set(json.loads(unit["source_ids"]))
+    digest = unit.get("attribute") == DIGEST_ATTRIBUTE
+    unit_text = " ".join((unit["text"] or "").split()).lower()
+    ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] == "message" and r.get("state") == "active"
+           and not r.get("tool_name") and r.get("category") not in NEVER_DORMANT_CATEGORIES
+           and not r.get("pinned") and not r.get("protected")
+           and (digest or " ".join(speaker_and_text(r)[1].split()).lower() in unit_text)]
+    return set_state(engine, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id)
 
 
 # --- the cycle ---------------------------------------------------------------------------------------
@@ -429,7 +547,10 @@ def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budge
         return
     context = _context(engine, records)
     mined = mine_cluster(records, context=context, goal_status=_goal_status(engine, records))
+    conversational = engine.config.refine.digest and all(r["kind"] == "message" and not r.get("tool_name") for r in records)
     drafts = template_drafts(mined)
+    if conversational:  # the digest quotes every member: single statements would only repeat it
+        drafts = [d for d in drafts if not (d.attribute or "").startswith("said on")]
     vocabulary = source_text(mined, context)
     grounded = []
     for draft in drafts:
@@ -439,22 +560,50 @@ def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budge
             report.rejection_reasons.append(f"template: {reasons[0][:160]}")
             continue
         grounded.append(draft)
-    if not grounded:
-        report.clusters_not_concrete += 1
-        return
     if llm is not None:
         for draft in grounded:
             if budget.calls_left() and budget.time_left():
                 _word_with_model(llm, draft, mined, vocabulary, engine, budget, report)
+    if conversational:
+        digest = _digest(engine, cluster, records, report)
+        if digest is not None:
+            grounded.insert(0, digest)
+    if not grounded:
+        report.clusters_not_concrete += 1
+        return
     now = utcnow()
-    rows = [_unit_row(draft, cluster, now) for draft in grounded]
-    rows = list({row["id"]: row for row in rows}.values())
-    written = _write(engine, cluster, rows, report, run_id, dry_run)
+    pairs = list({row["id"]: (draft, row) for draft in grounded for row in [_unit_row(draft, cluster, now)]}.values())
+    written = _write(engine, cluster, pairs, report, run_id, dry_run)
     report.clusters_refined += 1
+    cfg = engine.config.refine
     for row in written:
         report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
-        if not dry_run and engine.config.refine.archive_sources and row["kind"] == "rule" and row["status"] == "active":
+        if dry_run or row["status"] != "active":
+            continue
+        if cfg.archive_sources and row["kind"] == "rule":
             report.archived += _archive_sources(engine, row, records, run_id)
+        if cfg.dormant_sources:
+            report.dormant += _sleep_covered_sources(engine, row, records, run_id)
+
+
+def _digest(engine: "Engine", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:
+    """The cluster's digest over the members no other cluster's active digest quotes yet (records that
+    stay active, like preferences, are re-clustered every cycle and would be quoted again and again)."""
+    quoted: set[str] = set()
+    for (source_ids,) in engine.con.execute(
+        "SELECT source_ids FROM units WHERE status = 'active' AND agent = ? AND attribute = ? AND cluster_key <> ?",
+        [cluster.agent, DIGEST_ATTRIBUTE, cluster.key],
+    ).fetchall():
+        quoted.update(json.loads(source_ids))
+    members = [r for r in records if r["id"] not in quoted]
+    if len(members) < engine.config.refine.min_support:
+        return None
+    draft = digest_draft(members, quote_chars=engine.config.refine.digest_quote_chars)
+    reasons = check_digest(draft.statement or "", members) if draft else ["no member says anything"]
+    if reasons:
+        report.rejection_reasons.append(f"digest: {reasons[0][:160]}")
+        return None
+    return draft
 
 
 def list_units(engine: "Engine", *, agent: str | None = None, status: str | None = None,

@@ -5,7 +5,7 @@
 - Rules with the same condition but a different action: the new one wins only with more support or
   fresher evidence (a later `as_of`, the time of its newest source).
 - Facts with the same subject and attribute but a different statement: the newer one wins (ties:
-  more support).
+  more support). Digests (which only quote) conflict only with their own cluster's older digest.
 The loser is marked superseded (never deleted) and both are linked through supersedes / superseded_by.
 """
 
@@ -15,7 +15,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from .templates import Draft
+from .templates import DIGEST_ATTRIBUTE, Draft
 
 
 @dataclass
@@ -48,8 +48,8 @@ def decide(draft: Draft, *, cluster_key: str, new_id: str, existing: list[dict[s
             same_slot = normalized(unit.get("subject")) == normalized(draft.subject) and normalized(
                 unit.get("attribute")
             ) == normalized(draft.attribute)
-            if not same_slot:
-                continue
+            if not same_slot or (draft.attribute == DIGEST_ATTRIBUTE and not same_cluster):
+                continue  # digests quote, they claim nothing: only the same cluster's older digest gives way
             if same_cluster or _fresher(draft.as_of, unit.get("as_of")) or (
                 draft.as_of == unit.get("as_of") and draft.support > unit["support"]
             ):

@@ -122,3 +122,19 @@ def check_fact(fields: dict[str, Any], subject: str, vocabulary: str) -> list[st
     if missing:
         reasons.append(f"statement names what the sources do not: {', '.join(missing[:5])}")
     return reasons
+
+
+_DIGEST_SEPARATOR = re.compile(r"\s*(?:\[\d{4}-\d{2}-\d{2}\]|\|)\s*")
+
+
+def check_digest(statement: str, records: list[dict[str, Any]]) -> list[str]:
+    """Reasons to reject a digest: each quoted piece must be a verbatim prefix of a source's content and
+    each date one of the sources' dates."""
+    contents = [" ".join((r.get("content") or "").split()) for r in records]
+    days = {f"[{r['ts']:%Y-%m-%d}]" for r in records}
+    reasons = [f"digest date {d} is no source's date" for d in re.findall(r"\[\d{4}-\d{2}-\d{2}\]", statement) if d not in days]
+    for piece in filter(None, _DIGEST_SEPARATOR.split(statement)):
+        quote = piece.removesuffix("…")
+        if not any(c.startswith(quote) for c in contents):
+            reasons.append(f"digest quotes what no source says: {piece[:60]!r}")
+    return reasons

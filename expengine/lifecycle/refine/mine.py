@@ -30,7 +30,7 @@ MULTI_VALUED = (
     ("is allergic to", re.compile(rf"(?i)\bI(?:'m| am) allergic to (.+?){_END}")),
     ("dislikes", re.compile(rf"(?i)\bI (?:really |just )?(?:hate|can'?t stand|don'?t like|do not like|dislike) (.+?){_END}")),
     ("prefers", re.compile(rf"(?i)\bI (?:really |much )?(?:prefer|love|like|enjoy) (.+?){_END}")),
-    ("has", re.compile(rf"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)")),
+    ("has", re.compile(r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)")),
 )
 _NOT_A_VALUE = re.compile(r"(?i)^(it|that|this|them|those|these|him|her|so|when|how|what|you|to|the)$")
 _FILLER = re.compile(r"(?i)(\s+(lol|haha|though|too|so much|anymore|really|at all))+$")

@@ -12,6 +12,8 @@ from .mine import Mined
 MAX_FACT_UNITS_PER_CLUSTER = 8
 MAX_QUOTES = 4
 MAX_QUOTE_CHARS = 140
+DIGEST_ATTRIBUTE = "digest"
+DIGEST_SUBJECT = "conversation"
 GENERIC_CATEGORIES = ("process", "tool", "conversation", "observation", "error", "outcome", "message", "note", "goal")
 
 
@@ -70,6 +72,8 @@ def confidence_of(draft: Draft) -> float:
 
 def render_text(draft: Draft) -> str:
     """The one paragraph `query` returns for a unit."""
+    if draft.attribute == DIGEST_ATTRIBUTE:
+        return draft.statement or ""
     if draft.kind == "fact":
         when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of else ""
         statement = draft.statement or ""
@@ -150,10 +154,31 @@ def rule_draft(mined: Mined) -> Draft | None:
     return draft
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, limit: int = MAX_QUOTE_CHARS) -> str:
     """A quote short enough to scan, cut at a word: still a verbatim prefix of the source."""
     text = " ".join(text.split())
-    return text if len(text) <= MAX_QUOTE_CHARS else text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0] + "…"
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def digest_draft(records: list[dict], *, quote_chars: int, category: str = "conversation") -> Draft | None:
+    """One fact that stands for a whole conversational cluster: every member clipped, in time order,
+    grouped under its date ('[2023-05-08] Caroline: … | Melanie: … [2023-06-01] …'). Only source text."""
+    members = sorted((r for r in records if (r.get("content") or "").strip()), key=lambda r: (r["ts"], r["id"]))
+    if not members:
+        return None
+    parts: list[str] = []
+    day = None
+    for r in members:
+        quote = _clip(r["content"], quote_chars)
+        if r["ts"].date() != day:
+            day = r["ts"].date()
+            parts.append(f"[{day:%Y-%m-%d}] {quote}")
+        else:
+            parts.append(f"| {quote}")
+    draft = Draft(kind="fact", category=category, source_ids=[r["id"] for r in members], statement=" ".join(parts),
+                  subject=DIGEST_SUBJECT, attribute=DIGEST_ATTRIBUTE, as_of=members[-1]["ts"], agreeing=len(members))
+    draft.confidence = confidence_of(draft)
+    return draft
 
 
 def fact_drafts(mined: Mined) -> list[Draft]:
