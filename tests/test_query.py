@@ -449,3 +449,19 @@ def test_one_slot_is_reserved_for_a_unit_above_the_similarity_floor(engine_on):
     slotted = top(cosine - 0.01)
     assert [h.id for h in slotted] == [h.id for h in plain[:2]] + ["u-weather"]
     assert slotted[-1].source_ids == ["w1", "w3", "s3"]
+
+
+def test_identical_evidence_texts_are_shown_once():
+    from expengine.query.render import render_prompt
+    from expengine.query.search import Evidence, Hit, ScoreParts
+
+    same = "get_weather error: 429 Too Many Requests"
+    unit = Hit(id="u1", type="unit", text="When get_weather returns 429: wait 60 s and retry.", score=1.0,
+               parts=ScoreParts(1, 1, 1, 0), source_ids=["e1", "e2", "e3"], kind="rule", state="active",
+               agent="bot", category="error", ts=None,
+               expanded=[Evidence("e1", same, "dormant", 0.9), Evidence("e2", same, "dormant", 0.9),
+                         Evidence("e3", "get_weather returned: sunny", "archived", 0.5)])
+    prompt, kept = render_prompt([unit], budget=None)
+    assert prompt.count(same) == 1 and "sunny" in prompt
+    assert kept[0].source_ids == ["e1", "e2", "e3"]
+    assert [e.quoted for e in kept[0].expanded] == [False, True, False]

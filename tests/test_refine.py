@@ -136,6 +136,20 @@ def _rows(events: list[dict]) -> list[dict]:
     return rows
 
 
+def test_an_error_rule_acts_on_what_followed_and_counts_recoveries():
+    from expengine.lifecycle.refine.templates import rule_draft
+
+    errors_only = [e for n in range(3) for e in weather_session(n, rate_limited=True)
+                   if e.get("tool", {}).get("error") or e["kind"] == "tool_call"]
+    mined = mine_cluster(_rows(errors_only + [e for e in weather_session(9, rate_limited=True)]))
+    if mined.error_results <= mined.ok_results:
+        pytest.skip("this cluster is not error-dominated")
+    draft = rule_draft(mined)
+    assert draft.condition.startswith("When get_weather returns")
+    assert draft.action.startswith("do what followed before: ") and "retried get_weather" in draft.action
+    assert (draft.successes, draft.trials) == (mined.errors[0].recovered, mined.errors[0].count)
+
+
 def test_mining_counts_tools_values_errors_and_what_followed():
     rows = _rows([e for n in range(4) for e in weather_session(n, rate_limited=n < 3)])
     mined = mine_cluster(rows)

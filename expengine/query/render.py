@@ -62,7 +62,8 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
     Hits are added in rank order until the next one would pass `budget` tokens
     (`textutil.approx_tokens` of the whole text, header included); then adding stops. Under a unit
     come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit; a source
-    the unit's line already quotes gets no line but stays in `hit.expanded` marked `quoted`, and a
+    the unit's line already quotes (or whose text an earlier line already shows) gets no line but
+    stays in `hit.expanded` marked `quoted`, and a
     record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
     memory hit is left out, such a source left out of `hit.expanded`. `hit.expanded` keeps just the
     sources whose text is in the prompt under that unit; `source_ids` stay the unit's own sources.
@@ -71,6 +72,7 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
     used = approx_tokens(HEADER)
     kept: list["Hit"] = []
     in_prompt: set[str] = set()  # records whose text the prompt already holds
+    texts_in_prompt: set[str] = set()  # evidence texts shown, so identical sources are not repeated
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
             continue
@@ -86,7 +88,7 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
-            if quoted_in(line, evidence.text):
+            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt:
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT:
                 extra = evidence_line(evidence)
@@ -96,6 +98,7 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
                 lines.append(extra)
                 used += extra_cost
                 evidence_lines += 1
+                texts_in_prompt.add(evidence.text)
             else:
                 continue
             shown.append(evidence)

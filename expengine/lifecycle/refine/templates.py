@@ -112,15 +112,19 @@ def rule_draft(mined: Mined) -> Draft | None:
     """condition · action · expected outcome · pitfall, from tools, errors and corrections; None if nothing concrete."""
     tool = mined.primary_tool
     condition = action = expected = pitfall = None
+    successes, trials = mined.successes, mined.trials
     if tool:
         human = tool.replace("_", " ")
         top_error = mined.errors[0] if mined.errors else None
-        if top_error and mined.error_results > mined.ok_results:
-            condition = f"When {tool} returns '{top_error.example}'"
-        else:
-            condition = f"To {human} ({tool})"
         steps = [f"{t}(…)" for t, _ in mined.preceded_by.most_common(3)]
         action = (f"first {', then '.join(steps)}, then call " if steps else "call ") + _call(tool, mined)
+        if top_error and mined.error_results > mined.ok_results:
+            condition = f"When {tool} returns '{top_error.example}'"
+            if top_error.followups:  # an error rule's action is what followed the error; its rate, the recoveries
+                action = f"do what followed before: {top_error.followups.most_common(1)[0][0]}"
+                successes, trials = top_error.recovered, top_error.count
+        else:
+            condition = f"To {human} ({tool})"
         if mined.result_keys:
             expected = f"{tool} returns {', '.join(k for k, _ in mined.result_keys.most_common(6))}"
         elif mined.ok_results:
@@ -148,8 +152,8 @@ def rule_draft(mined: Mined) -> Draft | None:
         return None
     draft = Draft(kind="rule", category=_category(mined, "procedure"), source_ids=[r["id"] for r in mined.records],
                   condition=condition, action=action, expected_outcome=expected, pitfall=pitfall,
-                  as_of=mined.last_ts, successes=mined.successes, trials=mined.trials)
-    draft.success_rate = round(mined.successes / mined.trials, 4) if mined.trials else None
+                  as_of=mined.last_ts, successes=successes, trials=trials)
+    draft.success_rate = round(successes / trials, 4) if trials else None
     draft.confidence = confidence_of(draft)
     return draft
 
