@@ -173,3 +173,23 @@ def update_doc_section(path: Path, name: str, body: str) -> None:
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def add_cycle_options(parser: Any, *, name: str, k_default: int, k_help: str) -> None:
+    """The options both retrieval benchmarks share: cycles, budget, k, threads, model, overrides, output."""
+    parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
+    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
+    parser.add_argument("--k", type=int, default=k_default, help=k_help)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
+    parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
+    parser.add_argument("--out", type=Path, default=RESULTS / f"{name}.json", help="JSON results (default: %(default)s)")
+    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
+                        help=f"also write the tables into this Markdown file's {name} section (e.g. docs/benchmarks.md)")
+
+
+def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
+    args = parser.parse_args(argv)
+    args.command = " ".join([f"python bench/{script}", *(sys.argv[1:] if argv is None else argv)])
+    return args

@@ -44,8 +44,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    CYCLE_SPACING, RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size,
-    table, torch_threads, update_doc_section, words, write_json,
+    CYCLE_SPACING, SHARED_DATA, Stopwatch, add_cycle_options, engine_overrides, finish_args, load_embedder, machine,
+    run_cycles, store_size, table, torch_threads, update_doc_section, words, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
@@ -347,20 +347,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
     parser.add_argument("--sessions", type=int, default=None,
                         help="only the first N sessions per conversation (keeps questions whose evidence is in them)")
-    parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
-    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
-    parser.add_argument("--k", type=int, default=100, help="hits asked for before the budget cut (default: %(default)s)")
     parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
-    parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "locomo.json", help="JSON results (default: %(default)s)")
-    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
-                        help="also write the tables into this Markdown file's locomo section (e.g. docs/benchmarks.md)")
-    args = parser.parse_args(argv)
-    args.command = " ".join(["python bench/locomo.py", *(sys.argv[1:] if argv is None else argv)])
-    return args
+    add_cycle_options(parser, name="locomo", k_default=100, k_help="hits asked for before the budget cut (default: %(default)s)")
+    return finish_args(parser, argv, script="locomo.py")
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    RESULTS, SHARED_DATA, Stopwatch, engine_overrides, load_embedder, machine, run_cycles, store_size, table,
-    torch_threads, update_doc_section, write_json,
+    SHARED_DATA, Stopwatch, add_cycle_options, engine_overrides, finish_args, load_embedder, machine, run_cycles,
+    store_size, table, torch_threads, update_doc_section, write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -146,19 +146,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tau-bench runs JSON (default: %(default)s)")
     parser.add_argument("--tasks", type=int, default=None, help="only the runs of the first N task ids")
     parser.add_argument("--trials", type=int, default=None, help="only the first N trials of each task")
-    parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
-    parser.add_argument("--k", type=int, default=5, help="hits per query (default: %(default)s, the query default)")
-    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
-    parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "tau.json", help="JSON results (default: %(default)s)")
-    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
-                        help="also write the tables into this Markdown file's tau section (e.g. docs/benchmarks.md)")
-    args = parser.parse_args(argv)
-    args.command = " ".join(["python bench/tau.py", *(sys.argv[1:] if argv is None else argv)])
-    return args
+    add_cycle_options(parser, name="tau", k_default=5, k_help="hits per query (default: %(default)s, the query default)")
+    return finish_args(parser, argv, script="tau.py")
 
 
 def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class QueryConfig:
     candidates: int = 50
     rrf_k: int = 60
     index_above: int = 20000
-    # when no unit makes the top k on its own, the best unit whose cosine similarity to the query is at
+    # when no rule makes the top k on its own, the best rule whose cosine similarity to the query is at
     # least this takes the last slot (rules rarely share words with a task instruction); above 1: never
     unit_slot_floor: float = 0.3
 

@@ -424,7 +424,7 @@ def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
     assert result.prompt.count(f2_text) == 1 and f1_text not in {h.text for h in result.hits if h.type == "memory"}
 
 
-def test_one_slot_is_reserved_for_a_unit_above_the_similarity_floor(engine_on):
+def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     text = "get_weather 429 retry"
 
     def top(floor: float) -> list:

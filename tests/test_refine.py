@@ -521,3 +521,12 @@ def test_digest_of_a_re_refined_cluster_replaces_its_own_only(store, tmp_path):
     store.refine()
     digests = {u["cluster_key"]: u for u in store.units(status="active") if u["attribute"] == "digest"}
     assert set(digests) == {"chat", "other"} and digests["chat"]["source_ids"] == ids
+
+
+def test_a_cluster_of_results_takes_its_tool_arguments_from_the_sessions_calls():
+    session = weather_session(0, rate_limited=False) + weather_session(1, rate_limited=False)
+    rows = _rows(session)
+    results = [r for r in rows if r["kind"] == "tool_result"]
+    mined = mine_cluster(results, context=rows)
+    assert mined.calls == 0 and mined.ok_results == len(results)
+    assert "city" in mined.arg_names and mined.recurring_values.get("units") == "metric"

@@ -19,9 +19,9 @@ How a query is answered:
    recency = recency_base ** hours since the latest of: a memory's ts and last access; a unit's
              newest source ts, as_of and last use (not `updated`, which refinement rewrites);
    utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
-5. The best `k` are kept. When none of them is a unit, the last slot goes to the best-scored unit
-   candidate whose cosine similarity to the query reaches `query.unit_slot_floor`: a rule worded
-   unlike the agent's task still reaches it, yet never displaces more than one memory.
+5. The best `k` are kept. When none of them is a rule, the last slot goes to the best-scored rule
+   candidate whose cosine similarity to the query reaches `query.unit_slot_floor`: a rule (how to
+   act) worded unlike the agent's task still reaches it, yet never displaces more than one hit.
 6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
 
 Filters: `kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule,
@@ -343,14 +343,17 @@ def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters
 
 
 def top_with_unit_slot(engine: "Engine", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
-    """The best `k`; when no unit is among them, the last slot goes to the best-scored unit whose
+    """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
     cosine similarity to the query is at least `query.unit_slot_floor` (if there is one)."""
     from ..ingest.pipeline import embed_cached
 
+    def is_rule(hit: Hit) -> bool:
+        return hit.type == "unit" and hit.kind == "rule"
+
     top = ranked[:k]
-    if any(h.type == "unit" for h in top):
+    if any(is_rule(h) for h in top):
         return top
-    units = [h for h in ranked[k:] if h.type == "unit"]
+    units = [h for h in ranked[k:] if is_rule(h)]
     if not units:
         return top
     cosines = embed_cached(engine, [h.text for h in units]) @ vector

@@ -213,7 +213,7 @@ def mine_cluster(
         if r["kind"] in TOOL_KINDS and r.get("tool_name"):
             mined.tools[r["tool_name"]] += 1
     mined.primary_tool = mined.tools.most_common(1)[0][0] if mined.tools else None
-    _mine_tool_use(mined, records)
+    _mine_tool_use(mined, records, context or [])
     by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in sorted(context or records, key=lambda r: (r["ts"], r["id"])):
         by_session[r.get("session") or ""].append(r)
@@ -235,20 +235,24 @@ def mine_cluster(
     return mined
 
 
-def _mine_tool_use(mined: Mined, records: list[dict[str, Any]]) -> None:
+def _mine_tool_use(mined: Mined, records: list[dict[str, Any]], context: list[dict[str, Any]]) -> None:
     tool = mined.primary_tool
     if tool is None:
         return
     values: dict[str, Counter] = defaultdict(Counter)
+
+    def count_args(call: dict[str, Any]) -> None:
+        for name, value in _args(call).items():
+            mined.arg_names[name] += 1
+            if isinstance(value, (str, int, float, bool)) and len(str(value)) <= 40:
+                values[name][str(value)] += 1
+
     for r in records:
         if r.get("tool_name") != tool:
             continue
         if r["kind"] == "tool_call":
             mined.calls += 1
-            for name, value in _args(r).items():
-                mined.arg_names[name] += 1
-                if isinstance(value, (str, int, float, bool)) and len(str(value)) <= 40:
-                    values[name][str(value)] += 1
+            count_args(r)
         elif r["kind"] == "tool_result":
             if r.get("tool_error"):
                 mined.error_results += 1
@@ -260,6 +264,10 @@ def _mine_tool_use(mined: Mined, records: list[dict[str, Any]]) -> None:
                 result = None
             if isinstance(result, dict):
                 mined.result_keys.update(result.keys())
+    if not mined.calls:  # k-means often puts results and calls apart: take the arguments from the sessions' calls
+        for r in context:
+            if r["kind"] == "tool_call" and r.get("tool_name") == tool:
+                count_args(r)
     for name, counter in values.items():
         value, count = counter.most_common(1)[0]
         if count >= 2 and count >= 0.6 * mined.arg_names[name] and mined.arg_names[name] >= 2:
