@@ -2,7 +2,8 @@
 
     python bench/ingest.py [--records 10000] [--source sample_logs] [--out bench/results/ingest.json]
 
-Events are drawn from the sample logs, each made unique (so every one is really embedded), and
+Events are drawn from the sample logs, each made unique (so every one is really embedded: the
+summary's `embedded` must equal `records`), and
 ingested into a fresh temporary store; then the bare sentence-transformers encoder embeds the very
 texts that ingest stored, with the same batch size. Both rates and their ratio are printed and saved.
 """
@@ -27,9 +28,17 @@ def make_events(source: Path, n: int) -> list[dict]:
     base = [json.loads(line) for f in sorted(source.glob("*.jsonl")) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     events = []
     for i in range(n):
-        event = dict(base[i % len(base)])
+        event = json.loads(json.dumps(base[i % len(base)]))
         event["id"] = f"bench-{i}"
-        event["content"] = f"{event.get('content') or ''} [variant {i}]".strip()
+        tag = f" [variant {i}]"
+        event["content"] = f"{event.get('content') or ''}{tag}".strip()
+        # every rendered text must differ, or the embedding cache would flatter ingest
+        for section, field in (("tool", "error"), ("tool", "result"), ("goal", "description"), ("feedback", "text")):
+            if isinstance(event.get(section), dict) and event[section].get(field) is not None:
+                value = event[section][field]
+                event[section][field] = (value if isinstance(value, str) else json.dumps(value)) + tag
+        if isinstance(event.get("tool"), dict) and isinstance(event["tool"].get("args"), dict):
+            event["tool"]["args"]["variant"] = i
         events.append(event)
     return events
 
