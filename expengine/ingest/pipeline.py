@@ -186,7 +186,7 @@ def _store_batch(
         columns = ", ".join(table.column_names)
         with arrow_view(con, "incoming", table):
             con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
-        con.executemany("INSERT INTO pending_index VALUES (?, 'memory') ON CONFLICT DO NOTHING", [[r["id"]] for r in fresh])
+            con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
         for r in fresh:
             _track_goal(engine, r)
         con.execute("COMMIT")
@@ -200,7 +200,8 @@ def _store_batch(
             apply_feedback(engine, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
                            note=r["feedback_text"], source=r["id"], missing_ok=True)
     engine.index.add(MEMORIES, memory_rows(fresh, vectors, engine.embedding_dim), replace=False)
-    con.executemany("DELETE FROM pending_index WHERE id = ?", [[r["id"]] for r in fresh])
+    with arrow_view(con, "indexed", table.select(["id"])):
+        con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM indexed)")
     result.stored += len(fresh)
 
 
