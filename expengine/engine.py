@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,10 +14,11 @@ from .errors import StoreError
 from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, default_store_dir, open_database
 from .store.index import MEMORIES, UNITS, Index
 from .textutil import approx_tokens
+from .results import Result
 
 
 @dataclass
-class Stats:
+class Stats(Result):
     raw: int
     active: int
     dormant: int
@@ -34,9 +35,6 @@ class Stats:
     active_tokens: int = 0
     size_bytes: int = 0
     store: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Engine:

@@ -18,6 +18,7 @@ from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -33,7 +34,7 @@ class Reject:
 
 
 @dataclass
-class IngestResult:
+class IngestResult(Result):
     read: int = 0
     stored: int = 0
     duplicates: int = 0
@@ -45,11 +46,6 @@ class IngestResult:
     rejects: list[Reject] = field(default_factory=list)
     redacted_by_kind: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-
-        return asdict(self)
 
 
 def text_hash(text: str) -> str:

@@ -28,7 +28,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import pyarrow as pa
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
 from .common import examples
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -53,7 +54,7 @@ RECORD_FIELDS = ("id", "text", "category", "kind", "importance", "ts", "pinned",
 
 
 @dataclass
-class ClusterReport:
+class ClusterReport(Result):
     agents: int = 0
     records_clustered: int = 0
     clusters: int = 0
@@ -67,9 +68,6 @@ class ClusterReport:
     merge_examples: list[dict[str, Any]] = field(default_factory=list)
     dormant_examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

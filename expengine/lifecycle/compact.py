@@ -21,7 +21,7 @@ import signal
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from .decay import decay
 from .goals import goal_cleanup
 from .purge import purge
 from .snapshot import copy_store, create_snapshot, list_snapshots, restore_snapshot
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -42,7 +43,7 @@ PAUSE_MARKER = ".paused-after-"
 
 
 @dataclass
-class Counts:
+class Counts(Result):
     raw: int
     active: int
     dormant: int
@@ -52,12 +53,9 @@ class Counts:
     units: int
     active_tokens: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
-class CompactReport:
+class CompactReport(Result):
     run_id: str
     dry_run: bool
     clock: str
@@ -70,9 +68,6 @@ class CompactReport:
     recovered: list[dict[str, Any]] = field(default_factory=list)
     ingested_upto: str | None = None
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def counts(engine: "Engine") -> Counts:

@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.state import set_state
 from .common import examples, sql_float, sql_str
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 
 @dataclass
-class DecayReport:
+class DecayReport(Result):
     decayed: int = 0
     became_dormant: int = 0
     mean_weight_before: float = 0.0
     mean_weight_after: float = 0.0
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def lambda_sql(engine: "Engine") -> str:

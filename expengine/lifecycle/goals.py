@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
 from .common import examples
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -34,7 +35,7 @@ FIELDS = ("id", "kind", "role", "text", "tool_name", "tool_error", "tool_call_id
 
 
 @dataclass
-class GoalCleanupReport:
+class GoalCleanupReport(Result):
     goals_handled: dict[str, int] = field(default_factory=dict)
     process_weakened: int = 0
     lessons_reinforced: int = 0
@@ -43,9 +44,6 @@ class GoalCleanupReport:
     woke_up: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _is_correction(r: dict[str, Any]) -> bool:

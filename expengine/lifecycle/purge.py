@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -21,33 +21,28 @@ from ..store.db import arrow_view, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.state import set_state
 from .common import examples, sql_float
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 
 @dataclass
-class PurgeReport:
+class PurgeReport(Result):
     archived: int = 0
     waiting: int = 0  # dormant and light enough, but still inside the observation window
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
-class ForgetResult:
+class ForgetResult(Result):
     records: int = 0
     embeddings: int = 0
     history: int = 0
     units_updated: int = 0
     units_deleted: int = 0
     ids: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def purge(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, NotFoundError
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, open_database, utcnow
 from ..store.index import Index
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -26,7 +27,7 @@ TMP_PREFIX = ".tmp-"
 
 
 @dataclass
-class SnapshotInfo:
+class SnapshotInfo(Result):
     id: str
     created: str
     reason: str
@@ -34,20 +35,14 @@ class SnapshotInfo:
     active: int
     size_bytes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
-class RestoreResult:
+class RestoreResult(Result):
     snapshot_id: str
     raw_before: int
     raw_after: int
     active_after: int
     runs_rolled_back: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def snapshot_root(engine: "Engine") -> Path:

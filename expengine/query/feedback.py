@@ -9,10 +9,11 @@ brings helpful reports level with the harmful ones, or at once by `restore_unit`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, NotFoundError
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -78,7 +79,7 @@ def restore_unit(engine: "Engine", unit_id: str, *, reason: str = "restored by t
 
 
 @dataclass
-class FeedbackResult:
+class FeedbackResult(Result):
     id: str
     type: str
     helpful: bool | None
@@ -87,9 +88,6 @@ class FeedbackResult:
     status: str
     quarantined: bool
     restored: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def give_feedback(engine: "Engine", item_id: str, *, helpful: bool | None, note: str | None = None,

@@ -20,7 +20,7 @@ import json
 import re
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -45,6 +45,8 @@ from .templates import (
     render_text,
     template_drafts,
 )
+
+from ...results import Result
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -92,7 +94,7 @@ class ClusterInput:
 
 
 @dataclass
-class RefineReport:
+class RefineReport(Result):
     run_id: str | None
     dry_run: bool
     auto_clusters: bool = False
@@ -116,9 +118,6 @@ class RefineReport:
     dormant: int = 0
     seconds: float = 0.0
     units: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def unit_id(kind: str, agent: str, cluster_key: str, text: str) -> str:
