@@ -142,8 +142,8 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     with Engine(store=store, embedder=precomputed) as engine:
         search = timed(engine, lambda e, q: e.query(q, touch=False))
         filters = make_filters()
-        lance = timed(engine, lambda e, q: retrieve(e, q, precomputed.encode([q])[0], filters))
-        fused = {q: retrieve(engine, q, precomputed.encode([q])[0], filters) for q in queries}
+        lance = timed(engine, lambda e, q: retrieve(e, q, precomputed.encode([q])[0], filters)[0])
+        fused = {q: retrieve(engine, q, precomputed.encode([q])[0], filters)[0] for q in queries}
         duck = timed(engine, lambda e, q: rank(e, fused[q], filters))
     return {"queries": len(queries), **_percentiles(total), "embed": _percentiles(embed),
             "without_embedding": _percentiles(search), "lancedb_vector_and_fts": _percentiles(lance),

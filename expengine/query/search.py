@@ -243,20 +243,41 @@ def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str
     return {key: value / best for key, value in fused.items()}
 
 
-def retrieve(engine: "Engine", text: str, vector: np.ndarray, filters: Filters) -> dict[tuple[str, str], float]:
-    """(type, id) → similarity in 0..1, from vector and full-text search over both tables."""
+_SEARCH_POOL: Any = None
+
+
+def _search_pool() -> Any:
+    """Threads for the LanceDB searches: they run in Rust without the GIL, so the four searches
+    (vector and full text, memories and units) overlap instead of queueing."""
+    global _SEARCH_POOL
+    if _SEARCH_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SEARCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="expengine-search")
+    return _SEARCH_POOL
+
+
+def retrieve(engine: "Engine", text: str, vector: Any, filters: Filters) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+    """(type, id) → similarity in 0..1, from vector and full-text search over both tables; and the
+    query vector. `vector` is the vector or a callable that computes it: the full-text searches start
+    first, so they run while the query is being embedded."""
     limit = engine.config.query.candidates
     tables = [(t, name, where) for t, name, where, wanted in (
         ("memory", MEMORIES, filters.memory_where(), filters.search_memories),
         ("unit", UNITS, filters.unit_where(), filters.search_units),
     ) if wanted]
-    vector_hits = [(d, (t, i)) for t, name, where in tables for i, d in _vector_search(engine, name, vector, where, limit)]
-    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
+    pool = _search_pool()
+    engine.index.db  # connect once, before the threads share it
     words = fts_text(text)
+    text_jobs = [(t, pool.submit(_text_search, engine, name, words, where, limit)) for t, name, where in tables] if words else []
+    vector = vector() if callable(vector) else vector
+    vector_jobs = [(t, pool.submit(_vector_search, engine, name, vector, where, limit)) for t, name, where in tables]
+    vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
+    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
     if words:
-        text_hits = [(s, (t, i)) for t, name, where in tables for i, s in _text_search(engine, name, words, where, limit)]
+        text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])[:limit]])
-    return _fuse(lists, engine.config.query.rrf_k)
+    return _fuse(lists, engine.config.query.rrf_k), vector
 
 
 # --- scoring -----------------------------------------------------------------------------------
@@ -424,8 +445,7 @@ def query(
     if budget is not None and budget < 1:
         raise InputError(f"the token budget must be at least 1, got {budget}")
     filters = make_filters(**filter_args)
-    vector = embed_query(engine, text)
-    fused = retrieve(engine, text, vector, filters)
+    fused, vector = retrieve(engine, text, lambda: embed_query(engine, text), filters)
     top = top_with_unit_slot(engine, rank(engine, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(engine, top, vector)
