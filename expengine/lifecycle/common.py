@@ -13,10 +13,6 @@ def sql_float(value: float) -> str:
     return repr(float(value))
 
 
-def sql_str(value: str) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
-
-
 def short(text: str | None) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= EXAMPLE_CHARS else text[: EXAMPLE_CHARS - 1] + "…"

@@ -44,9 +44,14 @@ def unit_schema(dim: int) -> pa.Schema:
     )
 
 
+def sql_str(value: str) -> str:
+    """A SQL string literal (values may contain quotes)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
 def sql_list(ids: Iterable[str]) -> str:
-    """A SQL IN-list of quoted string literals (ids may contain quotes)."""
-    return ", ".join("'" + str(i).replace("'", "''") + "'" for i in ids)
+    """A SQL IN-list of quoted string literals."""
+    return ", ".join(sql_str(i) for i in ids)
 
 
 class Index:
