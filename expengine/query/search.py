@@ -32,7 +32,6 @@ fact: units only); `outcome` and `goal` are memory attributes, so they exclude u
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 import sys
@@ -45,7 +44,7 @@ import numpy as np
 from ..errors import InputError
 from ..ingest.events import KINDS as RECORD_KINDS
 from ..ingest.events import OUTCOMES, EventError, parse_ts
-from ..store.db import utcnow
+from ..store.db import json_ids, utcnow
 from ..store.index import MEMORIES, UNITS, sql_list
 
 if TYPE_CHECKING:
@@ -291,16 +290,6 @@ def _lookup(engine: "Engine", table: str, columns: tuple[str, ...], ids: list[st
         return []
     rows = engine.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN ({sql_list(ids)}) AND {live}").fetchall()
     return [dict(zip(columns, r)) for r in rows]
-
-
-def json_ids(value: str | None) -> list[str]:
-    if not value:
-        return []
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return []
-    return [str(x) for x in parsed] if isinstance(parsed, list) else []
 
 
 def memory_source_ids(record_id: str, merged_ids: str | None) -> list[str]:

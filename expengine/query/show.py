@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..store.db import utcnow
-from .search import json_ids, memory_source_ids, newest_source_ts, recency, score_parts
+from ..store.db import json_ids
+from .search import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
     from ..engine import Engine

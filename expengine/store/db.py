@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import time
 from pathlib import Path
@@ -26,6 +27,17 @@ def default_store_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "expengine"
+
+
+def json_ids(value: str | None) -> list[str]:
+    """An id list stored as JSON text (`source_ids`, `merged_ids`); empty when missing or malformed."""
+    if not value:
+        return []
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return []
+    return [str(x) for x in parsed] if isinstance(parsed, list) else []
 
 
 def utcnow() -> dt.datetime:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ...errors import ModelError
-from ...store.db import arrow_view, utcnow
+from ...store.db import arrow_view, json_ids, utcnow
 from ...store.index import UNITS, sql_list
 from .conflicts import decide, normalized
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -312,7 +312,7 @@ _RULE_EVIDENCE = re.compile(r"(\d+)/(\d+) succeeded\)$")
 
 def _merged_draft(draft: Draft, twin: dict[str, Any], *, same_cluster: bool) -> Draft:
     """The draft with the twin's sources added: union of sources, support and evidence summed."""
-    existing = json.loads(twin["source_ids"] or "[]")
+    existing = json_ids(twin["source_ids"])
     fresh = [i for i in draft.source_ids if i not in set(existing)]
     merged = replace(draft, source_ids=existing + fresh)
     if twin.get("as_of") is not None and (merged.as_of is None or twin["as_of"] > merged.as_of):
@@ -354,7 +354,7 @@ def _plan(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dict
             continue
         if twin is not None:
             same_cluster = twin["cluster_key"] == cluster.key
-            if set(draft.source_ids) <= set(json.loads(twin["source_ids"] or "[]")):
+            if set(draft.source_ids) <= set(json_ids(twin["source_ids"])):
                 steps.append(_Step(twin, "keep"))
                 continue
             merged = _merged_draft(draft, twin, same_cluster=same_cluster)
@@ -447,7 +447,7 @@ def _archive_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[
     """Process records a rule now stands for leave the fast store; lessons and protected ones stay."""
     from ...store.state import set_state
 
-    wanted = set(json.loads(unit["source_ids"]))
+    wanted = set(json_ids(unit["source_ids"]))
     ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] in ARCHIVABLE_KINDS and not r.get("tool_error")
            and r.get("category") not in LESSON_CATEGORIES and not r.get("pinned") and not r.get("protected")
            and r.get("state") != "archived"]
@@ -461,7 +461,7 @@ def _sleep_covered_sources(engine: "Engine", unit: dict[str, Any], records: list
     and protected records stay active."""
     from ...store.state import set_state
 
-    wanted = set(json.loads(unit["source_ids"]))
+    wanted = set(json_ids(unit["source_ids"]))
     digest = unit.get("attribute") == DIGEST_ATTRIBUTE
     unit_text = " ".join((unit["text"] or "").split()).lower()
     ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] == "message" and r.get("state") == "active"
@@ -487,7 +487,7 @@ def _previous_sources(engine: "Engine", cluster_key: str) -> list[str]:
     for (source_ids,) in engine.con.execute(
         "SELECT source_ids FROM units WHERE status = 'active' AND cluster_key = ?", [cluster_key]
     ).fetchall():
-        ids.extend(json.loads(source_ids))
+        ids.extend(json_ids(source_ids))
     return ids
 
 
@@ -593,7 +593,7 @@ def _digest(engine: "Engine", cluster: ClusterInput, records: list[dict[str, Any
         "SELECT source_ids FROM units WHERE status = 'active' AND agent = ? AND attribute = ? AND cluster_key <> ?",
         [cluster.agent, DIGEST_ATTRIBUTE, cluster.key],
     ).fetchall():
-        quoted.update(json.loads(source_ids))
+        quoted.update(json_ids(source_ids))
     members = [r for r in records if r["id"] not in quoted]
     if len(members) < engine.config.refine.min_support:
         return None
@@ -622,7 +622,7 @@ def list_units(engine: "Engine", *, agent: str | None = None, status: str | None
 
 def _unit_dict(row: tuple) -> dict[str, Any]:
     unit = dict(zip(UNIT_FIELDS, row))
-    unit["source_ids"] = json.loads(unit["source_ids"] or "[]")
+    unit["source_ids"] = json_ids(unit["source_ids"])
     return unit
 
 
