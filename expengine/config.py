@@ -82,6 +82,19 @@ class RefineConfig:
 
 
 @dataclass
+class LessonsConfig:
+    # runs (goals) are grouped into intents by their requests; each intent gets its procedure and lessons
+    enabled: bool = True
+    intent_distance: float = 1.5  # Ward linkage distance (unit vectors) at which request groups stop merging
+    typical_requests: int = 3  # requests quoted in a rule's condition
+    typical_words: int = 14
+    procedure_share: float = 0.5  # a step of the procedure is a call this share of successful runs made
+    alpha: float = 0.1  # a lesson's Fisher exact p-value must be below this
+    min_runs: int = 3  # runs with, and runs without, the feature
+    max_lessons: int = 3  # per intent, strongest first
+
+
+@dataclass
 class QueryConfig:
     alpha: float = 0.6
     beta: float = 0.2
@@ -116,6 +129,7 @@ class Config:
     decay: DecayConfig = field(default_factory=DecayConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
+    lessons: LessonsConfig = field(default_factory=LessonsConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)

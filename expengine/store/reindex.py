@@ -31,12 +31,15 @@ def _memory_batches(engine: "Engine", where: str):
 def unit_rows(engine: "Engine", where: str) -> pa.Table:
     from ..ingest.pipeline import embed_cached
 
+    # a rule keyed by the situation is found by what is asked: its vector is its condition (the typical
+    # requests of its intent), while full-text search still sees its whole text (tools, arguments)
     cursor = engine.con.execute(
-        f"SELECT id, agent, kind, category, status, updated AS ts, text FROM units WHERE {where} ORDER BY id"
+        "SELECT id, agent, kind, category, status, updated AS ts, text, CASE WHEN cluster_key LIKE 'intent:%' "
+        f"AND condition IS NOT NULL THEN condition ELSE text END AS embedded FROM units WHERE {where} ORDER BY id"
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
-    vectors = embed_cached(engine, [r["text"] for r in rows])
+    vectors = embed_cached(engine, [r.pop("embedded") for r in rows])
     return pa.Table.from_pylist(
         [dict(r, vector=v.tolist()) for r, v in zip(rows, vectors)], schema=unit_schema(engine.embedding_dim)
     )

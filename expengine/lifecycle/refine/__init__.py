@@ -109,6 +109,8 @@ class RefineReport(Result):
     units_by_method: dict[str, int] = field(default_factory=lambda: {"llm": 0, "template": 0})
     units_superseded: int = 0
     units_lost_conflict: int = 0
+    intents: int = 0
+    lessons: int = 0
     llm_calls: int = 0
     llm_failures: int = 0
     grounding_rejected: int = 0
@@ -526,6 +528,8 @@ def refine_clusters(
             report.clusters_left = [c.key for c in changed[position:]]
             break
         _refine_one(engine, cluster, llm, budget, report, run_id=run_id, dry_run=dry_run)
+    if engine.config.lessons.enabled and budget.time_left():
+        _refine_intents(engine, report, stored, run_id=run_id, dry_run=dry_run)
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -583,6 +587,62 @@ def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budge
             report.archived += _archive_sources(engine, row, records, run_id)
         if cfg.dormant_sources:
             report.dormant += _sleep_covered_sources(engine, row, records, run_id)
+
+
+INTENT_PREFIX = "intent:"
+
+
+def _refine_intents(engine: "Engine", report: RefineReport, stored: dict[str, set[str]], *,
+                    run_id: str | None, dry_run: bool) -> None:
+    """Rules keyed by the situation (intents.py) and lessons from outcomes (lessons.py), per agent, over
+    every run (goal) in the store whatever its records' state; an intent is rewritten only when its
+    runs or their outcomes changed, and intents that no longer exist give way to the new ones."""
+    from ...ingest.pipeline import embed_cached
+    from .intents import build_runs
+    from .lessons import intent_drafts
+
+    cursor = engine.con.execute(f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE goal_id IS NOT NULL")
+    records = [dict(zip(RECORD_COLUMNS, row)) for row in cursor.fetchall()]
+    status = dict(engine.con.execute("SELECT goal_id, status FROM goals").fetchall())
+    by_agent: dict[str, list[Any]] = defaultdict(list)
+    for run in build_runs(records, status):
+        by_agent[run.agent].append(run)
+    for agent, runs in by_agent.items():
+        vectors = embed_cached(engine, [r.request for r in runs])
+        found = intent_drafts(runs, vectors, engine.config.lessons, min_runs=engine.config.refine.min_support)
+        for intent, drafts in found:
+            cluster = ClusterInput(intent.key, agent, signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
+                                   [r.opening_id for r in intent.runs])
+            report.intents += 1
+            if cluster.signature in stored.get(cluster.key, set()):
+                report.clusters_unchanged += 1
+                continue
+            now = utcnow()
+            written = _write(engine, cluster, [(d, _unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run)
+            report.lessons += sum(1 for row in written if row["category"] == "lesson")
+            for row in written:
+                report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
+        if found and not dry_run:
+            _retire_stale_intents(engine, agent, {intent.key for intent, _ in found}, run_id)
+
+
+def _retire_stale_intents(engine: "Engine", agent: str, keys: set[str], run_id: str | None) -> None:
+    """Active units of intents that regrouping dissolved are superseded by the current intent unit
+    sharing most of their runs."""
+    rows = engine.con.execute(
+        "SELECT id, cluster_key, source_ids FROM units WHERE status = 'active' AND agent = ? AND cluster_key LIKE ?",
+        [agent, INTENT_PREFIX + "%"]).fetchall()
+    current = [(uid, set(json_ids(src))) for uid, key, src in rows if key in keys]
+    stale = [(uid, set(json_ids(src))) for uid, key, src in rows if key not in keys]
+    if not stale or not current:
+        return
+    now = utcnow()
+    for uid, sources in stale:
+        winner = max(current, key=lambda c: len(c[1] & sources))[0]
+        engine.con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
+                           [winner, now, uid])
+        engine.history_log(uid, "superseded", f"by {winner} (its intent was regrouped)", run_id=run_id)
+    engine.index.delete(UNITS, [uid for uid, _ in stale])
 
 
 def _digest(engine: "Engine", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:

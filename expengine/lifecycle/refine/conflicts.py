@@ -3,7 +3,8 @@
 - Same cluster (and, for facts, same subject and attribute): the new unit is the re-refined view of
   the same evidence, so it replaces the old one.
 - Rules with the same condition but a different action: the new one wins only with more support or
-  fresher evidence (a later `as_of`, the time of its newest source).
+  fresher evidence (a later `as_of`, the time of its newest source). Lessons (rules with a `subject`,
+  the feature that separates successes from failures) conflict only about the same feature.
 - Facts with the same subject and attribute but a different statement: the newer one wins (ties:
   more support). Digests (which only quote) conflict only with their own cluster's older digest.
 The loser is marked superseded (never deleted) and both are linked through supersedes / superseded_by.
@@ -64,6 +65,8 @@ def decide(draft: Draft, *, cluster_key: str, new_id: str, existing: list[dict[s
             continue
         if normalized(unit.get("action")) == normalized(draft.action):
             continue  # the same advice from two clusters: no contradiction
+        if normalized(unit.get("subject")) != normalized(draft.subject):
+            continue  # lessons about different features of one situation (or a lesson beside its procedure)
         if draft.support > unit["support"] or _fresher(draft.as_of, unit.get("as_of")):
             losers.append(unit["id"])
         else:

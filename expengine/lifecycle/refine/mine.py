@@ -38,12 +38,54 @@ _CODE_OR_NUMBER = re.compile(r"\b[A-Z]{2,}\d+\b|\b[a-z]+_\d+\b|\d+(?:[.:\-/]\d+)
 
 
 @dataclass
+class Path:
+    """What an agent did between an error and the next result of the failing tool: the calls that
+    worked (and notes), in order; how often it was taken and how often the tool then worked."""
+
+    steps: tuple[str, ...]
+    count: int = 0
+    recovered: int = 0
+    args: dict[tuple[int, str], Counter] = field(default_factory=dict)  # (step, argument) → rendered values
+    renamed: Counter = field(default_factory=Counter)  # 'dateutil → python-dateutil': the value respelled
+    notes: Counter = field(default_factory=Counter)  # what the agent noted first
+
+    def describe(self) -> str:
+        """"call pip_install(package=<module>)", with each argument's most common rendering and the note
+        most runs of the path took first."""
+        parts = []
+        note, seen = self.notes.most_common(1)[0] if self.notes else ("", 0)
+        if note and 2 * seen >= self.count:
+            parts.append(f"note {note!r}")
+        for i, step in enumerate(self.steps):
+            args = ", ".join(f"{name}={values.most_common(1)[0][0]}"
+                             for (j, name), values in self.args.items() if j == i)
+            parts.append(f"call {step}({args})")
+        return ", then ".join(parts)
+
+    def respelled(self) -> str:
+        """' (respelled where needed, e.g. jwt → PyJWT)', or nothing."""
+        if not self.renamed:
+            return ""
+        return f" (respelled where needed, e.g. {', '.join(v for v, _ in self.renamed.most_common(2))})"
+
+
+@dataclass
 class ErrorPattern:
     tool: str
-    example: str
+    example: str  # the first error's first line, its variable parts named: "No module named <module>"
     count: int = 0
     followups: Counter = field(default_factory=Counter)
     recovered: int = 0
+    paths: dict[tuple[str, ...], Path] = field(default_factory=dict)
+
+    def best_path(self) -> Path | None:
+        """The path that recovered most often (ties: the more reliable); None when nothing recovered."""
+        working = [p for p in self.paths.values() if p.recovered]
+        return max(working, key=lambda p: (p.recovered, p.recovered / p.count, -len(p.steps)), default=None)
+
+    def failed_paths(self) -> list[Path]:
+        """Paths after which the tool never worked: pitfalls, never actions."""
+        return sorted((p for p in self.paths.values() if not p.recovered), key=lambda p: -p.count)
 
 
 @dataclass
@@ -164,9 +206,87 @@ def _args(record: dict[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_QUOTED_VALUE = re.compile(r"(?:(\w+) named |(\w+) )?'([^'\s]{1,80})'")
+_PATH_LIKE = re.compile(r"/|\.\w{1,4}$")
+_ID = re.compile(r"\b[A-Z]{2,}\d+\b|\b[a-z]+_\d+\b")
+_NOT_A_NAME = frozenset("a an the is was of in on at to for from with by and or not no as".split())
+
+
+def generalise(message: str) -> tuple[str, dict[str, str]]:
+    """An error's first line with its variable parts named, and their values:
+    "No module named 'jwt'" → ("No module named <module>", {"module": "jwt"}); quoted paths are <file>,
+    codes like HAT030 are <id>. Errors that differ only in these values are one error."""
+    values: dict[str, str] = {}
+
+    def name(match: re.Match) -> str:
+        named, before, value = match.groups()
+        if _PATH_LIKE.search(value):
+            var = "file"
+        elif named or (before and before.isalpha() and before.lower() not in _NOT_A_NAME):
+            var = (named or before).lower()
+        else:
+            var = "value"
+        key, n = var, 2
+        while key in values and values[key] != value:
+            key, n = f"{var}{n}", n + 1
+        values[key] = value
+        prefix = f"{named} named " if named else (f"{before} " if before else "")
+        return f"{prefix}<{key}>"
+
+    text = _QUOTED_VALUE.sub(name, message.strip().splitlines()[0] if message.strip() else "")
+
+    def code(match: re.Match) -> str:
+        key = "id" if "id" not in values or values["id"] == match.group(0) else f"id{len(values)}"
+        values[key] = match.group(0)
+        return f"<{key}>"
+
+    return _ID.sub(code, text), values
+
+
 def error_shape(message: str) -> str:
-    """Group errors that differ only in ids, numbers and dates ('flight HAT030 …' ~ 'flight HAT229 …')."""
-    return _CODE_OR_NUMBER.sub("#", message.strip().splitlines()[0])[:120]
+    """Group errors that differ only in named values, ids, numbers and dates ('flight HAT030 …' ~ 'flight HAT229 …')."""
+    return _CODE_OR_NUMBER.sub("#", generalise(message)[0])[:120]
+
+
+PATH_WINDOW = 12  # records after an error in which the failing tool's next result is looked for
+
+
+def _path(after: list[dict[str, Any]], tool: str, values: dict[str, str]) -> tuple[tuple[str, ...], dict, list, list,
+                                                                                 bool | None]:
+    """The calls that worked between an error and the failing tool's next result (each argument rendered
+    as the error's variable, <module>, when it passes that value), the notes taken, whether the tool then
+    worked (None: no rerun seen)."""
+    steps: list[str] = []
+    notes: list[str] = []
+    args: dict[tuple[int, str], str] = {}
+    renamed: list[str] = []
+    by_value = {v.lower(): k for k, v in values.items()}
+    pending: dict[str, tuple[str, dict[str, Any]]] = {}
+    for r in after[:PATH_WINDOW]:
+        name = r.get("tool_name")
+        if r["kind"] == "observation" and r.get("content"):
+            notes.append(" ".join(r["content"].split())[:80])
+        elif r["kind"] == "tool_call" and name and name != tool:
+            pending[name] = (name, _args(r))
+        elif r["kind"] == "tool_result" and name == tool:
+            return tuple(steps), args, notes, renamed, not r.get("tool_error")
+        elif r["kind"] == "tool_result" and name in pending:
+            _, call_args = pending.pop(name)
+            if r.get("tool_error"):
+                continue  # a call that failed is no step of the path (see the pitfalls)
+            for arg, value in call_args.items():
+                text = str(value)
+                near = next((k for v, k in by_value.items() if len(v) >= 3 and v in text.lower()), None)
+                if text.lower() in by_value:
+                    rendered = f"<{by_value[text.lower()]}>"
+                elif near:  # the value, spelled another way: dateutil → python-dateutil
+                    rendered = f"<{near}>"
+                    renamed.append(f"{values[near]} → {text}")
+                else:
+                    rendered = "…"
+                args[(len(steps), arg)] = rendered
+            steps.append(name)
+    return tuple(steps), args, notes, renamed, None
 
 
 def _followup(after: list[dict[str, Any]], tool: str) -> tuple[str, bool]:
@@ -281,7 +401,8 @@ def _mine_errors(mined: Mined, records: list[dict[str, Any]], by_session: dict[s
             continue
         tool = r.get("tool_name") or "tool"
         key = (tool, error_shape(r["tool_error"]))
-        pattern = patterns.setdefault(key, ErrorPattern(tool=tool, example=r["tool_error"].strip().splitlines()[0][:160]))
+        shape, values = generalise(r["tool_error"])
+        pattern = patterns.setdefault(key, ErrorPattern(tool=tool, example=shape[:160]))
         pattern.count += 1
         session = by_session.get(r.get("session") or "", [])
         position = next((i for i, s in enumerate(session) if s["id"] == r["id"]), None)
@@ -290,6 +411,16 @@ def _mine_errors(mined: Mined, records: list[dict[str, Any]], by_session: dict[s
             if text:
                 pattern.followups[text] += 1
             pattern.recovered += int(recovered)
+            steps, args, notes, renamed, rerun_ok = _path(session[position + 1 :], tool, values)
+            if rerun_ok is None:
+                continue
+            path = pattern.paths.setdefault(steps, Path(steps))
+            path.count += 1
+            path.recovered += int(rerun_ok)
+            for slot, rendered in args.items():
+                path.args.setdefault(slot, Counter())[rendered] += 1
+            path.renamed.update(renamed)
+            path.notes.update(notes[:1])
     mined.errors = sorted(patterns.values(), key=lambda p: (-p.count, p.example))
 
 

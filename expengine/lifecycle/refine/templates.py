@@ -118,11 +118,17 @@ def rule_draft(mined: Mined) -> Draft | None:
         top_error = mined.errors[0] if mined.errors else None
         steps = [f"{t}(…)" for t, _ in mined.preceded_by.most_common(3)]
         action = (f"first {', then '.join(steps)}, then call " if steps else "call ") + _call(tool, mined)
-        if top_error and mined.error_results > mined.ok_results:
-            condition = f"When {tool} returns '{top_error.example}'"
-            if top_error.followups:  # an error rule's action is what followed the error; its rate, the recoveries
-                action = f"do what followed before: {top_error.followups.most_common(1)[0][0]}"
-                successes, trials = top_error.recovered, top_error.count
+        error_rule = bool(top_error and mined.error_results > mined.ok_results)
+        if top_error and error_rule:
+            condition = f"When {tool} fails with '{top_error.example}'"
+            best = top_error.best_path()
+            # an error rule's action is the path that recovered, never one that failed; its rate, that path's
+            if best is not None:
+                action = ", then ".join(p for p in (best.describe(), f"rerun {tool}") if p) + best.respelled()
+                successes, trials = best.recovered, best.count
+            elif top_error.paths:
+                action = f"stop: no fix for this {tool} error has worked yet"
+                successes, trials = 0, sum(p.count for p in top_error.paths.values())
         else:
             condition = f"To {human} ({tool})"
         if mined.result_keys:
@@ -135,9 +141,12 @@ def rule_draft(mined: Mined) -> Draft | None:
         pitfalls = []
         for error in mined.errors[:2]:
             text = f"error '{error.example}' ({error.count}x)"
-            if error.followups:
-                text += f" ⇒ {error.followups.most_common(1)[0][0]}"
-                text += f" ({error.recovered}/{error.count} recovered)"
+            best = error.best_path()
+            if best is not None and not (error_rule and error is top_error):
+                text += f" ⇒ {best.describe() or 'rerun'} ({best.recovered}/{best.count} recovered)"
+            failed = error.failed_paths()
+            if failed:
+                text += f"; failed again after: {failed[0].describe() or 'an immediate rerun'} ({failed[0].count}x)"
             pitfalls.append(text)
         pitfall = "; ".join(pitfalls) or None
     if mined.corrections:

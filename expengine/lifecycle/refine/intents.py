@@ -1,0 +1,242 @@
+"""Rules keyed by the situation: runs grouped into intents by what they were asked, and the procedure
+that succeeded for each intent.
+
+A *run* is the records of one goal (or session) in time order: its request (the goal description or
+first user message), its tool calls with arguments, and its outcome. Runs of one agent are grouped
+by the embeddings of their requests (average-link agglomerative clustering on cosine distance): an
+intent is what a new request of that kind looks like, which is all an agent knows when a request
+comes in. An intent is described by its most typical requests (those nearest its centroid).
+
+The procedure of an intent is read from its successful runs only: the tools most of them called, in
+their usual order, each with the argument names they passed and where each value came from (said by
+the user, or read from an earlier tool's result). A failed path is never an action (see lessons.py
+for what separates the failures).
+
+Pure functions over record dicts and vectors; refinement feeds them and writes the units.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SKIPPED_TOOLS = ("think",)  # the agent's scratchpad, not a step of the procedure
+MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing
+
+
+@dataclass
+class Call:
+    tool: str
+    args: dict[str, Any]
+    sources: dict[str, str]  # argument name → 'user' | '<tool> result' | 'agent'
+    failed: bool = False
+
+
+@dataclass
+class Run:
+    """One goal's records, distilled: what was asked, what was called, how it ended."""
+
+    run_id: str
+    agent: str
+    request: str
+    succeeded: bool | None
+    calls: list[Call] = field(default_factory=list)
+    opening_id: str = ""  # the record that opens the run: a unit's evidence names one per run
+    corrected: bool = False
+    ended: dt.datetime | None = None
+
+    @property
+    def tools(self) -> list[str]:
+        return [c.tool for c in self.calls]
+
+
+@dataclass
+class Intent:
+    key: str
+    agent: str
+    runs: list[Run]
+    typical: list[str]  # shortened requests nearest the centroid, most typical first
+
+    @property
+    def successes(self) -> list[Run]:
+        return [r for r in self.runs if r.succeeded]
+
+    @property
+    def failures(self) -> list[Run]:
+        return [r for r in self.runs if r.succeeded is False]
+
+    @property
+    def condition(self) -> str:
+        return "For requests like " + " / ".join(f"'{t}'" for t in self.typical)
+
+
+def _arguments(record: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = json.loads(record.get("tool_args") or "null")
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> str:
+    """Where a call's argument value came from: the user's words, else an earlier tool's result."""
+    values = value if isinstance(value, list) else [value]
+    atoms = [str(v).lower() for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    atoms = [a for a in atoms if len(a) >= MIN_VALUE_CHARS]
+    if not atoms:
+        return "agent"
+    if all(a in user_text for a in atoms):
+        return "user"
+    for tool, text in reversed(results):
+        if all(a in text or a in user_text for a in atoms):
+            return f"{tool} result"
+    return "agent"
+
+
+def _outcome(records: list[dict[str, Any]], status: str | None) -> bool | None:
+    """Success from the run's outcome record, else its goal status, else explicit feedback on it."""
+    for r in reversed(records):
+        if r["kind"] == "outcome" and r.get("outcome") in ("success", "failure"):
+            return r["outcome"] == "success"
+    if status in ("succeeded", "failed"):
+        return status == "succeeded"
+    signals = [r.get("feedback_signal") for r in records if r["kind"] == "feedback"]
+    if "negative" in signals:
+        return False
+    return True if "positive" in signals else None
+
+
+def build_runs(records: list[dict[str, Any]], goal_status: dict[str, str] | None = None) -> list[Run]:
+    """Records (any order, with goal_id or session) → one Run per goal that has a request."""
+    by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        key = r.get("goal_id") or r.get("session")
+        if key:
+            by_run[key].append(r)
+    runs = []
+    for key, members in by_run.items():
+        members.sort(key=lambda r: (r["ts"], r["id"]))
+        run = _run(key, members, (goal_status or {}).get(key))
+        if run is not None:
+            runs.append(run)
+    return sorted(runs, key=lambda r: r.run_id)
+
+
+def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | None:
+    opening = next((r for r in members if r["kind"] == "goal" and (r.get("content") or r.get("text"))), None)
+    first_user = next((r for r in members if r["kind"] == "message" and r.get("role") == "user"), None)
+    source = opening or first_user
+    if source is None:
+        return None
+    request = " ".join(str(source.get("content") or source.get("text") or "").split())
+    if not request:
+        return None
+    run = Run(run_id=key, agent=members[0]["agent"], request=request, succeeded=_outcome(members, status),
+              ended=members[-1]["ts"])
+    run.opening_id = source["id"]
+    user_text, results = "", []
+    pending: dict[str, Call] = {}
+    for r in members:
+        if r["kind"] == "message" and r.get("role") == "user":
+            user_text += " " + (r.get("content") or "").lower()
+            run.corrected |= r is not first_user and r.get("category") in ("correction", "safety")
+        elif r["kind"] == "feedback" and r.get("feedback_signal") == "negative":
+            run.corrected = True
+        elif r["kind"] == "tool_call" and r.get("tool_name") and r["tool_name"] not in SKIPPED_TOOLS:
+            args = _arguments(r)
+            call = Call(r["tool_name"], args, {name: _provenance(v, user_text, results) for name, v in args.items()})
+            run.calls.append(call)
+            pending[r["tool_name"]] = call
+        elif r["kind"] == "tool_result" and r.get("tool_name"):
+            if r.get("tool_error") and r["tool_name"] in pending:
+                pending[r["tool_name"]].failed = True
+            results.append((r["tool_name"], str(r.get("tool_result") or r.get("tool_error") or "").lower()))
+    return run
+
+
+def shorten(text: str, words: int) -> str:
+    """The request without greetings, cut at `words` words: what a condition quotes."""
+    parts = text.split()
+    while parts and parts[0].lower().strip("!,.") in ("hi", "hello", "hey", "there", "hi there"):
+        parts = parts[1:]
+    clipped = " ".join(parts[:words]) or text
+    return clipped + ("…" if len(parts) > words else "")
+
+
+def group_intents(runs: list[Run], vectors: np.ndarray, *, distance: float, typical: int = 3,
+                  typical_words: int = 14) -> list[Intent]:
+    """Runs of one agent grouped by their (unit-length) request vectors: Ward linkage cut at `distance`,
+    which keeps one wide topic ('change my flight') from swallowing the rest; each intent keyed by its
+    most typical run, described by its `typical` requests."""
+    from sklearn.cluster import AgglomerativeClustering
+
+    if not runs:
+        return []
+    vectors = np.asarray(vectors, dtype=np.float32)
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    if len(runs) == 1:
+        labels = np.zeros(1, dtype=int)
+    else:
+        labels = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, linkage="ward").fit_predict(vectors)
+    intents = []
+    for label in sorted(set(labels.tolist())):
+        members = np.flatnonzero(labels == label)
+        centroid = vectors[members].mean(axis=0)
+        order = members[np.argsort(-(vectors[members] @ centroid), kind="stable")]
+        quotes = list(dict.fromkeys(shorten(runs[i].request, typical_words) for i in order))[:typical]
+        key = f"intent:{runs[0].agent}:{runs[int(order[0])].run_id}"
+        intents.append(Intent(key=key, agent=runs[0].agent, runs=[runs[i] for i in order], typical=quotes))
+    return intents
+
+
+@dataclass
+class Step:
+    tool: str
+    args: list[tuple[str, str]]  # (argument name, where its value came from)
+    runs: int  # successful runs that made this call
+
+
+def procedure(successes: list[Run], *, share: float = 0.5) -> list[Step]:
+    """The calls at least `share` of the successful runs made, in their median order of first use,
+    with the argument names most of those calls passed and each value's usual source."""
+    if not successes:
+        return []
+    used: Counter = Counter()
+    positions: dict[str, list[float]] = defaultdict(list)
+    names: dict[str, Counter] = defaultdict(Counter)
+    sources: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for run in successes:
+        ok = [c for c in run.calls if not c.failed]
+        seen: set[str] = set()
+        for position, call in enumerate(ok):
+            if call.tool not in seen:
+                seen.add(call.tool)
+                positions[call.tool].append(position / max(len(ok), 1))
+            for name, origin in call.sources.items():
+                names[call.tool][name] += 1
+                sources[(call.tool, name)][origin] += 1
+        used.update(seen)
+    needed = max(1, int(np.ceil(share * len(successes))))
+    tools = sorted((t for t, n in used.items() if n >= needed), key=lambda t: (statistics.median(positions[t]), t))
+    steps = []
+    for tool in tools:
+        calls = sum(names[tool].values()) and max(names[tool].values())
+        args = [(name, sources[(tool, name)].most_common(1)[0][0])
+                for name, n in names[tool].most_common() if n >= 0.5 * calls]
+        steps.append(Step(tool, args, used[tool]))
+    return steps
+
+
+SOURCE_WORDS = {"user": "from the user", "agent": "chosen by the agent"}
+
+
+def describe_step(step: Step) -> str:
+    """'cancel_reservation(reservation_id ← from get_user_details result)'."""
+    args = ", ".join(f"{name} ← {SOURCE_WORDS.get(origin, 'from ' + origin)}" for name, origin in step.args)
+    return f"{step.tool}({args})"
