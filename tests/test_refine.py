@@ -145,9 +145,10 @@ def test_an_error_rule_acts_on_what_followed_and_counts_recoveries():
     if mined.error_results <= mined.ok_results:
         pytest.skip("this cluster is not error-dominated")
     draft = rule_draft(mined)
-    assert draft.condition.startswith("When get_weather returns")
-    assert draft.action.startswith("do what followed before: ") and "retried get_weather" in draft.action
-    assert (draft.successes, draft.trials) == (mined.errors[0].recovered, mined.errors[0].count)
+    assert draft.condition.startswith("When get_weather fails with 'HTTP 429")
+    assert draft.action == "note 'get_weather rate limited (429); waiting 60 s before retrying.', then rerun get_weather"
+    best = mined.errors[0].best_path()
+    assert (draft.successes, draft.trials) == (best.recovered, best.count) == (1, 1)  # one session has its context
 
 
 def test_mining_counts_tools_values_errors_and_what_followed():
