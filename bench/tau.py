@@ -141,11 +141,111 @@ def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
     return picked
 
 
+TOOL_NAMES = re.compile(r'"name":\s*"(\w+)"')
+
+
+def eval_steps(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(query, next tool) at every tool call of the successful runs: the query is the user's first message
+    plus the latest user message before the call."""
+    steps = []
+    for run in runs:
+        if run.get("reward", 0) < 1:
+            continue
+        users: list[str] = []
+        for message in run["traj"]:
+            if message.get("role") == "user" and message.get("content"):
+                users.append(message["content"])
+            for call in message.get("tool_calls") or []:
+                if users:
+                    query = users[0] if len(users) == 1 else f"{users[0]} {users[-1]}"
+                    steps.append((query, call["function"]["name"]))
+    return steps
+
+
+def lift(prompts: list[str], steps: list[tuple[str, str]], tools: set[str]) -> dict[str, Any]:
+    """Share of steps whose prompt names the next tool, the mean share naming each other tool, the lift."""
+    named_next = named_other = 0.0
+    for prompt, (_, tool) in zip(prompts, steps):
+        named = {t for t in tools if re.search(rf"\b{re.escape(t)}\b", prompt)}
+        named_next += tool in named
+        named_other += len(named - {tool}) / max(len(tools) - 1, 1)
+    n = max(len(steps), 1)
+    return {"steps": len(steps), "names_next": round(named_next / n, 4), "names_other": round(named_other / n, 4),
+            "lift": round((named_next - named_other) / n, 4)}
+
+
+def bm25_prompts(engine: Any, queries: list[str], *, budget: int) -> list[str]:
+    """BM25 over the raw training records, rendered and cut like a query answer."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from common import words
+    from expengine.query.render import render_prompt
+    from expengine.query.search import Hit, ScoreParts
+
+    rows = engine.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
+    bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
+    prompts = []
+    for query in queries:
+        ranked = np.argsort(-bm25.get_scores(words(query)), kind="stable")
+        hits = [Hit(id=rows[i][0], type="memory", text=rows[i][1], score=0.0, parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
+                    source_ids=[rows[i][0]], kind="message", state="active", agent=rows[i][3], category=rows[i][4],
+                    ts=rows[i][2]) for i in ranked[:50]]
+        prompts.append(render_prompt(hits, budget=budget)[0])
+    return prompts
+
+
+def leave_tasks_out(args: argparse.Namespace, runs: list[dict[str, Any]], embedder: Any, *, train_tasks: int = 30,
+                    k: int = 10, budget: int = 500) -> dict[str, Any]:
+    """Learn from the runs of the first `train_tasks` task ids (compacted `--cycles` times), evaluate on the
+    others' successful runs, never ingested: does the prompt name the tool called next (lift over the rest)?"""
+    from expengine import Engine
+    from expengine.store.db import utcnow
+
+    task_ids = list(dict.fromkeys(r.get("task_id") for r in runs))
+    train = [r for r in runs if r.get("task_id") in task_ids[:train_tasks]]
+    held = [r for r in runs if r.get("task_id") in task_ids[train_tasks:]]
+    tools = set(TOOL_NAMES.findall(json.dumps([m.get("tool_calls") for r in runs for m in r["traj"]])))
+    steps = eval_steps(held)
+    queries = [q for q, _ in steps]
+    with tempfile.TemporaryDirectory(prefix="tau-holdout-") as tmp:
+        log = Path(tmp) / "train.json"
+        log.write_text(json.dumps(train), encoding="utf-8")
+        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=engine_overrides(args)) as engine:
+            engine.ingest([str(log)], fmt="openai-chat")
+            baseline = lift(bm25_prompts(engine, queries, budget=budget), steps, tools)
+            run_cycles(engine, args.cycles, start=utcnow())
+            memory = [engine.query(q, k=k, touch=False, budget=budget).prompt for q in queries]
+            rules = [engine.query(q, k=k, touch=False, budget=budget, kind="rule").prompt for q in queries]
+            audit = audit_units(engine)
+    return {"train_runs": len(train), "held_out_runs": len(held), "k": k, "budget_tokens": budget,
+            "memory": lift(memory, steps, tools), "rules only": lift(rules, steps, tools),
+            "BM25 over raw training runs": baseline, "unit_audit": audit}
+
+
+CHATTER = re.compile(r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|have a (great|nice) day)\b|"
+                     r"could you (please )?provide your user id")
+
+
+def audit_units(engine: Any, n: int = 20, seed: int = 7) -> dict[str, Any]:
+    """n random active units (seeded) and the share of them that is chatter (by a pattern; print and read)."""
+    import random
+
+    units = engine.units(status="active")
+    picked = random.Random(seed).sample(units, min(n, len(units)))
+    chatter = [u for u in picked if CHATTER.search(u["text"] or "")]
+    return {"active_units": len(units), "sampled": len(picked), "chatter": len(chatter),
+            "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
+            "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked]}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tau-bench runs JSON (default: %(default)s)")
     parser.add_argument("--tasks", type=int, default=None, help="only the runs of the first N task ids")
     parser.add_argument("--trials", type=int, default=None, help="only the first N trials of each task")
+    parser.add_argument("--holdout", action="store_true",
+                        help="also learn from tasks 0-29 and measure the next-tool lift on tasks 30-39 (never ingested)")
     add_cycle_options(parser, name="tau", k_default=5, k_help="hits per query (default: %(default)s, the query default)")
     return finish_args(parser, argv, script="tau.py")
 
@@ -188,6 +288,9 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             report["failed_run_queries"] = {"before compaction": summarise_checks(before),
                                             "after compaction": summarise_checks(after), "per_run_after": after}
             report["sample_units"] = sample_units(engine)
+    if args.holdout:
+        with watch.section("leave tasks out"):
+            report["leave_tasks_out"] = leave_tasks_out(args, runs, embedder)
     report["seconds"] = watch.to_dict()
     write_json(args.out, report)
     text = render(report)
@@ -226,6 +329,16 @@ def render(report: dict[str, Any]) -> str:
     units = "\n".join(f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
                       for i, u in enumerate(report["sample_units"], 1))
     blocks.append("### Sample units\n\n" + (units or "(none)"))
+    held = report.get("leave_tasks_out")
+    if held:
+        blocks.append(f"### Leave tasks out: learn from {held['train_runs']} runs, query at each tool call of the "
+                      f"successful held-out runs (k={held['k']}, {held['budget_tokens']}-token prompt)\n\n" + table(
+            ["method", "steps", "names the next tool", "names another tool (mean)", "lift"],
+            [[name, m["steps"], m["names_next"], m["names_other"], m["lift"]]
+             for name, m in ((n, held[n]) for n in ("memory", "rules only", "BM25 over raw training runs"))]))
+        audit = held["unit_audit"]
+        blocks.append(f"Unit audit (tasks 0-29 store): {audit['chatter']} of {audit['sampled']} random active units "
+                      f"are chatter ({audit['active_units']} active units).")
     blocks.append("Seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()) + ".")
     return "\n\n".join(blocks)
 
