@@ -10,7 +10,13 @@ from scipy.stats import fisher_exact
 
 from expengine import Engine
 from expengine.lifecycle.refine.conflicts import decide
-from expengine.lifecycle.refine.intents import Call, Run, build_runs, group_intents, procedure
+from expengine.lifecycle.refine.intents import (
+    Call,
+    Run,
+    build_runs,
+    group_intents,
+    procedure,
+)
 from expengine.lifecycle.refine.lessons import contrasts, lesson_drafts
 from expengine.lifecycle.refine.mine import generalise, mine_cluster
 from expengine.lifecycle.refine.templates import Draft, rule_draft

@@ -18,13 +18,14 @@ Pure functions over record dicts and vectors; refinement feeds them and writes t
 from __future__ import annotations
 
 import datetime as dt
-import json
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .mine import tool_arguments
 
 SKIPPED_TOOLS = ("think",)  # the agent's scratchpad, not a step of the procedure
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing
@@ -74,14 +75,6 @@ class Intent:
     @property
     def condition(self) -> str:
         return "For requests like " + " / ".join(f"'{t}'" for t in self.typical)
-
-
-def _arguments(record: dict[str, Any]) -> dict[str, Any]:
-    try:
-        value = json.loads(record.get("tool_args") or "null")
-    except (json.JSONDecodeError, TypeError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> str:
@@ -140,7 +133,8 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
     run = Run(run_id=key, agent=members[0]["agent"], request=request, succeeded=_outcome(members, status),
               ended=members[-1]["ts"])
     run.opening_id = source["id"]
-    user_text, results = "", []
+    user_text = ""
+    results: list[tuple[str, str]] = []
     pending: dict[str, Call] = {}
     for r in members:
         if r["kind"] == "message" and r.get("role") == "user":
@@ -149,7 +143,7 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
         elif r["kind"] == "feedback" and r.get("feedback_signal") == "negative":
             run.corrected = True
         elif r["kind"] == "tool_call" and r.get("tool_name") and r["tool_name"] not in SKIPPED_TOOLS:
-            args = _arguments(r)
+            args = tool_arguments(r)
             call = Call(r["tool_name"], args, {name: _provenance(v, user_text, results) for name, v in args.items()})
             run.calls.append(call)
             pending[r["tool_name"]] = call

@@ -155,7 +155,7 @@ def procedure_draft(intent: Intent, *, share: float, pitfalls: list[Draft]) -> D
     judged = [r for r in intent.runs if r.succeeded is not None]
     successes = intent.successes
     steps = procedure(successes, share=share)
-    avoid = [d.action for d in pitfalls if (d.action or "").startswith("do not ")]
+    avoid = [d.action for d in pitfalls if d.action and d.action.startswith("do not ")]
     if steps:
         action = ", then ".join(describe_step(s) for s in steps)
         expected = f"{steps[-1].tool} succeeds and the request is done"

@@ -198,7 +198,7 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
     return [FactStatement(subject, f"said on {ts:%Y-%m-%d}", text, text, ts, rid, False)]
 
 
-def _args(record: dict[str, Any]) -> dict[str, Any]:
+def tool_arguments(record: dict[str, Any]) -> dict[str, Any]:
     try:
         value = json.loads(record.get("tool_args") or "null")
     except (json.JSONDecodeError, TypeError):
@@ -267,7 +267,7 @@ def _path(after: list[dict[str, Any]], tool: str, values: dict[str, str]) -> tup
         if r["kind"] == "observation" and r.get("content"):
             notes.append(" ".join(r["content"].split())[:80])
         elif r["kind"] == "tool_call" and name and name != tool:
-            pending[name] = (name, _args(r))
+            pending[name] = (name, tool_arguments(r))
         elif r["kind"] == "tool_result" and name == tool:
             return tuple(steps), args, notes, renamed, not r.get("tool_error")
         elif r["kind"] == "tool_result" and name in pending:
@@ -362,7 +362,7 @@ def _mine_tool_use(mined: Mined, records: list[dict[str, Any]], context: list[di
     values: dict[str, Counter] = defaultdict(Counter)
 
     def count_args(call: dict[str, Any]) -> None:
-        for name, value in _args(call).items():
+        for name, value in tool_arguments(call).items():
             mined.arg_names[name] += 1
             if isinstance(value, (str, int, float, bool)) and len(str(value)) <= 40:
                 values[name][str(value)] += 1
