@@ -127,7 +127,9 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
     source = opening or first_user
     if source is None:
         return None
-    request = " ".join(str(source.get("content") or source.get("text") or "").split())
+    # the user's own words; a goal record's text carries a 'goal open: ' label
+    said = first_user or source
+    request = " ".join(str(said.get("content") or said.get("text") or "").split())
     if not request:
         return None
     run = Run(run_id=key, agent=members[0]["agent"], request=request, succeeded=_outcome(members, status),
