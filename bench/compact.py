@@ -82,7 +82,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
     import pyarrow as pa
 
     from expengine import Engine
-    from expengine.ingest.pipeline import memory_rows, text_hash
+    from expengine.store.embeddings import text_hash
+    from expengine.store.index import memory_rows
     from expengine.store.db import arrow_view, utcnow
     from expengine.store.index import MEMORIES
 
@@ -109,7 +110,7 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
             "protected": False, "ingested_at": now,
         })
     engine = Engine(store=store, embedder=VectorsOnly(dim))
-    con = engine.con
+    con = engine.store.con
     for start in range(0, n, 20000):
         chunk = rows[start:start + 20000]
         table_ = pa.Table.from_pylist(chunk)
@@ -120,8 +121,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
                         "vector": list(vectors[start:start + 20000])})
         with arrow_view(con, "incoming_vectors", emb):
             con.execute("INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM incoming_vectors ON CONFLICT DO NOTHING")
-        engine.index.add(MEMORIES, memory_rows(chunk, vectors[start:start + 20000], dim), replace=False)
-    engine.index.refresh_text_index(MEMORIES)
+        engine.store.index.add(MEMORIES, memory_rows(chunk, vectors[start:start + 20000], dim), replace=False)
+    engine.store.index.refresh_text_index(MEMORIES)
     return engine
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 import pyarrow as pa
 
 MEMORIES = "memories"
@@ -41,6 +43,21 @@ def unit_schema(dim: int) -> pa.Schema:
             ("text", pa.string()),
             ("vector", pa.list_(pa.float32(), dim)),
         ]
+    )
+
+
+def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
+    rows = list(rows)
+    return pa.Table.from_pylist(
+        [
+            {
+                "id": r["id"], "agent": r["agent"], "kind": r["kind"], "category": r["category"],
+                "outcome": r.get("outcome"), "goal_id": r.get("goal_id"), "session": r.get("session"),
+                "ts": r["ts"], "state": r.get("state") or "active", "text": r["text"], "vector": v.tolist(),
+            }
+            for r, v in zip(rows, vectors)
+        ],
+        schema=memory_schema(dim),
     )
 
 

@@ -10,12 +10,12 @@ from .db import arrow_view, utcnow
 from .index import MEMORIES
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from .store import Store
 
 STATES = ("active", "dormant", "archived")
 
 
-def set_state(engine: "Engine", ids: list[str], state: str, *, reason: str, run_id: str | None = None) -> int:
+def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id: str | None = None) -> int:
     """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB.
 
     Returns how many records changed. Pinned records never leave `active`.
@@ -23,7 +23,7 @@ def set_state(engine: "Engine", ids: list[str], state: str, *, reason: str, run_
     assert state in STATES, state
     if not ids:
         return 0
-    con = engine.con
+    con = store.con
     with arrow_view(con, "target_ids", pa.table({"id": list(ids)})):
         previous = dict(
             con.execute(
@@ -46,13 +46,13 @@ def set_state(engine: "Engine", ids: list[str], state: str, *, reason: str, run_
             "INSERT INTO history SELECT id, ?, ?, ?, ? FROM changed_ids", [now, f"state:{state}", reason, run_id]
         )
     if state == "archived":
-        engine.index.delete(MEMORIES, changed)
+        store.index.delete(MEMORIES, changed)
         return len(changed)
     revived = [i for i in changed if previous[i] == "archived"]
-    engine.index.update(MEMORIES, [i for i in changed if previous[i] != "archived"], {"state": state})
+    store.index.update(MEMORIES, [i for i in changed if previous[i] != "archived"], {"state": state})
     if revived:
         from .reindex import index_pending
 
         con.executemany("INSERT INTO pending_index VALUES (?, 'memory') ON CONFLICT DO NOTHING", [[i] for i in revived])
-        index_pending(engine)
+        index_pending(store)
     return len(changed)
