@@ -264,14 +264,13 @@ def prune_clusters(
                 list(plan.empty.items()) + list(plan.covered.items()),
                 lambda kv: {"id": kv[0], "text": texts[kv[0]], "why": kv[1]}, limit=5 - len(report.dormant_examples))
         if not dry_run:
-            _apply(store, agent, plan, run_id)
+            _apply(store, agent, plan, run_id, now or utcnow())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None) -> None:
+def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.datetime) -> None:
     con = store.con
-    now = utcnow()
     if plan.merges:
         survivors = list(plan.merges)
         absorbed_rows = [(a, s) for s, group in plan.merges.items() for a in group]
@@ -300,22 +299,21 @@ def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None) -> None:
             con.execute("UPDATE records SET merged_into = a.survivor FROM absorbed a WHERE records.merged_into = a.id")
             con.execute("INSERT INTO history SELECT id, ?, 'merge:absorbed', 'into ' || survivor, ? FROM absorbed", [now, run_id])
         set_state(store, [a for a, _ in absorbed_rows], "dormant", reason="merged into a near-duplicate survivor (see merged_into)",
-                  run_id=run_id)
+                  run_id=run_id, now=now)
     by_reason: dict[str, list[str]] = {}
     for rid, reason in list(plan.covered.items()) + list(plan.empty.items()):
         by_reason.setdefault(reason, []).append(rid)
     for reason, ids in by_reason.items():
-        set_state(store, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id)
-    _write_clusters(store, agent, plan)
+        set_state(store, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
+    _write_clusters(store, agent, plan, now)
 
 
-def _write_clusters(store: "Store", agent: str, plan: _Plan) -> None:
+def _write_clusters(store: "Store", agent: str, plan: _Plan, now: dt.datetime) -> None:
     con = store.con
     con.execute("DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent])
     con.execute("DELETE FROM clusters WHERE agent = ?", [agent])
     if not plan.clusters:
         return
-    now = utcnow()
     clusters = pa.table({
         "cluster_key": [c["cluster_key"] for c in plan.clusters], "agent": [agent] * len(plan.clusters),
         "size": [c["size"] for c in plan.clusters], "centroid": [c["centroid"] for c in plan.clusters],

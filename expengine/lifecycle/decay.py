@@ -78,7 +78,8 @@ def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
     if not dry_run:
         con.execute(f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight")
         set_state(store, [r[0] for r in sleepers], "dormant",
-                  reason=f"decay: weight fell below theta_dormant {store.config.decay.theta_dormant}", run_id=run_id)
+                  reason=f"decay: weight fell below theta_dormant {store.config.decay.theta_dormant}", run_id=run_id,
+                  now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 

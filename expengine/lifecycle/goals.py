@@ -172,14 +172,15 @@ def goal_cleanup(
     report.became_dormant, report.woke_up = len(to_sleep), len(to_wake)
     report.examples = examples(sorted(new_weight), lambda i: {"id": i, "text": text[i], "weight": round(new_weight[i], 4), "why": why[i]})
     if not dry_run and goals:
-        _apply(store, new_weight, why, goals, run_id)
-        set_state(store, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id)
-        set_state(store, to_wake, "active", reason="goal failed: explains the failure", run_id=run_id)
+        _apply(store, new_weight, why, goals, run_id, now)
+        set_state(store, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id, now=now)
+        set_state(store, to_wake, "active", reason="goal failed: explains the failure", run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(store: "Store", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None) -> None:
+def _apply(store: "Store", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None,
+           now: dt.datetime | None) -> None:
     con = store.con
     ids = sorted(new_weight)
     table = pa.table({"id": ids, "w": [float(new_weight[i]) for i in ids], "why": [why[i] for i in ids]})
@@ -187,7 +188,7 @@ def _apply(store: "Store", new_weight: dict[str, float], why: dict[str, str], go
         con.execute("UPDATE records SET weight = g.w FROM goal_weights g WHERE records.id = g.id")
         con.execute(
             "INSERT INTO history SELECT id, ?, 'goal_cleanup', why || ' (weight ' || round(w, 4) || ')', ? FROM goal_weights",
-            [utcnow(), run_id],
+            [now or utcnow(), run_id],
         )
     con.executemany("UPDATE goals SET handled_status = status WHERE goal_id = ?", [[g[0]] for g in goals])
 

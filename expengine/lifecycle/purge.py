@@ -62,7 +62,7 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
     if not dry_run:
         set_state(store, [r[0] for r in due], "archived",
                   reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
-                  run_id=run_id)
+                  run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 

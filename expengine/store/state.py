@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
 STATES = ("active", "dormant", "archived")
 
 
-def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id: str | None = None) -> int:
+def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id: str | None = None,
+              now: dt.datetime | None = None) -> int:
     """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB.
 
-    Returns how many records changed. Pinned records never leave `active`.
+    Returns how many records changed. Pinned records never leave `active`. `now` stamps `marked_at` and
+    the history (a cycle passes its clock, so a faked clock moves the purge window too).
     """
     assert state in STATES, state
     if not ids:
@@ -34,7 +37,7 @@ def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id
     changed = list(previous)
     if not changed:
         return 0
-    now = utcnow()
+    now = now or utcnow()
     with arrow_view(con, "changed_ids", pa.table({"id": changed})):
         con.execute(
             """UPDATE records SET state = ?, state_reason = ?,

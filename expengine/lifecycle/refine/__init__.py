@@ -15,6 +15,7 @@ from the one stored on its active units.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -383,7 +384,7 @@ MERGE_FIELDS = ("text", "condition", "action", "expected_outcome", "pitfall", "s
 
 
 def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport,
-           run_id: str | None, dry_run: bool) -> list[dict[str, Any]]:
+           run_id: str | None, dry_run: bool, now: dt.datetime) -> list[dict[str, Any]]:
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
     pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
     written or merged (the units whose sources changed)."""
@@ -396,7 +397,6 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
         report.units_written += sum(1 for s in steps if s.action == "insert")
         report.units_merged += sum(1 for s in steps if s.action == "merge")
         return written
-    now = utcnow()
     added, removed = [], []
     with store.transaction():
         for step in steps:
@@ -410,7 +410,7 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
                 con.execute(f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
                             [row[k] for k in MERGE_FIELDS] + [now, row["id"]])
                 store.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
-                                   "from_support": step.twin["support"]}, run_id=run_id)
+                                   "from_support": step.twin["support"]}, run_id=run_id, at=now)
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
                 continue
@@ -418,14 +418,15 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
             con.execute(f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
                         [row[k] for k in UNIT_FIELDS])
             store.history_log(row["id"], "refined", {"cluster": cluster.key, "method": row["method"],
-                               "support": row["support"], "status": row["status"]}, run_id=run_id)
+                               "support": row["support"], "status": row["status"]}, run_id=run_id, at=now)
             if row["status"] == "active":
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
             for loser in step.decision.losers:
                 con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
                             [row["id"], now, loser])
-                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id)
+                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id,
+                                  at=now)
                 removed.append(loser)
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
@@ -440,7 +441,8 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
     return written
 
 
-def _archive_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None) -> int:
+def _archive_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None,
+                     now: dt.datetime) -> int:
     """Process records a rule now stands for leave the fast store; lessons and protected ones stay."""
     from ...store.state import set_state
 
@@ -448,11 +450,11 @@ def _archive_sources(store: "Store", unit: dict[str, Any], records: list[dict[st
     ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] in ARCHIVABLE_KINDS and not r.get("tool_error")
            and r.get("category") not in LESSON_CATEGORIES and not r.get("pinned") and not r.get("protected")
            and r.get("state") != "archived"]
-    return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id)
+    return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
 
 
 def _sleep_covered_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]],
-                           run_id: str | None) -> int:
+                           run_id: str | None, now: dt.datetime) -> int:
     """Active message sources the unit stands for go dormant (a digest stands for all its members, any
     other unit for the ones it quotes verbatim); they stay reachable through the unit. Lessons, pinned
     and protected records stay active."""
@@ -465,7 +467,7 @@ def _sleep_covered_sources(store: "Store", unit: dict[str, Any], records: list[d
            and not r.get("tool_name") and r.get("category") not in NEVER_DORMANT_CATEGORIES
            and not r.get("pinned") and not r.get("protected")
            and (digest or " ".join(speaker_and_text(r)[1].split()).lower() in unit_text)]
-    return set_state(store, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id)
+    return set_state(store, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id, now=now)
 
 
 # --- the cycle ---------------------------------------------------------------------------------------
@@ -506,7 +508,9 @@ def refine_clusters(
     run_id: str | None = None,
     max_llm_calls: int | None = None,
     time_limit_s: float | None = None,
+    now: dt.datetime | None = None,
 ) -> RefineReport:
+    """`now` is the cycle's clock: it stamps the units, their history and the state changes."""
     started = time.monotonic()
     cfg = store.config.refine
     report = RefineReport(run_id=run_id, dry_run=dry_run)
@@ -523,13 +527,13 @@ def refine_clusters(
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run)
+        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=now or utcnow())
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
 def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget, report: RefineReport,
-                *, run_id: str | None, dry_run: bool) -> None:
+                *, run_id: str | None, dry_run: bool, now: dt.datetime) -> None:
     previous = _previous_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
         # only archived sources left the cluster: the evidence is the same, so keep the units
@@ -568,9 +572,8 @@ def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget,
     if not grounded:
         report.clusters_not_concrete += 1
         return
-    now = utcnow()
     pairs = list({row["id"]: (draft, row) for draft in grounded for row in [_unit_row(draft, cluster, now)]}.values())
-    written = _write(store, cluster, pairs, report, run_id, dry_run)
+    written = _write(store, cluster, pairs, report, run_id, dry_run, now)
     report.clusters_refined += 1
     cfg = store.config.refine
     for row in written:
@@ -578,9 +581,9 @@ def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget,
         if dry_run or row["status"] != "active":
             continue
         if cfg.archive_sources and row["kind"] == "rule":
-            report.archived += _archive_sources(store, row, records, run_id)
+            report.archived += _archive_sources(store, row, records, run_id, now)
         if cfg.dormant_sources:
-            report.dormant += _sleep_covered_sources(store, row, records, run_id)
+            report.dormant += _sleep_covered_sources(store, row, records, run_id, now)
 
 
 def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:
@@ -656,7 +659,7 @@ class RefineStep:
         started = time.perf_counter()
         try:
             result = refine_clusters(store, ctx.llm, dry_run=False, run_id=ctx.run_id,
-                                     max_llm_calls=ctx.max_llm_calls).to_dict()
+                                     max_llm_calls=ctx.max_llm_calls, now=ctx.now).to_dict()
         except ModelError as exc:
             result = {"error": str(exc)}
         result.setdefault("seconds", round(time.perf_counter() - started, 3))
