@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.state import set_state
-from ..store.index import sql_str
+from ..store.filters import sql_str
 from .common import examples, sql_float
 from ..results import Result
 

@@ -10,6 +10,17 @@ if TYPE_CHECKING:
     from .cycle import CycleContext
 
 
+def planned_indexes(store: "Store") -> dict[str, dict[str, bool]]:
+    """What `refresh_indexes` would report, from DuckDB alone (a dry run's copy has no LanceDB)."""
+    from ..store.index import MEMORIES, UNITS
+
+    rows = {
+        MEMORIES: store.con.execute("SELECT count(*) FROM records WHERE state IN ('active', 'dormant')").fetchall()[0][0],
+        UNITS: store.con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchall()[0][0],
+    }
+    return {name: {"vector_index": n >= store.config.query.index_above, "text_index": n > 0} for name, n in rows.items()}
+
+
 class IndexStep:
     name = "index"
 
@@ -20,5 +31,7 @@ class IndexStep:
         moved = store.con.execute(
             "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [ctx.run_id]).fetchall()[0][0]
         clustered = "skipped" not in ctx.reports.get("clusters", {})
-        indexes = refresh_indexes(store) if moved or clustered else None
+        indexes = None
+        if moved or clustered:
+            indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
         return {"state_changes": int(moved), "indexes": indexes, "seconds": round(time.perf_counter() - started, 3)}

@@ -63,7 +63,7 @@ def apply_feedback(
 
 def restore_unit(store: "Store", unit_id: str, *, reason: str = "restored by the user") -> bool:
     """Bring a quarantined unit back into queries; returns False when it was not quarantined."""
-    from ..store.index import UNITS, sql_list
+    from ..store.index import UNITS
     from ..store.reindex import unit_rows
 
     row = store.con.execute("SELECT status FROM units WHERE id = ?", [unit_id]).fetchall()
@@ -72,7 +72,7 @@ def restore_unit(store: "Store", unit_id: str, *, reason: str = "restored by the
     if row[0][0] != "quarantined":
         return False
     store.con.execute("UPDATE units SET status = 'active' WHERE id = ?", [unit_id])
-    store.index.add(UNITS, unit_rows(store, f"id IN ({sql_list([unit_id])})"), replace=True)
+    store.index.add(UNITS, unit_rows(store, "id = ?", [unit_id]), replace=True)
     store.index.refresh_text_index(UNITS)
     store.history_log(unit_id, "restored", reason)
     return True

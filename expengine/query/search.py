@@ -45,7 +45,8 @@ from ..errors import InputError
 from ..ingest.events import KINDS as RECORD_KINDS
 from ..ingest.events import OUTCOMES, EventError, parse_ts
 from ..store.db import json_ids, utcnow
-from ..store.index import MEMORIES, UNITS, sql_list
+from ..store.filters import lance_eq
+from ..store.index import MEMORIES, UNITS
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -155,7 +156,7 @@ class Filters:
 
 
 def _equals(**values: str | None) -> list[str]:
-    return [f"{column} = {sql_list([value])}" for column, value in values.items() if value is not None]
+    return [lance_eq(column, value) for column, value in values.items() if value is not None]
 
 
 def _timestamp(value: dt.datetime) -> str:
@@ -289,7 +290,7 @@ _UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "as_of"
 def _lookup(store: "Store", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
     if not ids:
         return []
-    rows = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN ({sql_list(ids)}) AND {live}").fetchall()
+    rows = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]).fetchall()
     return [dict(zip(columns, r)) for r in rows]
 
 
@@ -324,7 +325,7 @@ def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, d
     wanted = {i for ids in sources.values() for i in ids}
     if not wanted:
         return {}
-    ts = dict(store.con.execute(f"SELECT id, ts FROM records WHERE id IN ({sql_list(wanted)})").fetchall())
+    ts = dict(store.con.execute("SELECT id, ts FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall())
     return {uid: max((ts[i] for i in ids if ts.get(i) is not None), default=None) for uid, ids in sources.items()}
 
 
@@ -380,7 +381,7 @@ def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None
     wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
     if not wanted:
         return
-    rows = store.con.execute(f"SELECT id, text, state FROM records WHERE id IN ({sql_list(wanted)})").fetchall()
+    rows = store.con.execute("SELECT id, text, state FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall()
     if not rows:
         return
     sims = store.embeddings.encode([text for _, text, _ in rows]) @ vector
@@ -398,11 +399,13 @@ def reinforce(store: "Store", hits: list[Hit]) -> None:
     unit_ids = [h.id for h in hits if h.type == "unit"]
     if memory_ids:
         store.con.execute(
-            f"UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? WHERE id IN ({sql_list(memory_ids)})",
-            [delta, now],
+            "UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? "
+            "WHERE id IN (SELECT unnest(?))",
+            [delta, now, memory_ids],
         )
     if unit_ids:
-        store.con.execute(f"UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN ({sql_list(unit_ids)})", [delta, now])
+        store.con.execute("UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))",
+                          [delta, now, list(unit_ids)])
 
 
 def _rounded(hit: Hit) -> Hit:

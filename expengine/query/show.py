@@ -83,12 +83,10 @@ def show(store: "Store", item_id: str) -> ShowResult:
     source_ids = json_ids(unit["source_ids"])
     sources = []
     if source_ids:
-        from ..store.index import sql_list
-
         found = {
             i: {"id": i, "state": s, "kind": k, "text": t}
             for i, s, k, t in store.con.execute(
-                f"SELECT id, state, kind, text FROM records WHERE id IN ({sql_list(source_ids)})"
+                "SELECT id, state, kind, text FROM records WHERE id IN (SELECT unnest(?))", [source_ids]
             ).fetchall()
         }
         sources = [found.get(i, {"id": i, "state": "missing", "kind": None, "text": None}) for i in source_ids]

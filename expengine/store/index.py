@@ -9,6 +9,8 @@ import numpy as np
 
 import pyarrow as pa
 
+from .filters import lance_in
+
 MEMORIES = "memories"
 UNITS = "units"
 
@@ -61,16 +63,6 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
     )
 
 
-def sql_str(value: str) -> str:
-    """A SQL string literal (values may contain quotes)."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def sql_list(ids: Iterable[str]) -> str:
-    """A SQL IN-list of quoted string literals."""
-    return ", ".join(sql_str(i) for i in ids)
-
-
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless."""
 
@@ -113,14 +105,14 @@ class Index:
         for start in range(0, len(ids), 5000):
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
-                table.delete(f"id IN ({sql_list(chunk)})")
+                table.delete(lance_in("id", chunk))
 
     def update(self, name: str, ids: list[str], values: dict[str, Any]) -> None:
         table = self.table(name)
         for start in range(0, len(ids), 5000):
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
-                table.update(where=f"id IN ({sql_list(chunk)})", values=values)
+                table.update(where=lance_in("id", chunk), values=values)
 
     def drop(self, name: str) -> None:
         if self.table(name) is not None:

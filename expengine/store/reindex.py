@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -26,9 +26,10 @@ def _memory_batches(store: "Store", where: str):
         yield memory_rows(chunk, store.embeddings.encode([r["text"] for r in chunk]), store.embeddings.dim)
 
 
-def unit_rows(store: "Store", where: str) -> pa.Table:
+def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa.Table:
+    """The LanceDB rows of the units matching `where` (SQL with `?` placeholders bound to `params`)."""
     cursor = store.con.execute(
-        f"SELECT id, agent, kind, category, status, updated AS ts, text FROM units WHERE {where} ORDER BY id"
+        f"SELECT id, agent, kind, category, status, updated AS ts, text FROM units WHERE {where} ORDER BY id", params or []
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]

@@ -72,18 +72,20 @@ class Store:
         text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
 
-    def copy_files(self, target: Path) -> None:
+    def copy_files(self, target: Path, *, with_index: bool = True) -> None:
         """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
         self.con.execute("CHECKPOINT")
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
         lance = self.dir / LANCE_DIR
-        if lance.exists():
+        if with_index and lance.exists():
             shutil.copytree(lance, target / LANCE_DIR)
 
-    def copy_to(self, target: Path) -> "Store":
-        """A Store on a fresh copy of this one (same config and embedder), e.g. for a dry run."""
-        self.copy_files(target)
+    def copy_to(self, target: Path, *, with_index: bool = True) -> "Store":
+        """A Store on a fresh copy of this one (same config and embedder). Without the index, the copy's
+        LanceDB starts empty: writes to tables it lacks are no-ops, which suits a dry run, whose
+        steps read DuckDB only."""
+        self.copy_files(target, with_index=with_index)
         return Store(target, config=self.config, embedder=self.embedder)
 
     def __enter__(self) -> "Store":

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ...errors import ModelError
 from ...store.db import arrow_view, json_ids, utcnow
-from ...store.index import UNITS, sql_list
+from ...store.index import UNITS
 from .conflicts import decide, normalized
 from .ground import check_digest, check_fact, check_rule, source_text
 from .mine import (
@@ -347,7 +347,7 @@ def _plan(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[s
           report: RefineReport) -> list[_Step]:
     con = store.con
     ids = [row["id"] for _, row in pairs]
-    existing_ids = {r[0] for r in con.execute(f"SELECT id FROM units WHERE id IN ({sql_list(ids)})").fetchall()} if ids else set()
+    existing_ids = {r[0] for r in con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall()} if ids else set()
     steps: list[_Step] = []
     for draft, row in pairs:
         active = _active_units(store, cluster.agent, row["kind"])
@@ -436,8 +436,8 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
     if added:
         from ...store.reindex import unit_rows
 
-        store.index.add(UNITS, unit_rows(store, f"id IN ({sql_list(added)})"), replace=True)
-        con.execute(f"DELETE FROM pending_index WHERE target = 'unit' AND id IN ({sql_list(added)})")
+        store.index.add(UNITS, unit_rows(store, "id IN (SELECT unnest(?))", [added]), replace=True)
+        con.execute("DELETE FROM pending_index WHERE target = 'unit' AND id IN (SELECT unnest(?))", [added])
     return written
 
 
