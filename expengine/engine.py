@@ -201,7 +201,9 @@ class Engine:
         with self.session() as store:
             return compact(store, self._load_llm, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
 
-    def decay(self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None) -> "DecayReport":
+    def decay(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "DecayReport":
         from .lifecycle.decay import decay
 
         with self.session() as store:
@@ -223,7 +225,9 @@ class Engine:
         with self.session() as store:
             return prune_clusters(store, dry_run=dry_run, run_id=run_id, now=now)
 
-    def purge(self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None) -> "PurgeReport":
+    def purge(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "PurgeReport":
         from .lifecycle.purge import purge
 
         with self.session() as store:

@@ -189,8 +189,7 @@ def _store_batch(
             apply_feedback(store, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
                            note=r["feedback_text"], source=r["id"], missing_ok=True)
     store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
-    with arrow_view(con, "indexed", table.select(["id"])):
-        con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM indexed)")
+    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
     result.stored += len(fresh)
 
 
@@ -200,8 +199,8 @@ def _confidence(meta: dict) -> float | None:
 
 
 def _existing_ids(store: "Store", ids: list[str]) -> set[str]:
-    with arrow_view(store.con, "probe", pa.table({"id": ids})) as con:
-        return {row[0] for row in con.execute("SELECT r.id FROM records r JOIN probe p ON r.id = p.id").fetchall()}
+    found = store.con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+    return {row[0] for row in found}
 
 
 def _track_goal(store: "Store", r: dict) -> None:

@@ -188,7 +188,8 @@ def _dry_run(store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls:
     report = CompactReport(run_id="dry-run", dry_run=True, clock=clock.isoformat(), before=counts(store))
     stale = store.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running'").fetchall()
     report.recovered = [{"run_id": r, "snapshot_id": s, "action": "would be rolled back first"} for r, s in stale]
-    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, store.copy_to(Path(tmp), with_index=False) as copy:
+    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, \
+            store.copy_to(Path(tmp), with_index=False) as copy:
         ctx = CycleContext(now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine,
                            max_llm_calls=max_llm_calls)
         _run_steps(copy, report, ctx)

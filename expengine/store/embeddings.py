@@ -50,14 +50,13 @@ class EmbeddingCache:
         model = self.name
         hashes = [text_hash(t) for t in texts]
         con = self.con
-        with arrow_view(con, "probe", pa.table({"h": list(set(hashes))})):
-            cached = {
-                h: np.asarray(v, dtype=np.float32)
-                for h, v in con.execute(
-                    "SELECT e.text_hash, e.vector FROM embeddings e JOIN probe p ON e.text_hash = p.h WHERE e.model = ?",
-                    [model],
-                ).fetchall()
-            }
+        cached = {
+            h: np.asarray(v, dtype=np.float32)
+            for h, v in con.execute(
+                "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                [model, list(set(hashes))],
+            ).fetchall()
+        }
         missing = [i for i, h in enumerate(hashes) if h not in cached]
         unique_missing: dict[str, int] = {}
         for i in missing:

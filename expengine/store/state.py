@@ -5,9 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 
-from .db import arrow_view, utcnow
+from .db import utcnow
 from .index import MEMORIES
 
 if TYPE_CHECKING:
@@ -27,27 +26,23 @@ def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id
     if not ids:
         return 0
     con = store.con
-    with arrow_view(con, "target_ids", pa.table({"id": list(ids)})):
-        previous = dict(
-            con.execute(
-                "SELECT r.id, r.state FROM records r JOIN target_ids t ON r.id = t.id WHERE r.state <> ? AND (NOT r.pinned OR ? = 'active')",
-                [state, state],
-            ).fetchall()
-        )
+    previous = dict(
+        con.execute(
+            "SELECT id, state FROM records WHERE id IN (SELECT unnest(?)) AND state <> ? AND (NOT pinned OR ? = 'active')",
+            [list(ids), state, state],
+        ).fetchall()
+    )
     changed = list(previous)
     if not changed:
         return 0
     now = now or utcnow()
-    with arrow_view(con, "changed_ids", pa.table({"id": changed})):
-        con.execute(
-            """UPDATE records SET state = ?, state_reason = ?,
-                   marked_at = CASE WHEN ? = 'dormant' THEN ? ELSE marked_at END
-               WHERE id IN (SELECT id FROM changed_ids)""",
-            [state, reason, state, now],
-        )
-        con.execute(
-            "INSERT INTO history SELECT id, ?, ?, ?, ? FROM changed_ids", [now, f"state:{state}", reason, run_id]
-        )
+    con.execute(
+        """UPDATE records SET state = ?, state_reason = ?,
+               marked_at = CASE WHEN ? = 'dormant' THEN ? ELSE marked_at END
+           WHERE id IN (SELECT unnest(?))""",
+        [state, reason, state, now, changed],
+    )
+    con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
     if state == "archived":
         store.index.delete(MEMORIES, changed)
         return len(changed)

@@ -24,10 +24,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 
 from ...errors import ModelError
-from ...store.db import arrow_view, json_ids, utcnow
+from ...store.db import json_ids, utcnow
 from ...store.index import UNITS
 from .conflicts import decide, normalized
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -172,10 +171,10 @@ def auto_clusters(store: "Store") -> list[ClusterInput]:
 def _fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    with arrow_view(store.con, "wanted_ids", pa.table({"id": list(dict.fromkeys(ids))})) as con:
-        rows = con.execute(
-            f"SELECT {', '.join('r.' + c for c in RECORD_COLUMNS)} FROM records r JOIN wanted_ids w ON r.id = w.id ORDER BY r.ts, r.id"
-        ).fetchall()
+    rows = store.con.execute(
+        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE id IN (SELECT unnest(?)) ORDER BY ts, id",
+        [list(dict.fromkeys(ids))],
+    ).fetchall()
     return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
 
@@ -184,11 +183,11 @@ def _context(store: "Store", records: list[dict[str, Any]]) -> list[dict[str, An
     sessions = sorted({r["session"] for r in records if r.get("session") and r["kind"] in ("tool_call", "tool_result")})
     if not sessions:
         return []
-    with arrow_view(store.con, "wanted_sessions", pa.table({"session": sessions})) as con:
-        rows = con.execute(
-            f"SELECT {', '.join('r.' + c for c in RECORD_COLUMNS)} FROM records r JOIN wanted_sessions s ON r.session = s.session "
-            "WHERE r.kind IN ('tool_call', 'tool_result', 'observation') ORDER BY r.ts, r.id"
-        ).fetchall()
+    rows = store.con.execute(
+        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE session IN (SELECT unnest(?)) "
+        "AND kind IN ('tool_call', 'tool_result', 'observation') ORDER BY ts, id",
+        [sessions],
+    ).fetchall()
     return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
 
@@ -196,8 +195,8 @@ def _goal_status(store: "Store", records: list[dict[str, Any]]) -> dict[str, str
     goals = sorted({r["goal_id"] for r in records if r.get("goal_id")})
     if not goals:
         return {}
-    with arrow_view(store.con, "wanted_goals", pa.table({"goal_id": goals})) as con:
-        return dict(con.execute("SELECT g.goal_id, g.status FROM goals g JOIN wanted_goals w ON g.goal_id = w.goal_id").fetchall())
+    found = store.con.execute("SELECT goal_id, status FROM goals WHERE goal_id IN (SELECT unnest(?))", [goals])
+    return dict(found.fetchall())
 
 
 def _active_units(store: "Store", agent: str, kind: str) -> list[dict[str, Any]]:
@@ -347,7 +346,8 @@ def _plan(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[s
           report: RefineReport) -> list[_Step]:
     con = store.con
     ids = [row["id"] for _, row in pairs]
-    existing_ids = {r[0] for r in con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall()} if ids else set()
+    existing = con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall() if ids else []
+    existing_ids = {r[0] for r in existing}
     steps: list[_Step] = []
     for draft, row in pairs:
         active = _active_units(store, cluster.agent, row["kind"])
