@@ -181,15 +181,15 @@ def _dry_run(store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls:
              now: dt.datetime | None) -> CompactReport:
     """Run the real cycle on a temporary copy of the store and report it; the store is not touched.
 
-    The copy is DuckDB only (the steps never read LanceDB; the index step reports what it would
-    build), so a dry run costs less than a real cycle, whose snapshot copies both."""
+    The copy is a rolled-back DuckDB transaction with an empty scratch LanceDB (the steps never read
+    LanceDB; the index step reports what it would build), so a dry run copies no file and costs less
+    than a real cycle, whose snapshot copies both."""
     started = time.perf_counter()
     clock = now or utcnow()
     report = CompactReport(run_id="dry-run", dry_run=True, clock=clock.isoformat(), before=counts(store))
     stale = store.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running'").fetchall()
     report.recovered = [{"run_id": r, "snapshot_id": s, "action": "would be rolled back first"} for r, s in stale]
-    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, \
-            store.copy_to(Path(tmp), with_index=False) as copy:
+    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, store.rehearsal(Path(tmp)) as copy:
         ctx = CycleContext(now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine,
                            max_llm_calls=max_llm_calls)
         _run_steps(copy, report, ctx)

@@ -5,6 +5,7 @@ takes the lock and opens a Store per operation."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from contextlib import contextmanager
@@ -72,21 +73,29 @@ class Store:
         text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
 
-    def copy_files(self, target: Path, *, with_index: bool = True) -> None:
+    def copy_files(self, target: Path) -> None:
         """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
         self.con.execute("CHECKPOINT")
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
         lance = self.dir / LANCE_DIR
-        if with_index and lance.exists():
+        if lance.exists():
             shutil.copytree(lance, target / LANCE_DIR)
 
-    def copy_to(self, target: Path, *, with_index: bool = True) -> "Store":
-        """A Store on a fresh copy of this one (same config and embedder). Without the index, the copy's
-        LanceDB starts empty: writes to tables it lacks are no-ops, which suits a dry run, whose
-        steps read DuckDB only."""
-        self.copy_files(target, with_index=with_index)
-        return Store(target, config=self.config, embedder=self.embedder)
+    @contextmanager
+    def rehearsal(self, scratch: Path) -> Iterator["Store"]:
+        """A throw-away copy of this store for a dry run, without copying a file: the same DuckDB
+        connection inside one transaction that is always rolled back (snapshot isolation makes it a
+        private copy; a crash commits nothing), and an empty LanceDB in `scratch`, where writes to
+        tables it lacks are no-ops (compaction steps read DuckDB only)."""
+        view = copy.copy(self)
+        view.index = Index(scratch)
+        self.con.execute("BEGIN")
+        view._depth = 1  # the steps' own transactions join this one
+        try:
+            yield view
+        finally:
+            self.con.execute("ROLLBACK")
 
     def __enter__(self) -> "Store":
         return self
