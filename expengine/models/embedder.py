@@ -14,8 +14,11 @@ from ..errors import ModelError
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 vectors of a fixed size."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...  # the embedding cache key
+
+    @property
+    def dim(self) -> int: ...  # read-only, so a lazily loaded model can answer it on first use
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
@@ -98,7 +101,7 @@ class LazyEmbedder:
         return get_embedder(self.model_path, batch_size=self.batch_size)
 
     @property
-    def dim(self) -> int:  # type: ignore[override]
+    def dim(self) -> int:
         return self.model.dim
 
     def encode(self, texts: list[str]) -> np.ndarray:
