@@ -82,6 +82,13 @@ class RefineConfig:
 
 
 @dataclass
+class ChatterConfig:
+    """A sentence seen in this many sessions (or this share of them), without a digit, is boilerplate."""
+    min_sessions: int = 5
+    session_share: float = 0.05
+
+
+@dataclass
 class QueryConfig:
     alpha: float = 0.6
     beta: float = 0.2
@@ -116,6 +123,7 @@ class Config:
     decay: DecayConfig = field(default_factory=DecayConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
+    chatter: ChatterConfig = field(default_factory=ChatterConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)

@@ -13,7 +13,6 @@ from .config import Config
 from .errors import StoreError
 from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, default_store_dir, open_database
 from .store.index import MEMORIES, UNITS, Index
-from .textutil import approx_tokens
 from .results import Result
 
 
@@ -33,6 +32,9 @@ class Stats(Result):
     indexed_memories: int = 0
     indexed_units: int = 0
     active_tokens: int = 0
+    hot_tokens: int = 0
+    raw_tokens: int = 0
+    hot_share: float | None = None
     size_bytes: int = 0
     store: str = ""
 
@@ -141,13 +143,14 @@ class Engine:
         return ingest(self, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
 
     def stats(self) -> Stats:
+        from .lifecycle.compact import hot_text
+
         con = self.con
 
         def grouped(sql: str) -> dict[str, int]:
             return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
 
         states = grouped("SELECT state, count(*) FROM records GROUP BY state")
-        texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
         size = sum(f.stat().st_size for f in self.store_dir.rglob("*") if f.is_file())
         return Stats(
             raw=sum(states.values()),
@@ -163,7 +166,7 @@ class Engine:
             units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
             indexed_memories=self.index.count(MEMORIES),
             indexed_units=self.index.count(UNITS),
-            active_tokens=sum(approx_tokens(t) for (t,) in texts),
+            **hot_text(self),
             size_bytes=size,
             store=str(self.store_dir),
         )

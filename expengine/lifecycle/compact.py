@@ -1,4 +1,4 @@
-"""One compaction cycle: snapshot → decay → goal cleanup → cluster pruning → refine hook → purge → report.
+"""One compaction cycle: snapshot → decay → goal cleanup → chatter → cluster pruning → refine hook → purge → report.
 
 Safety:
 - the Engine holds the store lock, so one compaction (or ingest) runs at a time;
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ExpengineError
 from ..store.db import utcnow
 from ..textutil import approx_tokens
+from .chatter import sleep_chatter
 from .clusters import k_rule, prune_clusters
 from .decay import decay
 from .goals import goal_cleanup
@@ -52,6 +53,9 @@ class Counts(Result):
     merged: int
     units: int
     active_tokens: int
+    hot_tokens: int = 0
+    raw_tokens: int = 0
+    hot_share: float | None = None
 
 
 @dataclass
@@ -70,6 +74,17 @@ class CompactReport(Result):
     seconds: float = 0.0
 
 
+def hot_text(engine: "Engine") -> dict[str, Any]:
+    """Tokens a default query can return (active memories' and active units' text) against all raw text."""
+    con = engine.con
+    memory, raw = (sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall()) for sql in (
+        "SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records"))
+    units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
+    hot = memory + units
+    return {"active_tokens": memory, "hot_tokens": hot, "raw_tokens": raw,
+            "hot_share": round(hot / raw, 4) if raw else None}
+
+
 def counts(engine: "Engine") -> Counts:
     con = engine.con
     states = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
@@ -79,7 +94,7 @@ def counts(engine: "Engine") -> Counts:
         clusters=int(con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]),
         merged=int(con.execute("SELECT count(*) FROM records WHERE merged_into IS NOT NULL").fetchall()[0][0]),
         units=int(con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchall()[0][0]),
-        active_tokens=sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()),
+        **hot_text(engine),
     )
 
 
@@ -183,6 +198,7 @@ def _run_steps(engine: "Engine", report: CompactReport, *, refine: bool, refine_
     _pause_for_tests(engine, "decay")
     report.steps["goals"] = goal_cleanup(engine, dry_run=False, run_id=run_id, now=now).to_dict()
     _pause_for_tests(engine, "goals")
+    report.steps["chatter"] = sleep_chatter(engine, dry_run=False, run_id=run_id, now=now).to_dict()
     due, report.clustering = clustering_due(engine, now)
     if due:
         report.steps["clusters"] = prune_clusters(engine, dry_run=False, run_id=run_id, now=now).to_dict()
@@ -249,6 +265,8 @@ def history(engine: "Engine") -> list[dict[str, Any]]:
             "active_before": before.get("active"), "active_after": after.get("active"),
             "dormant": after.get("dormant"), "archived": after.get("archived"), "units": after.get("units"),
             "tokens_before": before.get("active_tokens"), "tokens_after": after.get("active_tokens"),
+            "hot_tokens": after.get("hot_tokens"), "raw_tokens": after.get("raw_tokens"),
+            "hot_share": after.get("hot_share"),
             "clustering": data.get("clustering"), "seconds": data.get("seconds"), "error": data.get("error"),
         })
     return out

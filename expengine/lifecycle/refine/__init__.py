@@ -540,7 +540,7 @@ def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budge
                                [cluster.signature, cluster.key])
         report.clusters_unchanged += 1
         return
-    records = _fetch_records(engine, cluster.member_ids + previous)
+    records = [r for r in _fetch_records(engine, cluster.member_ids + previous) if r["category"] != "chatter"]
     if len(records) < engine.config.refine.min_support:
         report.clusters_not_concrete += 1
         return
