@@ -7,7 +7,7 @@ every sentence is):
   please provide your user ID?", "###STOP###", "You're welcome"). A sentence with an id or amount is
   never boilerplate, however often its shape recurs ("Flight HAT123").
 - *no content*: every word is a stop word, a chatter word of some language (`CHATTER_WORDS`) or a
-  speaker's name: "Hey Mel! Good to see you!", "Thanks, you too! ###STOP###". A number or any other
+  speaker's name (or its short form): "Hey Mel! Good to see you!", "Thanks, you too! ###STOP###". A number or any other
   word keeps it. (Measured: also counting words common across the store as empty, as an IDF cut would,
   put real tau-bench requests to sleep: "I'd like to upgrade to economy class" is all common words
   in an airline store.)
@@ -46,7 +46,7 @@ CHATTER_WORDS: dict[str, frozenset[str]] = {
         """.split()),
 }
 # Stop words by language beyond sklearn's English list (`stop_words`); a language without one adds it here.
-STOP_WORDS: dict[str, frozenset[str]] = {}
+STOP_WORDS: dict[str, frozenset[str]] = {"en": frozenset("s t m re ll ve d".split())}  # what "I'm", "you're" leave
 MARKERS = ("###STOP###",)  # end-of-dialogue markers simulators and frameworks append
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+|\d+|#+\w*#*", re.UNICODE)
@@ -108,6 +108,11 @@ class Verdict:
     rule: str  # "boilerplate" or "no content"
 
 
+def _is_name(word: str, names: set[str]) -> bool:
+    """A speaker's name or its short form ("Mel" for Melanie)."""
+    return word in names or (len(word) >= 3 and any(name.startswith(word) for name in names))
+
+
 def detect(messages: list[Message], *, min_sessions: int, session_share: float) -> list[Verdict]:
     """The chatter among `messages` (all active messages of one agent), by the two rules above."""
     stop = stop_words()
@@ -134,7 +139,7 @@ def detect(messages: list[Message], *, min_sessions: int, session_share: float) 
         if all(shape and not _DIGIT.search(s) and len(seen_in[shape]) >= threshold for s, shape in zip(parts, shapes)):
             verdicts.append(Verdict(m.id, "boilerplate"))
             continue
-        if not _DIGIT.search(body) and all(w in stop or w in names for w in words(body)):
+        if not _DIGIT.search(body) and all(w in stop or _is_name(w, names) for w in words(body)):
             verdicts.append(Verdict(m.id, "no content"))
     return verdicts
 
