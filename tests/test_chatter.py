@@ -71,11 +71,11 @@ def test_compaction_puts_chatter_to_sleep_and_reports_hot_tokens(make_engine, wr
     assert before.hot_tokens == before.raw_tokens > 0 and before.hot_share == 1.0
     report = engine.compact(refine=True, now=start + dt.timedelta(days=1))
     assert report.steps["chatter"]["dormant"] == 12
-    states = dict(engine.con.execute("SELECT id, state FROM records").fetchall())
-    categories = dict(engine.con.execute("SELECT id, category FROM records").fetchall())
+    states = dict(engine.store.con.execute("SELECT id, state FROM records").fetchall())
+    categories = dict(engine.store.con.execute("SELECT id, category FROM records").fetchall())
     assert states["r0-0"] == states["r5-1"] == "dormant" and categories["r0-0"] == "chatter"
     assert categories["r3-2"] != "chatter"
-    units = engine.con.execute("SELECT text FROM units").fetchall()
+    units = engine.store.con.execute("SELECT text FROM units").fetchall()
     assert not any("STOP" in text or "user ID" in text for (text,) in units)
     after = engine.stats()
     assert after.hot_tokens < before.hot_tokens and after.hot_share == report.after.hot_share

@@ -24,13 +24,13 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..results import Result
-from ..store.index import sql_list
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 # Words that greet, thank, agree, react or sign off: they say nothing about anyone or anything.
 CHATTER_WORDS: dict[str, frozenset[str]] = {
@@ -144,16 +144,16 @@ def detect(messages: list[Message], *, min_sessions: int, session_share: float) 
     return verdicts
 
 
-def sleep_chatter(engine: "Engine", *, dry_run: bool, run_id: str | None = None,
+def sleep_chatter(store: "Store", *, dry_run: bool, run_id: str | None = None,
                   now: dt.datetime | None = None) -> ChatterReport:
     """Active chatter messages go dormant with category 'chatter' (so refinement never quotes them).
     Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay."""
     from ..store.state import set_state
 
     started = time.monotonic()
-    cfg = engine.config.chatter
+    cfg = store.config.chatter
     report = ChatterReport(run_id=run_id, dry_run=dry_run)
-    rows = engine.con.execute(
+    rows = store.con.execute(
         "SELECT id, agent, coalesce(session, id), text, category, pinned OR protected FROM records "
         "WHERE kind = 'message' AND state IN ('active', 'dormant') AND tool_name IS NULL ORDER BY ts, id"
     ).fetchall()
@@ -174,8 +174,9 @@ def sleep_chatter(engine: "Engine", *, dry_run: bool, run_id: str | None = None,
     report.examples = list(dict.fromkeys(text_of[v.id][:80] for v in found))[:5]
     if not dry_run and found:
         ids = [v.id for v in found]
-        engine.con.execute(f"UPDATE records SET category = 'chatter' WHERE id IN ({sql_list(ids)})")
-        report.dormant = set_state(engine, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id)
+        store.con.execute("UPDATE records SET category = 'chatter' WHERE id IN (SELECT unnest(?))", [ids])
+        report.dormant = set_state(store, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id,
+                                   now=now)
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -183,3 +184,12 @@ def sleep_chatter(engine: "Engine", *, dry_run: bool, run_id: str | None = None,
 # Categories ingest gives ordinary messages; lessons (error, outcome, feedback, preference, safety) never sleep.
 SLEEPABLE_CATEGORIES = ("chatter", "conversation", "process", "fact", "message", "note")
 
+
+
+class ChatterStep:
+    """Chatter is found among all active messages, so it runs every cycle (after goal cleanup, before clustering)."""
+
+    name = "chatter"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()
