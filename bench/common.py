@@ -107,7 +107,8 @@ def store_size(engine: Any) -> dict[str, Any]:
     return {
         "raw": stats.raw, "active": stats.active, "dormant": stats.dormant, "archived": stats.archived,
         "units": stats.units, "active_plus_units": kept, "share_of_raw": round(kept / stats.raw, 4) if stats.raw else None,
-        "active_tokens": stats.active_tokens,
+        "active_tokens": stats.active_tokens, "hot_tokens": stats.hot_tokens, "raw_tokens": stats.raw_tokens,
+        "hot_share": stats.hot_share,
     }
 
 

@@ -21,7 +21,9 @@ punctuation marks, header included). Measured on the hits that fit:
   with none counts only for answer-token recall;
 - evidence recall (shown): the same, counting only turns whose text is in the prompt (a memory hit,
   its merged near-duplicates, the evidence lines under units) and not the other sources of a unit;
-- answer-token recall: share of the gold answer's lowercase words present in the prompt text.
+- answer-token recall: share of the gold answer's lowercase words present in the prompt text;
+- hot text / raw text: tokens a default query can return (active memories' and active units' text,
+  `Engine.stats().hot_tokens`) against the tokens of every raw turn.
 The baseline ranks the same stored turns with BM25 (rank_bm25 BM25Okapi over lowercase words) and
 fills the same budget with the same renderer. Then the store is compacted `--cycles` times (full
 cycle with refinement, one nightly clock tick apart) and measured again. The ablation replays the
@@ -289,8 +291,11 @@ def aggregate(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         if all(sizes):
             raw = sum(s["raw"] for s in sizes)
             kept = sum(s["active_plus_units"] for s in sizes)
+            hot, raw_tokens = sum(s["hot_tokens"] for s in sizes), sum(s["raw_tokens"] for s in sizes)
             entry["size"] = {"raw": raw, "active": sum(s["active"] for s in sizes), "units": sum(s["units"] for s in sizes),
-                             "active_plus_units": kept, "share_of_raw": round(kept / raw, 4) if raw else None}
+                             "active_plus_units": kept, "share_of_raw": round(kept / raw, 4) if raw else None,
+                             "hot_tokens": hot, "raw_tokens": raw_tokens,
+                             "hot_share": round(hot / raw_tokens, 4) if raw_tokens else None}
         summary[method] = entry
     return summary
 
@@ -308,6 +313,9 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
     gain = before.get("evidence_recall"), bm25.get("evidence_recall")
     measured = {  # name: (value, limit, the value must be at least the limit)
         "store_share_of_raw": (size.get("share_of_raw"), 0.40, False),
+        "hot_text_share_of_raw": (size.get("hot_share"), 0.40, False),
+        "answer_recall_vs_before": (ratio("answer_recall"), 1.00, True),
+        "evidence_recall_shown_kept": (ratio("evidence_recall_shown"), 0.95, True),
         "evidence_recall_kept": (ratio("evidence_recall"), 0.90, True),
         "answer_recall_kept": (ratio("answer_recall"), 0.90, True),
         "evidence_recall_over_bm25": (None if None in gain else round(gain[0] - gain[1], 4), 0.10, True),
@@ -319,7 +327,7 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
 
 def render_tables(summary: dict[str, Any]) -> str:
     headers = ["method", "questions", "evidence recall", "evidence recall (shown)", "answer-token recall",
-               "prompt tokens", "unit hits", "store (active + units) / raw"]
+               "prompt tokens", "unit hits", "store (active + units) / raw", "hot text / raw text"]
     blocks = []
     groups = ["overall", *(f"{n} {CATEGORIES[n]}" for n in CATEGORIES)]
     for group in groups:
@@ -327,8 +335,9 @@ def render_tables(summary: dict[str, Any]) -> str:
         for method, entry in summary.items():
             g, size = entry[group], entry.get("size")
             store = f"{size['active']} + {size['units']} / {size['raw']} = {size['share_of_raw']:.2f}" if size else "—"
+            hot = f"{size['hot_tokens']} / {size['raw_tokens']} = {size['hot_share']:.2f}" if size else "—"
             rows.append([method, g["questions"], g["evidence_recall"], g["evidence_recall_shown"], g["answer_recall"],
-                         None if g["prompt_tokens"] is None else round(g["prompt_tokens"]), g["unit_hits"], store])
+                         None if g["prompt_tokens"] is None else round(g["prompt_tokens"]), g["unit_hits"], store, hot])
         title = "Overall" if group == "overall" else f"Category {group}"
         blocks.append(f"### {title}\n\n" + table(headers, rows))
     return "\n\n".join(blocks)

@@ -95,6 +95,13 @@ class LessonsConfig:
 
 
 @dataclass
+class ChatterConfig:
+    """A sentence seen in this many sessions (or this share of them), without a digit, is boilerplate."""
+    min_sessions: int = 5
+    session_share: float = 0.05
+
+
+@dataclass
 class QueryConfig:
     alpha: float = 0.6
     beta: float = 0.2
@@ -130,6 +137,7 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
+    chatter: ChatterConfig = field(default_factory=ChatterConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)

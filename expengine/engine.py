@@ -16,7 +16,6 @@ from .results import Result
 from .store.db import LOCK_FILE, StoreLock, default_store_dir
 from .store.index import MEMORIES, UNITS
 from .store.store import Store
-from .textutil import approx_tokens
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -50,6 +49,9 @@ class Stats(Result):
     indexed_memories: int = 0
     indexed_units: int = 0
     active_tokens: int = 0
+    hot_tokens: int = 0
+    raw_tokens: int = 0
+    hot_share: float | None = None
     size_bytes: int = 0
     store: str = ""
 
@@ -380,6 +382,8 @@ def _heal_pending_index(store: Store) -> None:
 
 
 def _stats(store: Store) -> Stats:
+    from .lifecycle.compact import hot_text
+
     con = store.con
 
     def grouped(sql: str) -> dict[str, int]:
@@ -389,7 +393,6 @@ def _stats(store: Store) -> Stats:
         return int(con.execute(sql).fetchall()[0][0])
 
     states = grouped("SELECT state, count(*) FROM records GROUP BY state")
-    texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
     size = sum(f.stat().st_size for f in store.dir.rglob("*") if f.is_file())
     return Stats(
         raw=sum(states.values()),
@@ -405,7 +408,7 @@ def _stats(store: Store) -> Stats:
         units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
         indexed_memories=store.index.count(MEMORIES),
         indexed_units=store.index.count(UNITS),
-        active_tokens=sum(approx_tokens(t) for (t,) in texts),
+        **hot_text(store),
         size_bytes=size,
         store=str(store.dir),
     )

@@ -137,8 +137,10 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     assert after["raw"] == conversation["turns"] and after["active_plus_units"] == after["active"] + after["units"]
     assert len(conversation["cycles"]) == 3
     assert conversation["methods"][methods[0]] == report["summary"][methods[0]]["overall"]  # one conversation
-    assert set(report["targets"]) == {"store_share_of_raw", "evidence_recall_kept", "answer_recall_kept",
+    assert set(report["targets"]) == {"store_share_of_raw", "hot_text_share_of_raw", "answer_recall_vs_before",
+                                      "evidence_recall_shown_kept", "evidence_recall_kept", "answer_recall_kept",
                                       "evidence_recall_over_bm25"}
+    assert after["hot_tokens"] > 0 and after["hot_share"] == round(after["hot_tokens"] / after["raw_tokens"], 4)
     page = (tmp_path / "b.md").read_text(encoding="utf-8")
     assert "<!-- locomo:start -->" in page and "### Overall" in page and "--conversations 1" in page
 

@@ -36,7 +36,8 @@ def _print_report(data: dict[str, Any]) -> None:
     title = "compaction plan (dry run, nothing changed)" if data["dry_run"] else f"compaction {data['run_id']}"
     table = Table("", "before", "after", title=title)
     before, after = data["before"], data["after"] or {}
-    for key in ("raw", "active", "dormant", "archived", "clusters", "merged", "units", "active_tokens"):
+    for key in ("raw", "active", "dormant", "archived", "clusters", "merged", "units", "active_tokens", "hot_tokens",
+                "raw_tokens"):
         table.add_row(key.replace("_", " "), str(before[key]), str(after.get(key, "")))
     stdout.print(table)
     steps = Table("step", "seconds", "what happened", title="steps")
@@ -64,6 +65,8 @@ def _step_summary(name: str, step: dict[str, Any]) -> str:
         return (f"goals {step['goals_handled']}: {step['process_weakened']} process weakened, "
                 f"{step['lessons_reinforced']} lessons and {step['failure_records_reinforced']} failure records reinforced, "
                 f"{step['became_dormant']} dormant")
+    if name == "chatter":
+        return f"{step['dormant']} chatter messages asleep ({step['boilerplate']} boilerplate, {step['no_content']} empty)"
     if name == "clusters":
         return (f"{step['records_clustered']} records in {step['clusters']} clusters; {step['merged_records']} merged into "
                 f"{step['merged_groups']} survivors; {step['dormant_covered']} covered and {step['dormant_empty']} empty "

@@ -66,7 +66,8 @@ def stats(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     for label, value in (
         ("raw records", result.raw), ("active", result.active), ("dormant", result.dormant),
         ("archived", result.archived), ("knowledge units", result.units), ("rejects", result.rejects),
-        ("active tokens", result.active_tokens), ("size on disk (KiB)", result.size_bytes // 1024),
+        ("active tokens", result.active_tokens), ("hot tokens / raw tokens", f"{result.hot_tokens} / {result.raw_tokens}"),
+        ("size on disk (KiB)", result.size_bytes // 1024),
     ):
         table.add_row(label, str(value))
     for section, values in (("kind", result.by_kind), ("agent", result.by_agent), ("goal", result.goals)):

@@ -1,4 +1,4 @@
-"""One compaction cycle: a snapshot, then the declared `STEPS` in order (decay → goal cleanup →
+"""One compaction cycle: a snapshot, then the declared `STEPS` in order (decay → goal cleanup → chatter →
 cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then a report.
 
 Safety:
@@ -30,6 +30,7 @@ from ..results import Result
 from ..store.db import utcnow
 from ..store.reindex import rebuild
 from ..textutil import approx_tokens
+from .chatter import ChatterStep
 from .clusters import ClustersStep
 from .cycle import CycleContext, Step
 from .decay import DecayStep
@@ -57,6 +58,9 @@ class Counts(Result):
     merged: int
     units: int
     active_tokens: int
+    hot_tokens: int = 0
+    raw_tokens: int = 0
+    hot_share: float | None = None
 
 
 @dataclass
@@ -75,6 +79,17 @@ class CompactReport(Result):
     seconds: float = 0.0
 
 
+def hot_text(store: "Store") -> dict[str, Any]:
+    """Tokens a default query can return (active memories' and active units' text) against all raw text."""
+    con = store.con
+    memory, raw = (sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall()) for sql in (
+        "SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records"))
+    units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
+    hot = memory + units
+    return {"active_tokens": memory, "hot_tokens": hot, "raw_tokens": raw,
+            "hot_share": round(hot / raw, 4) if raw else None}
+
+
 def counts(store: "Store") -> Counts:
     con = store.con
     states = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
@@ -84,7 +99,7 @@ def counts(store: "Store") -> Counts:
         clusters=int(con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]),
         merged=int(con.execute("SELECT count(*) FROM records WHERE merged_into IS NOT NULL").fetchall()[0][0]),
         units=int(con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchall()[0][0]),
-        active_tokens=sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()),
+        **hot_text(store),
     )
 
 
@@ -118,7 +133,7 @@ def _pause_for_tests(store: "Store", step: str) -> None:
             signal.pause()
 
 
-STEPS: list[Step] = [DecayStep(), GoalsStep(), ClustersStep(), RefineStep(), PurgeStep(), IndexStep()]
+STEPS: list[Step] = [DecayStep(), GoalsStep(), ChatterStep(), ClustersStep(), RefineStep(), PurgeStep(), IndexStep()]
 
 
 def compact(
@@ -214,6 +229,8 @@ def history(store: "Store") -> list[dict[str, Any]]:
             "active_before": before.get("active"), "active_after": after.get("active"),
             "dormant": after.get("dormant"), "archived": after.get("archived"), "units": after.get("units"),
             "tokens_before": before.get("active_tokens"), "tokens_after": after.get("active_tokens"),
+            "hot_tokens": after.get("hot_tokens"), "raw_tokens": after.get("raw_tokens"),
+            "hot_share": after.get("hot_share"),
             "clustering": data.get("clustering"), "seconds": data.get("seconds"), "error": data.get("error"),
         })
     return out

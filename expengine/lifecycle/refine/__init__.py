@@ -547,7 +547,7 @@ def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget,
                                [cluster.signature, cluster.key])
         report.clusters_unchanged += 1
         return
-    records = _fetch_records(store, cluster.member_ids + previous)
+    records = [r for r in _fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
     if len(records) < store.config.refine.min_support:
         report.clusters_not_concrete += 1
         return

@@ -1,0 +1,195 @@
+"""Chatter and boilerplate go to sleep in the first cycle and never become units.
+
+Two measured rules over the store's active messages, sentence by sentence (a message is chatter when
+every sentence is):
+- *boilerplate*: the sentence, normalised (lowercase, digits → #, punctuation dropped), recurs in at
+  least `chatter.min_sessions` sessions or `chatter.session_share` of them, and has no digit ("Could you
+  please provide your user ID?", "###STOP###", "You're welcome"). A sentence with an id or amount is
+  never boilerplate, however often its shape recurs ("Flight HAT123").
+- *no content*: every word is a stop word, a chatter word of some language (`CHATTER_WORDS`) or a
+  speaker's name (or its short form): "Hey Mel! Good to see you!", "Thanks, you too! ###STOP###". A number or any other
+  word keeps it. (Measured: also counting words common across the store as empty, as an IDF cut would,
+  put real tau-bench requests to sleep: "I'd like to upgrade to economy class" is all common words
+  in an airline store.)
+
+The vocabulary is data: a language is one more entry in `CHATTER_WORDS` (and, when sklearn has no stop
+words for it, in `STOP_WORDS`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..results import Result
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+    from .cycle import CycleContext
+
+# Words that greet, thank, agree, react or sign off: they say nothing about anyone or anything.
+CHATTER_WORDS: dict[str, frozenset[str]] = {
+    "en": frozenset("""
+        hi hello hey hiya yo greetings morning evening afternoon night bye goodbye cya later farewell cheers
+        thanks thank thx ty appreciate appreciated welcome pleasure problem np worries
+        ok okay okey sure yes yeah yep yup no nope nah alright right fine got gotcha understood noted
+        great good nice cool awesome amazing wow wonderful fantastic lovely perfect excellent sweet neat
+        glad happy sounds sound fun exciting excited incredible super totally absolutely definitely indeed
+        lol haha hahaha omg aww oh ah hmm um uh
+        stop assistance assist help helpful anything else questions question feel free ask day safe travels
+        hear chat talk talking catch soon care see meet nice know let please hold moment
+        """.split()),
+}
+# Stop words by language beyond sklearn's English list (`stop_words`); a language without one adds it here.
+STOP_WORDS: dict[str, frozenset[str]] = {"en": frozenset("s t m re ll ve d".split())}  # what "I'm", "you're" leave
+MARKERS = ("###STOP###",)  # end-of-dialogue markers simulators and frameworks append
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_WORD = re.compile(r"[^\W\d_]+|\d+|#+\w*#*", re.UNICODE)
+_DIGIT = re.compile(r"\d")
+_SPEAKER = re.compile(r"^\s*([^:\n]{1,40}):\s")
+
+
+@dataclass
+class ChatterReport(Result):
+    run_id: str | None
+    dry_run: bool
+    checked: int = 0
+    boilerplate: int = 0
+    no_content: int = 0
+    dormant: int = 0
+    examples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def stop_words() -> frozenset[str]:
+    """sklearn's English stop words plus any listed in STOP_WORDS, plus every chatter word."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    extra: set[str] = set()
+    for words in (*STOP_WORDS.values(), *CHATTER_WORDS.values()):
+        extra.update(words)
+    return frozenset(ENGLISH_STOP_WORDS) | frozenset(extra)
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """'Caroline: hi!' → ('Caroline', 'hi!')."""
+    match = _SPEAKER.match(text)
+    return (match.group(1).strip(), text[match.end():]) if match else (None, text)
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
+
+
+def normalise(sentence: str) -> str:
+    """The shape of a sentence: lowercase words, digits as #, no punctuation."""
+    return " ".join(_WORD.findall(_DIGIT.sub("#", sentence.lower())))
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if not w.startswith("#")]
+
+
+@dataclass
+class Message:
+    id: str
+    session: str
+    text: str
+
+
+@dataclass
+class Verdict:
+    id: str
+    rule: str  # "boilerplate" or "no content"
+
+
+def _is_name(word: str, names: set[str]) -> bool:
+    """A speaker's name or its short form ("Mel" for Melanie)."""
+    return word in names or (len(word) >= 3 and any(name.startswith(word) for name in names))
+
+
+def detect(messages: list[Message], *, min_sessions: int, session_share: float) -> list[Verdict]:
+    """The chatter among `messages` (all active messages of one agent), by the two rules above."""
+    stop = stop_words()
+    sessions = {m.session for m in messages}
+    threshold = max(min_sessions, math.ceil(session_share * len(sessions)))
+    speakers = {s.lower() for m in messages if (s := split_speaker(m.text)[0])}
+    names = {w for s in speakers for w in words(s)}
+    seen_in: dict[str, set[str]] = defaultdict(set)
+    parsed = []
+    for m in messages:
+        body = split_speaker(m.text)[1]
+        for marker in MARKERS:
+            body = body.replace(marker, " ")
+        parts = sentences(body)
+        shapes = [normalise(s) for s in parts]
+        for shape in set(shapes):
+            seen_in[shape].add(m.session)
+        parsed.append((m, body, parts, shapes))
+    verdicts = []
+    for m, body, parts, shapes in parsed:
+        if not parts:
+            verdicts.append(Verdict(m.id, "boilerplate"))
+            continue
+        if all(shape and not _DIGIT.search(s) and len(seen_in[shape]) >= threshold for s, shape in zip(parts, shapes)):
+            verdicts.append(Verdict(m.id, "boilerplate"))
+            continue
+        if not _DIGIT.search(body) and all(w in stop or _is_name(w, names) for w in words(body)):
+            verdicts.append(Verdict(m.id, "no content"))
+    return verdicts
+
+
+def sleep_chatter(store: "Store", *, dry_run: bool, run_id: str | None = None,
+                  now: dt.datetime | None = None) -> ChatterReport:
+    """Active chatter messages go dormant with category 'chatter' (so refinement never quotes them).
+    Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay."""
+    from ..store.state import set_state
+
+    started = time.monotonic()
+    cfg = store.config.chatter
+    report = ChatterReport(run_id=run_id, dry_run=dry_run)
+    rows = store.con.execute(
+        "SELECT id, agent, coalesce(session, id), text, category, pinned OR protected FROM records "
+        "WHERE kind = 'message' AND state IN ('active', 'dormant') AND tool_name IS NULL ORDER BY ts, id"
+    ).fetchall()
+    by_agent: dict[str, list[Message]] = defaultdict(list)
+    eligible: set[str] = set()
+    for record_id, agent, session, text, category, kept in rows:
+        by_agent[agent].append(Message(record_id, session, text or ""))
+        if not kept and category in SLEEPABLE_CATEGORIES:
+            eligible.add(record_id)
+    found: list[Verdict] = []
+    for messages in by_agent.values():
+        found.extend(v for v in detect(messages, min_sessions=cfg.min_sessions, session_share=cfg.session_share)
+                     if v.id in eligible)
+    report.checked = len(rows)
+    report.boilerplate = sum(v.rule == "boilerplate" for v in found)
+    report.no_content = sum(v.rule == "no content" for v in found)
+    text_of = {m.id: m.text for ms in by_agent.values() for m in ms}
+    report.examples = list(dict.fromkeys(text_of[v.id][:80] for v in found))[:5]
+    if not dry_run and found:
+        ids = [v.id for v in found]
+        store.con.execute("UPDATE records SET category = 'chatter' WHERE id IN (SELECT unnest(?))", [ids])
+        report.dormant = set_state(store, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id,
+                                   now=now)
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+# Categories ingest gives ordinary messages; lessons (error, outcome, feedback, preference, safety) never sleep.
+SLEEPABLE_CATEGORIES = ("chatter", "conversation", "process", "fact", "message", "note")
+
+
+
+class ChatterStep:
+    """Chatter is found among all active messages, so it runs every cycle (after goal cleanup, before clustering)."""
+
+    name = "chatter"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()

@@ -1,0 +1,82 @@
+"""Chatter detection on real lines (tau-bench airline runs, LoCoMo conversations) and its cycle step."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from expengine.lifecycle.chatter import CHATTER_WORDS, Message, detect
+
+# Sentences that recur across many tau-bench runs (each run is one session).
+STOCK = [
+    ("assistant", "I can help you with that. Could you please provide your user ID?"),
+    ("user", "Thank you for your help! That's all I needed. ###STOP###"),
+]
+CHATTER = [  # real lines that say nothing specific
+    "Thanks, you too! ###STOP###",
+    "You're welcome! Talk to you soon. Safe travels!",
+    "###STOP###",
+    "Caroline: Hey Mel! Good to see you! How have you been?",
+    "Melanie: Bye Caroline. I'm here for you. Take care of yourself.",
+]
+CONTENT = [  # real requests and factual turns: never chatter
+    "Hi! I'd like to change my flight reservation, please.",
+    "I'd like to upgrade to economy class, please.",
+    "My user id is mia_li_3668 and the reservation is NO6JO3.",
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: Thanks, Caroline! That's really sweet. Is this your own painting?",
+    "Flight HAT136: departs 19:00 EST, arrives 22:30 EST, economy $124.",
+]
+
+
+def _store(sessions: int = 12) -> list[Message]:
+    messages = []
+    for n in range(sessions):
+        session = f"run-{n}"
+        messages += [Message(f"{session}/{i}", session, text) for i, (_, text) in enumerate(STOCK)]
+        messages.append(Message(f"{session}/req", session, f"Please cancel reservation ABC{n:03d}. Thank you!"))
+    for i, text in enumerate(CHATTER + CONTENT):
+        messages.append(Message(f"line-{i}", f"run-{i % sessions}", text))
+    return messages
+
+
+def test_chatter_words_are_data_per_language():
+    assert "thanks" in CHATTER_WORDS["en"] and all(isinstance(v, frozenset) for v in CHATTER_WORDS.values())
+
+
+def test_stock_requests_and_sign_offs_are_boilerplate_but_ids_and_requests_are_not():
+    found = {v.id: v.rule for v in detect(_store(), min_sessions=5, session_share=0.05)}
+    assert found["run-0/0"] == "boilerplate" and found["run-3/1"] == "boilerplate"
+    # the same shape with a different reservation id in every run is a real request
+    assert not any(i.endswith("/req") for i in found)
+    lines = {f"line-{i}": text for i, text in enumerate(CHATTER + CONTENT)}
+    flagged = {lines[i] for i in found if i in lines}
+    assert flagged == set(CHATTER)
+
+
+def test_a_sentence_in_few_sessions_is_not_boilerplate():
+    found = detect(_store(sessions=3), min_sessions=5, session_share=0.05)
+    assert not any(v.id.endswith("/0") for v in found)  # the id request repeats in 3 sessions only
+
+
+def test_compaction_puts_chatter_to_sleep_and_reports_hot_tokens(make_engine, write_jsonl):
+    engine = make_engine()
+    start = dt.datetime(2026, 1, 1)
+    events = []
+    for n in range(6):
+        for i, (role, text) in enumerate([*STOCK, ("user", f"I need to cancel reservation XY{n}Q7 for my trip to Denver.")]):
+            events.append({"id": f"r{n}-{i}", "ts": (start + dt.timedelta(minutes=10 * n + i)).isoformat(),
+                           "kind": "message", "session": f"run-{n}", "role": role, "content": text})
+    engine.ingest([write_jsonl("runs.jsonl", events)])
+    before = engine.stats()
+    assert before.hot_tokens == before.raw_tokens > 0 and before.hot_share == 1.0
+    report = engine.compact(refine=True, now=start + dt.timedelta(days=1))
+    assert report.steps["chatter"]["dormant"] == 12
+    states = dict(engine.store.con.execute("SELECT id, state FROM records").fetchall())
+    categories = dict(engine.store.con.execute("SELECT id, category FROM records").fetchall())
+    assert states["r0-0"] == states["r5-1"] == "dormant" and categories["r0-0"] == "chatter"
+    assert categories["r3-2"] != "chatter"
+    units = engine.store.con.execute("SELECT text FROM units").fetchall()
+    assert not any("STOP" in text or "user ID" in text for (text,) in units)
+    after = engine.stats()
+    assert after.hot_tokens < before.hot_tokens and after.hot_share == report.after.hot_share
+    assert engine.history()[-1]["hot_share"] == after.hot_share
