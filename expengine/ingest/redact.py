@@ -22,6 +22,7 @@ _SECRET_WORDS = (
 # A key names a secret when one of the words is the whole key or a `_`/`-` separated part of it (db_password,
 # AWS_SECRET_ACCESS_KEY), not when it is inside a longer word (max_tokens, passwordless).
 _SECRET_KEY = re.compile(rf"(?i)^(?:[\w.-]*[_.-])?(?:{_SECRET_WORDS})(?:[_.-][\w.-]*)?$")
+_PASSWORD_KEY = re.compile(r"(?i)pass|pwd|secret")
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -150,7 +151,7 @@ class Redactor:
         if isinstance(value, dict):
             out, total = {}, 0
             for key, item in value.items():
-                if isinstance(key, str) and _SECRET_KEY.match(key) and _scalar(item) and item not in ("", None):
+                if isinstance(key, str) and _SECRET_KEY.match(key) and _secret_like(key, item):
                     if not (isinstance(item, str) and item.startswith("[REDACTED:")):
                         out[key] = "[REDACTED:SECRET]"
                         self.counts["SECRET"] = self.counts.get("SECRET", 0) + 1
@@ -168,8 +169,11 @@ class Redactor:
         return value, 0
 
 
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+def _secret_like(key: str, value: Any) -> bool:
+    """A non-empty string under a secret-named key; a number only under a password-like one (not token_count)."""
+    if isinstance(value, str):
+        return value != ""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(_PASSWORD_KEY.search(key))
 
 
 def _valid_prefix(found: str, valid: Callable[[str], bool]) -> str:
