@@ -137,7 +137,7 @@ class Config:
     def from_dict(cls, data: dict[str, Any]) -> "Config":
         kwargs = {}
         for f in fields(cls):
-            section_cls = f.default_factory  # type: ignore[misc]
+            section_cls: Any = f.default_factory
             section = data.get(f.name, {}) or {}
             known = {g.name for g in fields(section_cls)}
             unknown = set(section) - known
