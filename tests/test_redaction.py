@@ -115,15 +115,13 @@ def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
     ("我对花生过敏", "preference"),
 ])
 def test_chinese_protected_phrases_raise_importance(text, category):
-    a = assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
-               has_goal=False, importance=None, category=None, confidence=None)
+    a = _assess_user_message(text)
     assert a.protected and a.category == category and a.importance >= 0.9
 
 
 @pytest.mark.parametrize("text", ["今天天气不错", "我们明天去公园散步", "航班HAT030改到下午"])
 def test_ordinary_chinese_is_not_protected(text):
-    a = assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
-               has_goal=False, importance=None, category=None, confidence=None)
+    a = _assess_user_message(text)
     assert not a.protected and a.importance < 0.9
 
 
