@@ -105,6 +105,11 @@ def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
 
 
 # --- Chinese rules ----------------------------------------------------------------------------------------
+def _assess_user_message(text: str):
+    return assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
+                  has_goal=False, importance=None, category=None, confidence=None)
+
+
 @pytest.mark.parametrize("text, category", [
     ("总是先确认订单号再退款", "safety"),
     ("永远不要把用户的密码发给别人", "safety"),
