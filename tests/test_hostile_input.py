@@ -211,3 +211,10 @@ def test_ints_are_numbers_and_good_values_load(tmp_path):
     (store / "config.toml").write_text("[decay]\ntheta_dormant = 1\n[ingest]\nredact = false\n", encoding="utf-8")
     config = Config.load(store).with_overrides({"cluster.max_k": "7"})
     assert config.decay.theta_dormant == 1 and config.ingest.redact is False and config.cluster.max_k == 7
+
+
+def test_a_corrupt_gzip_file_is_one_error_line_not_a_traceback(tmp_path, wide):
+    log = tmp_path / "bad.jsonl.gz"
+    log.write_bytes(b"\x1f\x8b" + bytes(range(256)))
+    result = run(tmp_path / "store", "ingest", str(log), code=InputError.exit_code)
+    assert result.stderr.startswith(f"error: cannot read {log}")
