@@ -80,10 +80,10 @@ def test_planted_secrets_are_nowhere_in_the_store_folder(make_engine, tmp_path):
     result = engine.ingest([log])
     assert result.rejected == 1 and result.stored == 4 * len(SECRETS)
     engine.compact(refine=False)  # a snapshot copies the store: it must hold no secret either
-    tables = [t for (t,) in engine.con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
-    rows = [row for t in tables for row in engine.con.execute(f'SELECT * FROM "{t}"').fetchall()]
-    rows += [tuple(r.values()) for name in ("memories", "units") if engine.index.table(name) is not None
-             for r in engine.index.table(name).to_arrow().to_pylist()]
+    tables = [t for (t,) in engine.store.con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+    rows = [row for t in tables for row in engine.store.con.execute(f'SELECT * FROM "{t}"').fetchall()]
+    rows += [tuple(r.values()) for name in ("memories", "units") if engine.store.index.table(name) is not None
+             for r in engine.store.index.table(name).to_arrow().to_pylist()]
     dump = "\n".join(str(cell) for row in rows for cell in row if isinstance(cell, str))  # vectors hold digits
     engine.close()
     blobs = b"".join(p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file())
@@ -99,7 +99,7 @@ def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
         {"id": f"k{n}", "ts": TS, "kind": "tool_result", "content": text,
          "tool": {"name": "get_reservation_details", "result": {"value": text}}, "meta": {"value": text}}
         for n, text in enumerate(MUST_KEEP)])])
-    rows = engine.con.execute("SELECT content, tool_result, meta, redactions FROM records ORDER BY id").fetchall()
+    rows = engine.store.con.execute("SELECT content, tool_result, meta, redactions FROM records ORDER BY id").fetchall()
     assert len(rows) == len(MUST_KEEP) and all(r[3] == 0 for r in rows)
     assert sorted(r[0] for r in rows) == sorted(MUST_KEEP)
     assert all(json.loads(r[1])["value"] == r[0] == json.loads(r[2])["value"] for r in rows)
@@ -136,6 +136,6 @@ def test_chinese_secrets_never_stored(make_engine, write_jsonl):
     engine.ingest([write_jsonl("cn.jsonl", [
         {"id": "cn1", "ts": TS, "kind": "message", "role": "user",
          "content": "我的手机号是13812345678，身份证号11010519491231002X，密码是abc12345。"}])])
-    (content,) = engine.con.execute("SELECT content FROM records WHERE id = 'cn1'").fetchone()
+    (content,) = engine.store.con.execute("SELECT content FROM records WHERE id = 'cn1'").fetchone()
     assert content == ("我的手机号是[REDACTED:CN_MOBILE]，身份证号[REDACTED:CN_ID]，密码是[REDACTED:PASSWORD]。")
     assert Redactor()("身份证号110105194912310021")[1] == 0  # a wrong check character is not an identity number
