@@ -159,7 +159,7 @@ class Config:
     def from_dict(cls, data: dict[str, Any]) -> "Config":
         kwargs = {}
         for f in fields(cls):
-            section_cls = f.default_factory  # type: ignore[misc]
+            section_cls: Any = f.default_factory
             section = data.get(f.name, {}) or {}
             known = {g.name for g in fields(section_cls)}
             unknown = set(section) - known
@@ -168,6 +168,9 @@ class Config:
                     f"unknown config key(s) in [{f.name}]: {', '.join(sorted(unknown))}",
                     hint="see `expengine config show` for valid keys",
                 )
+            defaults = section_cls()
+            for name, value in section.items():
+                _check_type(f"{f.name}.{name}", value, getattr(defaults, name))
             kwargs[f.name] = section_cls(**section)
         return cls(**kwargs)
 
@@ -190,6 +193,35 @@ class Config:
         return path
 
 
+def _type_name(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, dict):
+        return "a table of numbers"
+    return "a string"
+
+
+def _check_type(key: str, value: Any, default: Any) -> None:
+    """A value must have its default's type (an integer is a number); one line naming the key otherwise."""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = number and (isinstance(default, float) or isinstance(value, int))
+    elif isinstance(default, dict):
+        ok = isinstance(value, dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        )
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        raise InputError(f"config key {key} must be {_type_name(default)}, got {type(value).__name__} {value!r}")
+
+
 def _coerce(value: Any, current: Any, key: str) -> Any:
     """Turn a CLI string like "0.5" into the type the default has."""
     if not isinstance(value, str) or isinstance(current, str):
@@ -210,5 +242,5 @@ def _coerce(value: Any, current: Any, key: str) -> Any:
 
             return json.loads(value)
     except ValueError as exc:
-        raise InputError(f"bad value {value!r} for {key}", hint=f"expected {type(current).__name__}") from exc
+        raise InputError(f"config key {key} must be {_type_name(current)}, got {value!r}") from exc
     return value

@@ -8,7 +8,7 @@ import click
 import typer
 
 from ..errors import ExpengineError
-from .common import app, stderr
+from .common import app, stderr, styled
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
 from . import compact_cmds, query_cmds, refine_cmds, store_cmds  # noqa: E402,F401
@@ -19,9 +19,9 @@ def main() -> None:
     try:
         rc = app(standalone_mode=False)
     except ExpengineError as exc:
-        stderr.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+        stderr.print(styled(("error:", "bold red"), " ", exc.message))
         if exc.hint:
-            stderr.print(f"  [dim]hint:[/] {exc.hint}", highlight=False)
+            stderr.print(styled("  ", ("hint:", "dim"), " ", exc.hint))
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         stderr.print("aborted")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -10,8 +9,10 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ..errors import InputError
+from ..results import to_json
 
 app = typer.Typer(
     name="expengine",
@@ -21,8 +22,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-stdout = Console(no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
+# The one rendering path: markup and emoji codes are off on both consoles, so every string (table cells, titles,
+# prompts, error lines) prints verbatim, `[/x]` included. Styling goes through `styled`, never through markup.
+_NO_COLOR = bool(os.environ.get("NO_COLOR")) or None
+stdout = Console(no_color=_NO_COLOR, highlight=False, markup=False, emoji=False, soft_wrap=True)
+stderr = Console(stderr=True, no_color=_NO_COLOR, highlight=False, markup=False, emoji=False)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print exactly one JSON object to stdout.")
 
@@ -54,8 +58,14 @@ def open_engine(ctx: typer.Context):
     return Engine(store=obj.get("store"), overrides=obj.get("overrides") or None, lock_timeout=obj.get("wait", 30.0))
 
 
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line with some parts styled, e.g. styled(("error:", "bold red"), " ", message); text is never markup."""
+    return Text.assemble(*parts)
+
+
 def emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, default=str, ensure_ascii=False) + "\n")
+    """Every `--json` answer goes out here: one object, one line, through the one serialiser."""
+    sys.stdout.write(to_json(payload) + "\n")
 
 
 def progress_enabled() -> bool:

@@ -49,7 +49,7 @@ def _print_report(data: dict[str, Any]) -> None:
         for name, step in data["steps"].items():
             for key in ("examples", "merge_examples", "dormant_examples"):
                 for ex in step.get(key) or []:
-                    stdout.print(f"  {name}: {ex}", markup=False)
+                    stdout.print(f"  {name}: {ex}")
     elif data["snapshot_id"]:
         stderr.print(f"snapshot {data['snapshot_id']} (undo with: expengine restore {data['snapshot_id']})")
 

@@ -14,11 +14,9 @@ FORMATS = ("prompt", "table")
 
 
 def _short(text: str | None, width: int = 90) -> str:
-    """One line, clipped, with Rich markup escaped (stored text may contain [brackets])."""
-    from rich.markup import escape
-
+    """One line, clipped (the consoles print it verbatim: markup is off)."""
     flat = " ".join((text or "").split())
-    return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 @app.command()

@@ -36,7 +36,7 @@ def refine(
     if report.clusters_left:
         stderr.print(f"{len(report.clusters_left)} clusters left for the next cycle (budget)")
     for unit in report.units[:20]:
-        stdout.print(f"  {unit['id']} [{unit['kind']}/{unit['method']}] {unit['text']}", markup=False)
+        stdout.print(f"  {unit['id']} [{unit['kind']}/{unit['method']}] {unit['text']}")
 
 
 @app.command()
@@ -74,8 +74,8 @@ def trace(ctx: typer.Context, unit_id: str = typer.Argument(..., help="A unit id
         return
     unit = result["unit"]
     stdout.print(f"{unit['id']} [{unit['kind']}, {unit['status']}, {unit['method']}] support {unit['support']} "
-                 f"confidence {unit['confidence']:.2f}", markup=False)
-    stdout.print(unit["text"], markup=False)
+                 f"confidence {unit['confidence']:.2f}")
+    stdout.print(unit["text"])
     table = Table("record", "ts", "state", "kind", "text")
     for r in result["records"]:
         table.add_row(r["id"], f"{r['ts']:%Y-%m-%d %H:%M}", r["state"], r["kind"], r["text"][:100])

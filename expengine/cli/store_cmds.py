@@ -122,7 +122,7 @@ def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
         return
     import tomli_w
 
-    stdout.print(tomli_w.dumps(data), markup=False)
+    stdout.print(tomli_w.dumps(data))
 
 
 @config_app.command("init")

@@ -69,7 +69,7 @@ def ingest(
         for item in read_items(name, fmt=fmt, max_line_bytes=store.config.ingest.max_line_bytes, agent=agent, now=now):
             result.read += 1
             if item.event is None:
-                _reject(store, result, item, now)
+                _reject(store, result, item, redactor, now)
                 continue
             batch.append(item.event)
             if len(batch) >= BATCH:
@@ -94,29 +94,24 @@ def ingest(
     return result
 
 
-def _reject(store: "Store", result: IngestResult, item: Item, now: dt.datetime) -> None:
+def _reject(store: "Store", result: IngestResult, item: Item, redactor: Redactor, now: dt.datetime) -> None:
+    """Quarantine a bad line; its raw text and the error (which may quote a value) are redacted like any field."""
+    error, _ = redactor(item.error or "rejected")
+    raw, _ = redactor(item.raw or "")
     result.rejected += 1
-    result.rejects.append(Reject(item.file, item.line, item.error or "rejected"))
-    store.con.execute(
-        "INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [item.file, item.line, item.error, (item.raw or "")[:10000], now],
-    )
+    result.rejects.append(Reject(item.file, item.line, error or "rejected"))
+    store.con.execute("INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                      [item.file, item.line, error, (raw or "")[:10000], now])
 
 
 def _redact_event(ev: Event, redactor: Redactor) -> int:
+    """Every field that holds what the agent said or saw, at any depth; ids, agents and sessions stay as given."""
     total = 0
-    for attr in ("content", "tool_error", "goal_description", "feedback_text"):
-        value, n = redactor(getattr(ev, attr))
+    for attr in ("content", "tool_error", "goal_description", "feedback_text", "tool_args", "tool_result", "meta",
+                 "tags"):
+        value, n = redactor.value(getattr(ev, attr))
         setattr(ev, attr, value)
         total += n
-    for attr in ("tool_args", "tool_result"):
-        raw = getattr(ev, attr)
-        if raw is None:
-            continue
-        text, n = redactor(as_text(raw))
-        if n:
-            setattr(ev, attr, text)
-            total += n
     return total
 
 

@@ -1,31 +1,28 @@
-"""Redact secrets and personal data before anything is stored or embedded."""
+"""Redact secrets and personal data before anything is stored or embedded.
+
+Each kind is a pattern, optionally the group that holds the secret (the key or phrase around it stays, so the
+text still reads "my password is [REDACTED:PASSWORD]"), and optionally a check that keeps look-alikes: card
+numbers pass Luhn, IBANs mod-97, Chinese identity numbers ISO 7064 MOD 11-2. A replacement never matches again,
+so redacting twice changes nothing.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("PRIVATE_KEY", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S)),
-    ("API_KEY", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}\b")),
-    ("API_KEY", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    ("API_KEY", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    ("API_KEY", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    ("API_KEY", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
-    ("TOKEN", re.compile(r"\b[Bb]earer\s+[A-Za-z0-9._\-+/=]{16,}")),
-    ("TOKEN", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b")),
-    (
-        "SECRET",
-        re.compile(
-            r"(?i)\b((?:password|passwd|pwd|passcode|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
-            r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&\"']+)"
-        ),
-    ),
-    ("EMAIL", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")),
-    ("CARD", re.compile(r"\b(?:\d[ -]?){12,18}\d\b")),
-    ("PHONE", re.compile(r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])")),
-    ("PHONE", re.compile(r"(?<![\w-])\+\d{1,3}[\s.-]?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}(?![\w-])")),
-]
+_NOT_DONE = r"(?!\[REDACTED)"  # a value already replaced is not replaced again
+_QUOTED_OR_WORD = r"(\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+)"
+_SECRET_WORDS = (
+    r"password|passwd|pwd|passcode|passphrase|secret|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|"
+    r"api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|token|private[_-]?key|"
+    r"credentials?"
+)
+# A key names a secret when one of the words is the whole key or a `_`/`-` separated part of it (db_password,
+# AWS_SECRET_ACCESS_KEY), not when it is inside a longer word (max_tokens, passwordless).
+_SECRET_KEY = re.compile(rf"(?i)^(?:[\w.-]*[_.-])?(?:{_SECRET_WORDS})(?:[_.-][\w.-]*)?$")
+_PASSWORD_KEY = re.compile(r"(?i)pass|pwd|secret")
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -40,9 +37,96 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _card_ok(text: str) -> bool:
+    digits = re.sub(r"\D", "", text)
+    return 13 <= len(digits) <= 19 and _luhn_ok(digits)
+
+
+def _iban_ok(text: str) -> bool:
+    """ISO 13616: move the first four characters to the end, letters to numbers, the result mod 97 is 1."""
+    compact = text.replace(" ", "").upper()
+    if not 15 <= len(compact) <= 34:
+        return False
+    digits = "".join(str(int(ch, 36)) for ch in compact[4:] + compact[:4])
+    return int(digits) % 97 == 1
+
+
+def _cn_id_ok(text: str) -> bool:
+    """GB 11643: the 18th character is the ISO 7064 MOD 11-2 check of the first 17 digits."""
+    weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+    total = sum(int(ch) * w for ch, w in zip(text[:17], weights))
+    return "10X98765432"[total % 11] == text[17].upper()
+
+
+def _aws_secret_ok(text: str) -> bool:
+    """40 base64 characters with upper, lower and digits (a git SHA is lowercase hex; a path has many slashes)."""
+    return (
+        any(c.isupper() for c in text) and any(c.islower() for c in text) and any(c.isdigit() for c in text)
+        and text.count("/") <= 3
+    )
+
+
+@dataclass(frozen=True)
+class _Kind:
+    label: str
+    pattern: re.Pattern[str]
+    group: int = 0  # the group that is the secret; 0: the whole match
+    valid: Callable[[str], bool] | None = None
+    # the pattern runs only when the lowercased text holds one of these (a cheap filter: most text has no "://")
+    needs: tuple[str, ...] = ()
+
+
+_DIGITS = tuple("0123456789")
+_KEY_WORDS = ("pass", "pwd", "secret", "key", "token", "credential")
+
+# Order matters: specific kinds first, so a key inside `password=...` is labelled by its own kind.
+_KINDS: list[_Kind] = [
+    _Kind("PRIVATE_KEY", re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        re.S), needs=("-----begin",)),
+    _Kind("URL_PASSWORD", re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]+:{_NOT_DONE}([^\s/@?#]+)@"), 1,
+          needs=("://",)),
+    _Kind("JWT", re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"), needs=("eyj",)),
+    _Kind("API_KEY", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), needs=("gh",)),
+    _Kind("API_KEY", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), needs=("xox",)),
+    _Kind("API_KEY", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), needs=("_live_", "_test_")),
+    _Kind("API_KEY", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
+          needs=("sk-", "pk-", "rk-")),
+    _Kind("API_KEY", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), needs=("aiza",)),
+    _Kind("API_KEY", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), needs=("akia", "asia")),
+    _Kind("TOKEN", re.compile(rf"\b[Bb]earer\s+{_NOT_DONE}([A-Za-z0-9._\-+/=]{{16,}})"), 1, needs=("bearer",)),
+    # key = value, key: value, "key": "value" (JSON in text); a prefix is fine (db_password=, AWS_SECRET_ACCESS_KEY:)
+    # because `_` is not in the look-behind
+    _Kind("SECRET", re.compile(
+        rf"(?i)(?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[=:]\s*{_NOT_DONE}{_QUOTED_OR_WORD}"
+    ), 1, needs=_KEY_WORDS),
+    # a password stated in a sentence: "my password is hunter2.", "the passcode was 4417", "密码是abc123"
+    _Kind("PASSWORD", re.compile(
+        rf"(?i)\b(?:pass(?:word|code|phrase)|passwd|pwd)s?\s+(?:is|was|to|will be|should be)\s*:?\s+{_NOT_DONE}"
+        r"(\"[^\"]*\"|'[^']*'|\S+?)(?=[.,;!?)]*(?:\s|$))"
+    ), 1, needs=("pass", "pwd")),
+    _Kind("PASSWORD", re.compile(rf"(?:密码|密碼|口令)\s*(?:是|为|為|:|：)\s*{_NOT_DONE}([^\s，。；！,;!]+)"), 1,
+          needs=("密码", "密碼", "口令")),
+    _Kind("AWS_SECRET", re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), valid=_aws_secret_ok,
+          needs=_DIGITS),
+    _Kind("EMAIL", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs=("@",)),
+    _Kind("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"), valid=_iban_ok,
+          needs=_DIGITS),
+    _Kind("SSN", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"), needs=("-",)),
+    _Kind("CN_ID", re.compile(
+        r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
+    ), valid=_cn_id_ok, needs=_DIGITS),
+    _Kind("CARD", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), valid=_card_ok, needs=_DIGITS),
+    _Kind("CN_MOBILE", re.compile(r"(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)"), needs=_DIGITS),
+    _Kind("PHONE", re.compile(
+        r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"), needs=_DIGITS),
+    _Kind("PHONE", re.compile(r"(?<![\w-])\+\d{1,3}[\s.-]?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}(?![\w-])"), needs=("+",)),
+]
+
+
 @dataclass
 class Redactor:
-    """Replaces each match with `[REDACTED:KIND]` and counts what it replaced."""
+    """Replaces each secret with `[REDACTED:KIND]` and counts what it replaced."""
 
     enabled: bool = True
     counts: dict[str, int] = field(default_factory=dict)
@@ -50,20 +134,67 @@ class Redactor:
     def __call__(self, text: str | None) -> tuple[str | None, int]:
         if not self.enabled or not text:
             return text, 0
-        replaced = 0
-        for label, pattern in _PATTERNS:
+        replaced, lowered = 0, text.lower()
+        for kind in _KINDS:
+            if kind.needs and not any(n in lowered for n in kind.needs):
+                continue
 
-            def sub(match: re.Match[str], label: str = label) -> str:
+            def sub(match: re.Match[str], kind: _Kind = kind) -> str:
                 nonlocal replaced
-                if label == "CARD":
-                    digits = re.sub(r"\D", "", match.group(0))
-                    if not (13 <= len(digits) <= 19 and _luhn_ok(digits)):
+                found = match.group(kind.group)
+                if kind.valid is not None:
+                    found = _valid_prefix(found, kind.valid)
+                    if not found:
                         return match.group(0)
                 replaced += 1
-                self.counts[label] = self.counts.get(label, 0) + 1
-                if label == "SECRET":
-                    return f"{match.group(1)}[REDACTED:{label}]"
-                return f"[REDACTED:{label}]"
+                self.counts[kind.label] = self.counts.get(kind.label, 0) + 1
+                whole, start = match.group(0), match.start(kind.group) - match.start()
+                return whole[:start] + f"[REDACTED:{kind.label}]" + whole[start + len(found):]
 
-            text = pattern.sub(sub, text)
+            text = kind.pattern.sub(sub, text)
         return text, replaced
+
+    def value(self, value: Any) -> tuple[Any, int]:
+        """Redact any JSON value at any depth: strings by pattern; a string or number under a secret-named key
+        (`password`, `api_key`, `aws_secret_access_key`, …) whole; long integers as their digits (a card number)."""
+        if not self.enabled:
+            return value, 0
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            out, total = {}, 0
+            for key, item in value.items():
+                if isinstance(key, str) and _SECRET_KEY.match(key) and _secret_like(key, item):
+                    if not (isinstance(item, str) and item.startswith("[REDACTED:")):
+                        out[key] = "[REDACTED:SECRET]"
+                        self.counts["SECRET"] = self.counts.get("SECRET", 0) + 1
+                        total += 1
+                        continue
+                out[key], n = self.value(item)
+                total += n
+            return out, total
+        if isinstance(value, list):
+            items = [self.value(item) for item in value]
+            return [v for v, _ in items], sum(n for _, n in items)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**8:
+            text, n = self(str(value))
+            return (text if n else value), n
+        return value, 0
+
+
+def _secret_like(key: str, value: Any) -> bool:
+    """A non-empty string under a secret-named key; a number only under a password-like one (not token_count)."""
+    if isinstance(value, str):
+        return value != ""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(_PASSWORD_KEY.search(key))
+
+
+def _valid_prefix(found: str, valid: Callable[[str], bool]) -> str:
+    """The longest valid prefix in whole space-separated groups: the IBAN pattern may over-match a trailing word
+    ("DE89 3704 0044 0532 0130 00 ABCD"). Empty when none is valid."""
+    parts = found.split(" ")
+    for end in range(len(parts), 0, -1):
+        head = " ".join(parts[:end])
+        if valid(head):
+            return head
+    return ""

@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Chinese has no spaces, so its phrases match anywhere (no \b); each is specific enough not to occur by chance.
+_CN_STRONG_PREFERENCE = r"我不喜欢|我不愛|我不爱|讨厌|討厭|过敏|過敏|我更喜欢|偏好"
+_CN_SAFETY = (
+    r"总是|總是|永远不要|永遠不要|绝不|絕不|绝对不要|千万不要|千萬不要|务必|必须|不要再|密码|密碼|记住|記住|协议|協議|规定"
+)
 PROTECTED_PHRASES = re.compile(
     r"(?i)\b(always|never|password|protocol|must not|do not ever|i hate|i don'?t like|i do not like|"
-    r"allergic|i prefer|i love|don'?t ever)\b"
+    rf"allergic|i prefer|i love|don'?t ever)\b|{_CN_SAFETY}|{_CN_STRONG_PREFERENCE}"
 )
-PREFERENCE = re.compile(r"(?i)\b(i hate|i don'?t like|i do not like|i prefer|i love|i like|allergic|favou?rite)\b")
-SAFETY = re.compile(r"(?i)\b(always|never|password|protocol|must not|don'?t ever)\b")
+PREFERENCE = re.compile(
+    r"(?i)\b(i hate|i don'?t like|i do not like|i prefer|i love|i like|allergic|favou?rite)\b|"
+    rf"{_CN_STRONG_PREFERENCE}|我喜欢|最喜欢"
+)
 PERSONAL_FACT = re.compile(
     r"(?i)\b(i am|i'm|i live|i moved|my (?:name|wife|husband|son|daughter|kid|kids|mom|dad|sister|brother|"
     r"partner|dog|cat|job|birthday|home|address)|i work|i have|i've been|i was|we (?:went|moved|have))\b"
