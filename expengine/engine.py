@@ -250,11 +250,15 @@ class Engine:
 
         return set_pinned(self, record_id, pinned=False)
 
-    def forget(self, *, ids: list[str] | None = None, where: str | None = None):
-        """Delete records for real, with their derived rows (the only path that deletes ingested data)."""
+    def forget(
+        self, *, ids: list[str] | None = None, sessions: list[str] | None = None, agents: list[str] | None = None,
+        before: Any = None, dry_run: bool = False,
+    ):
+        """Delete the records all given filters match, with their derived rows, from the store and every
+        snapshot (the only path that deletes ingested data); `dry_run` counts without deleting."""
         from .lifecycle.purge import forget
 
-        return forget(self, ids=ids, where=where)
+        return forget(self, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
         from .lifecycle.compact import history

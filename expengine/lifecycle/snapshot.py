@@ -8,15 +8,19 @@ hidden temporary folder and renamed when complete, so a kill during the copy nev
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
+
+import duckdb
 
 from ..errors import InputError, NotFoundError
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, open_database, utcnow
-from ..store.index import Index
+from ..store.index import MEMORIES, UNITS, Index
+from ..store.scrub import rewrite_database, scrub_index
 from ..results import Result
 
 if TYPE_CHECKING:
@@ -140,3 +144,36 @@ def restore_snapshot(engine: "Engine", snapshot_id: str) -> RestoreResult:
         snapshot_id=snapshot_id, raw_before=raw_before, raw_after=int(sum(counts.values())),
         active_after=int(counts.get("active", 0)), runs_rolled_back=rolled_back,
     )
+
+
+def forget_in_snapshots(
+    engine: "Engine", targets: list[str],
+    forget_rows: Callable[[duckdb.DuckDBPyConnection, list[str]], tuple[Any, list[str]]],
+) -> int:
+    """Delete records from every snapshot with `forget_rows`, leaving no copy in its files; returns how many.
+
+    LanceDB is cleaned before the DuckDB deletion commits: a kill in between rolls DuckDB back, and the
+    next `forget` finds the same records and units again."""
+    done = 0
+    for info in list_snapshots(engine):
+        folder = snapshot_root(engine) / info.id
+        index = Index(folder / LANCE_DIR)
+        con = duckdb.connect(str(folder / DB_FILE))
+        try:
+            con.execute("BEGIN")
+            _, emptied = forget_rows(con, targets)
+            index.delete(MEMORIES, targets)
+            index.delete(UNITS, emptied)
+            scrub_index(index, [MEMORIES, UNITS])
+            con.execute("COMMIT")
+            counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+        finally:
+            con.close()
+        rewrite_database(folder / DB_FILE)
+        info.raw, info.active = int(sum(counts.values())), int(counts.get("active", 0))
+        info.size_bytes = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        meta = folder / (META_FILE + ".new")
+        meta.write_text(json.dumps(info.to_dict()), encoding="utf-8")
+        os.replace(meta, folder / META_FILE)
+        done += 1
+    return done
