@@ -108,6 +108,27 @@ def prune_snapshots(engine: "Engine", *, keep: int) -> list[str]:
     return removed
 
 
+def _swap_in(source: Path, store_dir: Path) -> None:
+    """Replace the store's DuckDB file and LanceDB folder with the snapshot's, so a kill at any moment
+    leaves whole files: both are copied beside their targets first, then renamed into place, LanceDB
+    before DuckDB. Until the DuckDB file is swapped, it still holds the interrupted run as 'running',
+    so the next compaction restores again."""
+    db_path, lance = store_dir / DB_FILE, store_dir / LANCE_DIR
+    new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + name) for name in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
+    for leftover in (new_lance, old_lance):  # from a restore killed midway
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.copy2(source / DB_FILE, new_db)
+    if (source / LANCE_DIR).exists():
+        shutil.copytree(source / LANCE_DIR, new_lance)
+    if lance.exists():
+        lance.rename(old_lance)
+    if new_lance.exists():
+        new_lance.rename(lance)
+    shutil.rmtree(old_lance, ignore_errors=True)
+    db_path.with_name(DB_FILE + ".wal").unlink(missing_ok=True)  # closed cleanly, so it holds nothing
+    os.replace(new_db, db_path)
+
+
 def restore_snapshot(engine: "Engine", snapshot_id: str) -> RestoreResult:
     """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
     if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
@@ -121,15 +142,9 @@ def restore_snapshot(engine: "Engine", snapshot_id: str) -> RestoreResult:
     con.close()
     engine.con = None  # type: ignore[assignment]
     db_path = engine.store_dir / DB_FILE
-    for leftover in (db_path.with_name(DB_FILE + ".wal"),):
-        leftover.unlink(missing_ok=True)
-    shutil.copy2(source / DB_FILE, db_path)
-    lance = engine.store_dir / LANCE_DIR
-    shutil.rmtree(lance, ignore_errors=True)
-    if (source / LANCE_DIR).exists():
-        shutil.copytree(source / LANCE_DIR, lance)
+    _swap_in(source, engine.store_dir)
     engine.con = open_database(db_path)
-    engine.index = Index(lance)
+    engine.index = Index(engine.store_dir / LANCE_DIR)
     known = {r[0] for r in engine.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
     for run in runs:
