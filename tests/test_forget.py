@@ -19,7 +19,8 @@ MARKER = "zqxvmarker4417"  # lower case: the full-text index stores tokens lower
 SECRET = [
     ev(f"p{i:02d}", 40 + i, "note", session="private", agent="bot", category="preference",
        content=f"User u-555 {MARKER} prefers {seat} seats and {meal} meals on long flights")
-    for i, (seat, meal) in enumerate([("aisle", "vegan"), ("window", "kosher"), ("aisle", "vegan"), ("exit row", "halal")])
+    for i, (seat, meal) in enumerate([("aisle", "vegan"), ("window", "kosher"), ("aisle", "vegan"),
+                                      ("exit row", "halal")])
 ]
 OTHERS = BOOKING + REFUND + CHATTER
 
@@ -54,7 +55,7 @@ def test_forget_removes_text_from_snapshots_and_every_file(compacted):
     assert engine.con.execute("SELECT count(*) FROM records WHERE session = 'private'").fetchall()[0][0] == 0
     assert engine.index.count(MEMORIES, "session = 'private'") == 0
     left = {u["id"]: u for u in engine.units()}
-    for unit_id, sources in cited.items():
+    for unit_id in cited:
         if unit_id in left:
             assert not any(s.startswith("p") for s in left[unit_id]["source_ids"])
             assert left[unit_id]["support"] == len(left[unit_id]["source_ids"])
@@ -75,7 +76,8 @@ def test_forget_drops_a_unit_that_quotes_a_forgotten_record(make_engine, write_j
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", OTHERS + SECRET)])
     engine.con.execute(
-        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
+        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
+                                updated)
            VALUES ('u-quote', 'fact', ?, 'preference', 'bot', 2, 0.9, '["p00", "c03"]', 'test', now(), now()),
                   ('u-plain', 'fact', 'User u-101 prefers aisle seats', 'preference', 'bot', 2, 0.9, '["p00", "c03"]',
                    'test', now(), now())""", [f"User u-555 {MARKER} prefers aisle seats"])
@@ -91,7 +93,8 @@ def test_forget_filters_combine_with_and(make_engine, write_jsonl):
     plan = engine.forget(agents=["bot"], before="2026-03-01T09:05:00Z", dry_run=True)
     assert plan.dry_run and plan.ids == ["b01", "b02", "b03", "b04", "b05"]
     assert engine.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(OTHERS) + 1  # nothing deleted
-    assert engine.forget(sessions=["s1", "s3"], agents=["bot"], ids=["b01", "c01", "r01"], dry_run=True).ids == ["b01", "c01"]
+    picked = engine.forget(sessions=["s1", "s3"], agents=["bot"], ids=["b01", "c01", "r01"], dry_run=True)
+    assert picked.ids == ["b01", "c01"]
     assert engine.forget(agents=["other-bot"]).ids == ["p00"]
     assert engine.forget(before="2026-03-01").records == 0  # a date is its midnight (UTC): nothing is older
 
@@ -108,7 +111,8 @@ def failure(result) -> tuple[int, str]:
 
 def test_cli_forget_ids_from_file_and_stdin_dry_run_and_confirmation(make_engine, write_jsonl, tmp_path):
     engine = make_engine()
-    engine.ingest([write_jsonl("log.jsonl", OTHERS + [ev("m1", 50, "note", session="s9", content="[bold]x[/x] markup")])])
+    markup = ev("m1", 50, "note", session="s9", content="[bold]x[/x] markup")
+    engine.ingest([write_jsonl("log.jsonl", OTHERS + [markup])])
     engine.close()
     store = tmp_path / "store"
     (tmp_path / "ids.txt").write_text("c01\n\nc02\n", encoding="utf-8")

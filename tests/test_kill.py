@@ -51,10 +51,11 @@ def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write
     engine.index.delete("memories", ["e1"])
     engine.con.execute("INSERT INTO pending_index VALUES ('e2', 'memory')")
     engine.con.execute(
-        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
+        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
+                                updated)
            VALUES ('u1', 'fact', 'x', 'note', 'bot', 1, 0.5, '["gone"]', 'test', now(), now())""")
     engine.close()
     problems = " | ".join(kill_test.check_store(store, {"e0", "e1", "e2", "e3", "e4"}, embedder))
-    for expected in ("duplicate ids in LanceDB memories", "raw count 4 != 5", "disagree with DuckDB", "cites missing records", "pending",
-                     "LanceDB units 0 != 1"):
+    for expected in ("duplicate ids in LanceDB memories", "raw count 4 != 5", "disagree with DuckDB",
+                     "cites missing records", "pending", "LanceDB units 0 != 1"):
         assert expected in problems

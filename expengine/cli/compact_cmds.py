@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
@@ -130,24 +131,29 @@ def forget(
     ids_from: Optional[str] = typer.Option(None, "--ids-from", help="A file with one record id per line; - for stdin."),
     session: List[str] = typer.Option([], "--session", help="Records of this session (repeatable)."),
     agent: List[str] = typer.Option([], "--agent", help="Records of this agent (repeatable)."),
-    before: Optional[str] = typer.Option(None, "--before", help="Records whose event time is before this ISO date or time (UTC)."),
+    before: Optional[str] = typer.Option(None, "--before", help="Records whose event time is before this ISO date "
+                                         "or time (UTC)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Delete records for real, from the store and every snapshot, with their embeddings, history and unit
-    provenance (privacy requests). Filters combine with AND. Example: expengine forget --agent bot --before 2026-01-01"""
+    provenance (privacy requests). Filters combine with AND.
+    Example: expengine forget --agent bot --before 2026-01-01"""
     named = list(ids or []) + _read_ids(ids_from)
     with open_engine(ctx) as engine:
-        plan = engine.forget(ids=named or None, sessions=session or None, agents=agent or None, before=before, dry_run=True)
+        plan = engine.forget(ids=named or None, sessions=session or None, agents=agent or None, before=before,
+                             dry_run=True)
         if not plan.records:
-            raise NotFoundError("no record matches these filters", hint="check them with `expengine show ID` or `stats`")
+            raise NotFoundError("no record matches these filters",
+                                hint="check them with `expengine show ID` or `stats`")
         if dry_run:
             emit_json(plan.to_dict()) if as_json else _print_forget(plan.to_dict(), stdout)
             return
         if not yes:
             if as_json or not sys.stdin.isatty():
-                raise InputError(f"refusing to delete {plan.records} record(s) without --yes", hint="add --yes, or --dry-run to look first")
+                raise InputError(f"refusing to delete {plan.records} record(s) without --yes",
+                                 hint="add --yes, or --dry-run to look first")
             _print_forget(plan.to_dict(), stderr)
             if not typer.confirm(f"delete {plan.records} record(s) and their derived data for good?", err=True):
                 raise InputError("nothing deleted", hint="add --yes to skip the question")
@@ -165,9 +171,10 @@ def _read_ids(path: Optional[str]) -> list[str]:
     if path is None:
         return []
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read --ids-from {path}: {exc.strerror}", hint="a text file with one record id per line") from exc
+        raise InputError(f"cannot read --ids-from {path}: {exc.strerror}",
+                         hint="a text file with one record id per line") from exc
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -177,9 +184,9 @@ def _print_forget(plan: dict[str, Any], console: Console) -> None:
     for row in plan["preview"]:
         table.add_row(*(Text(str(row[key] or "")) for key in ("id", "agent", "session", "ts", "text")))
     console.print(table)
-    console.print(f"and {plan['embeddings']} embeddings, {plan['history']} history rows; {plan['units_updated']} units "
-                  f"would lose sources, {plan['units_deleted']} units would be deleted; {plan['snapshots']} snapshots rewritten",
-                  markup=False)
+    console.print(f"and {plan['embeddings']} embeddings, {plan['history']} history rows; {plan['units_updated']} "
+                  f"units would lose sources, {plan['units_deleted']} units would be deleted; "
+                  f"{plan['snapshots']} snapshots rewritten", markup=False)
 
 
 @app.command()

@@ -95,7 +95,7 @@ def select_records(
     engine: "Engine", *, ids: list[str] | None = None, sessions: list[str] | None = None,
     agents: list[str] | None = None, before: dt.datetime | str | None = None,
 ) -> list[str]:
-    """Ids of the records every given filter matches (filters combine with AND); a named id that does not exist is an error."""
+    """Ids of the records every given filter matches (they combine with AND); naming a missing id is an error."""
     moment = parse_before(before)
     if not (ids or sessions or agents or moment):
         raise InputError("say what to forget: record ids, --ids-from, --session, --agent or --before",
@@ -104,11 +104,12 @@ def select_records(
     clauses, params = [], []
     if ids:
         wanted = list(dict.fromkeys(ids))
-        found = {r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [wanted]).fetchall()}
+        found = {r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))",
+                                           [wanted]).fetchall()}
         missing = [i for i in wanted if i not in found]
         if missing:
-            raise NotFoundError(f"no record with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
-                                hint="see `expengine show ID`")
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise NotFoundError(f"no record with id {missing[0]!r}{more}", hint="see `expengine show ID`")
         clauses.append("id IN (SELECT unnest(?))")
         params.append(wanted)
     for column, values in (("session", sessions), ("agent", agents)):
@@ -118,7 +119,8 @@ def select_records(
     if moment:
         clauses.append("ts < ?")
         params.append(moment)
-    return [r[0] for r in con.execute(f"SELECT id FROM records WHERE {' AND '.join(clauses)} ORDER BY id", params).fetchall()]
+    where = " AND ".join(clauses)
+    return [r[0] for r in con.execute(f"SELECT id FROM records WHERE {where} ORDER BY id", params).fetchall()]
 
 
 def _words(texts: Iterable[str | None]) -> set[str]:
@@ -157,7 +159,8 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             "SELECT text, content, tool_args, tool_result, tool_error, goal_description, goal_id FROM records "
             "WHERE id IN (SELECT id FROM forget_ids)").fetchall()
         result.records = len(forgotten)
-        result.history = con.execute("SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
+        result.history = con.execute(
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
         con.execute("DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
@@ -168,15 +171,17 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     for rid, merged in con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall():
         kept = [m for m in json_ids(merged) if m not in gone]
         if len(kept) != len(json_ids(merged)):
-            con.execute("UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?", [json.dumps(kept), 1 + len(kept), rid])
+            con.execute("UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?",
+                        [json.dumps(kept), 1 + len(kept), rid])
     emptied: list[str] = []
     for uid, sources, text in con.execute(f"SELECT id, source_ids, {UNIT_TEXT} FROM units").fetchall():
         cited = json_ids(sources)
         if not gone & set(cited):
             continue
         left = [s for s in cited if s not in gone]
-        remaining = con.execute("SELECT text FROM records WHERE id IN (SELECT unnest(?))", [left]).fetchall() if left else []
-        if not left or (_words([text]) & secret_words) - _words(t for (t,) in remaining):
+        sources_left = "SELECT text FROM records WHERE id IN (SELECT unnest(?))"
+        kept_words = _words(t for (t,) in con.execute(sources_left, [left]).fetchall()) if left else set()
+        if not left or (_words([text]) & secret_words) - kept_words:
             emptied.append(uid)
             hashes.add(text_hash(con.execute("SELECT text FROM units WHERE id = ?", [uid]).fetchall()[0][0]))
         else:
@@ -184,19 +189,22 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             result.units_updated += 1
     if emptied:
         con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
-        result.history += con.execute("SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]).fetchall()[0][0]
+        result.history += con.execute(
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]).fetchall()[0][0]
         con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
     result.units_deleted = len(emptied)
     for goal_id in {row[6] for row in forgotten if row[6]}:
-        described = con.execute("SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]).fetchall()[0]
-        if not described[0]:
+        left_in_goal, description = con.execute(
+            "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]).fetchall()[0]
+        if not left_in_goal:
             con.execute("DELETE FROM goals WHERE goal_id = ?", [goal_id])
         else:
-            con.execute("UPDATE goals SET description = ? WHERE goal_id = ?", [described[1], goal_id])
-    still_used = {text_hash(t) for (t,) in con.execute("SELECT text FROM records UNION ALL SELECT text FROM units").fetchall()}
-    orphans = sorted(hashes - still_used)
+            con.execute("UPDATE goals SET description = ? WHERE goal_id = ?", [description, goal_id])
+    texts = con.execute("SELECT text FROM records UNION ALL SELECT text FROM units").fetchall()
+    orphans = sorted(hashes - {text_hash(t) for (t,) in texts})
     if orphans:
-        result.embeddings = con.execute("SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]).fetchall()[0][0]
+        result.embeddings = con.execute(
+            "SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]).fetchall()[0][0]
         con.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans])
     for run_id, report in con.execute("SELECT id, report FROM runs WHERE report IS NOT NULL").fetchall():
         data = json.loads(report)

@@ -114,7 +114,7 @@ def _swap_in(source: Path, store_dir: Path) -> None:
     before DuckDB. Until the DuckDB file is swapped, it still holds the interrupted run as 'running',
     so the next compaction restores again."""
     db_path, lance = store_dir / DB_FILE, store_dir / LANCE_DIR
-    new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + name) for name in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
+    new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + n) for n in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
     for leftover in (new_lance, old_lance):  # from a restore killed midway
         shutil.rmtree(leftover, ignore_errors=True)
     shutil.copy2(source / DB_FILE, new_db)

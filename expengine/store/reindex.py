@@ -61,8 +61,8 @@ def rebuild(engine: "Engine") -> dict[str, int]:
 def index_pending(engine: "Engine") -> None:
     """Re-add what DuckDB committed but LanceDB may lack (`add` replaces by id, so no duplicates), and
     delete what DuckDB no longer indexes (a `forget` killed before it reached LanceDB)."""
-    for name, target, indexed in ((MEMORIES, "memory", f"state IN {INDEXED_STATES}"), (UNITS, "unit", "status = 'active'")):
-        table = "records" if target == "memory" else "units"
+    for name, target, table, indexed in ((MEMORIES, "memory", "records", f"state IN {INDEXED_STATES}"),
+                                         (UNITS, "unit", "units", "status = 'active'")):
         gone = engine.con.execute(
             f"SELECT id FROM pending_index p WHERE target = ? AND NOT EXISTS "
             f"(SELECT 1 FROM {table} t WHERE t.id = p.id AND {indexed})", [target]).fetchall()
