@@ -47,6 +47,7 @@ def test_forget_removes_text_from_snapshots_and_every_file(compacted):
     assert len(engine.snapshots()) == 2
     assert any("snapshots/" in f for f in files_holding(store, MARKER))  # the test can fail
     cited = {u["id"]: u["source_ids"] for u in engine.units() if any(s.startswith("p") for s in u["source_ids"])}
+    assert cited  # a unit stands on the secret records, so provenance is exercised too
 
     result = engine.forget(sessions=["private"])
 

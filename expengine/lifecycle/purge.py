@@ -101,7 +101,8 @@ def select_records(
         raise InputError("say what to forget: record ids, --ids-from, --session, --agent or --before",
                          hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2")
     con = engine.con
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     if ids:
         wanted = list(dict.fromkeys(ids))
         found = {r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))",
