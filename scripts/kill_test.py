@@ -68,15 +68,15 @@ def prepare_store(store: Path, slices: list[Path], embedder: Any) -> None:
     """Create the store with the slices' vectors already in its embedding cache: the commands under test
     then never load the model, so a run is short and most of it is spent writing."""
     from expengine import Engine
-    from expengine.store.index import sql_str
+    from expengine.store.filters import sql_str
 
     with tempfile.TemporaryDirectory(prefix="expengine-warm-") as tmp:
         with Engine(store=Path(tmp), embedder=embedder) as warm:
             warm.ingest([str(p) for p in slices])
         with Engine(store=store, embedder=embedder) as engine:
-            engine.con.execute(f"ATTACH {sql_str(str(Path(tmp) / 'expengine.duckdb'))} AS warm (READ_ONLY)")
-            engine.con.execute("INSERT INTO embeddings SELECT * FROM warm.embeddings ON CONFLICT DO NOTHING")
-            engine.con.execute("DETACH warm")
+            engine.store.con.execute(f"ATTACH {sql_str(str(Path(tmp) / 'expengine.duckdb'))} AS warm (READ_ONLY)")
+            engine.store.con.execute("INSERT INTO embeddings SELECT * FROM warm.embeddings ON CONFLICT DO NOTHING")
+            engine.store.con.execute("DETACH warm")
 
 
 def slice_ids(path: Path) -> set[str]:

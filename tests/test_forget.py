@@ -53,8 +53,8 @@ def test_forget_removes_text_from_snapshots_and_every_file(compacted):
 
     assert result.records == len(SECRET) + 1 and result.snapshots == 2
     assert files_holding(store, MARKER) == []
-    assert engine.con.execute("SELECT count(*) FROM records WHERE session = 'private'").fetchall()[0][0] == 0
-    assert engine.index.count(MEMORIES, "session = 'private'") == 0
+    assert engine.store.con.execute("SELECT count(*) FROM records WHERE session = 'private'").fetchall()[0][0] == 0
+    assert engine.store.index.count(MEMORIES, "session = 'private'") == 0
     left = {u["id"]: u for u in engine.units()}
     for unit_id in cited:
         if unit_id in left:
@@ -70,13 +70,13 @@ def test_forget_removes_text_from_snapshots_and_every_file(compacted):
     assert MARKER not in json.dumps(hits)
     restored = engine.restore(engine.snapshots()[-1].id)
     assert restored.raw_after == len(OTHERS)  # the oldest snapshot no longer holds the secret either
-    assert engine.index.count(MEMORIES) == len(OTHERS)
+    assert engine.store.index.count(MEMORIES) == len(OTHERS)
 
 
 def test_forget_drops_a_unit_that_quotes_a_forgotten_record(make_engine, write_jsonl):
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", OTHERS + SECRET)])
-    engine.con.execute(
+    engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
                                 updated)
            VALUES ('u-quote', 'fact', ?, 'preference', 'bot', 2, 0.9, '["p00", "c03"]', 'test', now(), now()),
@@ -93,7 +93,7 @@ def test_forget_filters_combine_with_and(make_engine, write_jsonl):
     engine.ingest([write_jsonl("log.jsonl", OTHERS + [dict(SECRET[0], agent="other-bot")])])
     plan = engine.forget(agents=["bot"], before="2026-03-01T09:05:00Z", dry_run=True)
     assert plan.dry_run and plan.ids == ["b01", "b02", "b03", "b04", "b05"]
-    assert engine.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(OTHERS) + 1  # nothing deleted
+    assert engine.store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(OTHERS) + 1  # nothing deleted
     picked = engine.forget(sessions=["s1", "s3"], agents=["bot"], ids=["b01", "c01", "r01"], dry_run=True)
     assert picked.ids == ["b01", "c01"]
     assert engine.forget(agents=["other-bot"]).ids == ["p00"]
@@ -138,9 +138,9 @@ def test_a_forget_killed_after_commit_is_finished_on_next_open(make_engine, writ
     """The ids are journalled in pending_index with the deletion, so LanceDB catches up when the store opens."""
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", OTHERS)])
-    engine.con.execute("DELETE FROM records WHERE id = 'c01'")  # what a forget killed before LanceDB leaves
-    engine.con.execute("INSERT INTO pending_index VALUES ('c01', 'memory')")
+    engine.store.con.execute("DELETE FROM records WHERE id = 'c01'")  # what a forget killed before LanceDB leaves
+    engine.store.con.execute("INSERT INTO pending_index VALUES ('c01', 'memory')")
     engine.close()
     reopened = make_engine(store=tmp_path / "store")
-    assert reopened.index.count(MEMORIES, "id = 'c01'") == 0 and reopened.index.count(UNITS) == 0
-    assert reopened.index.count(MEMORIES) == len(OTHERS) - 1
+    assert reopened.store.index.count(MEMORIES, "id = 'c01'") == 0 and reopened.store.index.count(UNITS) == 0
+    assert reopened.store.index.count(MEMORIES) == len(OTHERS) - 1

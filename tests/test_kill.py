@@ -46,11 +46,11 @@ def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write
     engine.ingest([write_jsonl("log.jsonl", [{"id": f"e{i}", "kind": "note", "agent": "bot", "content": f"note {i}",
                                               "ts": "2026-03-01T09:00:00Z"} for i in range(4)])])
     store, embedder = engine.store_dir, engine.embedder
-    rows = engine.index.table("memories").to_arrow()
-    engine.index.add("memories", rows.filter(pc.field("id") == "e0"), replace=False)
-    engine.index.delete("memories", ["e1"])
-    engine.con.execute("INSERT INTO pending_index VALUES ('e2', 'memory')")
-    engine.con.execute(
+    rows = engine.store.index.table("memories").to_arrow()
+    engine.store.index.add("memories", rows.filter(pc.field("id") == "e0"), replace=False)
+    engine.store.index.delete("memories", ["e1"])
+    engine.store.con.execute("INSERT INTO pending_index VALUES ('e2', 'memory')")
+    engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
                                 updated)
            VALUES ('u1', 'fact', 'x', 'note', 'bot', 1, 0.5, '["gone"]', 'test', now(), now())""")

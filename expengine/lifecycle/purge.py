@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
-from ..store.db import DB_FILE, arrow_view, json_ids, open_database, utcnow
+from ..store.db import DB_FILE, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
@@ -27,7 +27,8 @@ from .common import examples, sql_float
 from .snapshot import forget_in_snapshots, list_snapshots
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 PREVIEW = 10
 WORD = re.compile(r"\w{4,}")  # a word long enough to identify what a text says
@@ -55,23 +56,23 @@ class ForgetResult(Result):
     preview: list[dict[str, Any]] = field(default_factory=list)  # the first records, for the confirmation
 
 
-def purge(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
+def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
     started = time.perf_counter()
-    cfg = engine.config.decay
+    cfg = store.config.decay
     cutoff = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
     light = f"state = 'dormant' AND NOT pinned AND NOT protected AND weight < {sql_float(cfg.theta_purge)}"
-    due = engine.con.execute(
+    due = store.con.execute(
         f"""SELECT id, text, weight FROM records WHERE {light}
             AND marked_at IS NOT NULL AND marked_at < ? AND (last_access IS NULL OR last_access < ?) ORDER BY id""",
         [cutoff, cutoff],
     ).fetchall()
-    total = engine.con.execute(f"SELECT count(*) FROM records WHERE {light}").fetchall()[0][0]
+    total = store.con.execute(f"SELECT count(*) FROM records WHERE {light}").fetchall()[0][0]
     report = PurgeReport(archived=len(due), waiting=int(total) - len(due),
                          examples=examples(due, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}))
     if not dry_run:
-        set_state(engine, [r[0] for r in due], "archived",
+        set_state(store, [r[0] for r in due], "archived",
                   reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
-                  run_id=run_id)
+                  run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -92,7 +93,7 @@ def parse_before(value: dt.datetime | str | None) -> dt.datetime | None:
 
 
 def select_records(
-    engine: "Engine", *, ids: list[str] | None = None, sessions: list[str] | None = None,
+    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
     agents: list[str] | None = None, before: dt.datetime | str | None = None,
 ) -> list[str]:
     """Ids of the records every given filter matches (they combine with AND); naming a missing id is an error."""
@@ -100,7 +101,7 @@ def select_records(
     if not (ids or sessions or agents or moment):
         raise InputError("say what to forget: record ids, --ids-from, --session, --agent or --before",
                          hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2")
-    con = engine.con
+    con = store.con
     clauses: list[str] = []
     params: list[Any] = []
     if ids:
@@ -151,7 +152,7 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     Runs inside the caller's transaction. A unit that cites a forgotten record loses it from its sources,
     and is deleted when no source is left or when its wording has words only the forgotten records had
     (it would still quote them). Returns the counts and the ids of the deleted units."""
-    from ..ingest.pipeline import text_hash
+    from ..store.embeddings import text_hash
 
     gone = set(targets)
     result = ForgetResult(ids=targets)
@@ -216,7 +217,7 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
 
 
 def forget(
-    engine: "Engine", *, ids: list[str] | None = None, sessions: list[str] | None = None,
+    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
     agents: list[str] | None = None, before: dt.datetime | str | None = None, dry_run: bool = False,
 ) -> ForgetResult:
     """Delete records for real, with every row derived from them, from the store and from every snapshot.
@@ -224,10 +225,10 @@ def forget(
     Snapshots are cleaned first: if the process is killed, the records are still in the live store and
     running `forget` again finishes the job. The live deletion journals the ids in `pending_index`, so a
     kill before LanceDB is updated is healed when the store is next opened."""
-    targets = select_records(engine, ids=ids, sessions=sessions, agents=agents, before=before)
+    targets = select_records(store, ids=ids, sessions=sessions, agents=agents, before=before)
     if not targets:
         return ForgetResult(dry_run=dry_run)
-    con = engine.con
+    con = store.con
     preview = examples(
         con.execute("SELECT id, agent, session, ts, text FROM records WHERE id IN (SELECT unnest(?)) ORDER BY id",
                     [targets]).fetchall(),
@@ -240,22 +241,28 @@ def forget(
         if not dry_run:
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'memory' ON CONFLICT DO NOTHING", [targets])
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'unit' ON CONFLICT DO NOTHING", [emptied])
-            snapshots = forget_in_snapshots(engine, targets, forget_rows)
+            snapshots = forget_in_snapshots(store, targets, forget_rows)
     except BaseException:
         con.execute("ROLLBACK")
         raise
     con.execute("ROLLBACK" if dry_run else "COMMIT")
     result.preview, result.dry_run = preview, dry_run
-    result.snapshots = len(list_snapshots(engine)) if dry_run else snapshots
+    result.snapshots = len(list_snapshots(store)) if dry_run else snapshots
     if dry_run:
         return result
-    engine.index.delete(MEMORIES, targets)
-    engine.index.delete(UNITS, emptied)
+    store.index.delete(MEMORIES, targets)
+    store.index.delete(UNITS, emptied)
     con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [targets + emptied])
-    engine.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
-    scrub_index(engine.index, [MEMORIES, UNITS])
-    con.close()
-    engine.con = None  # type: ignore[assignment]
-    rewrite_database(engine.store_dir / DB_FILE)
-    engine.con = open_database(engine.store_dir / DB_FILE)
+    store.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
+    scrub_index(store.index, [MEMORIES, UNITS])
+    store.close()
+    rewrite_database(store.dir / DB_FILE)
+    store.reopen()
     return result
+
+
+class PurgeStep:
+    name = "purge"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return purge(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()

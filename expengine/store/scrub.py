@@ -17,7 +17,8 @@ from pathlib import Path
 
 import duckdb
 
-from .index import Index, sql_str
+from .filters import sql_str
+from .index import Index
 
 FRESH_SUFFIX = ".fresh"
 
