@@ -273,19 +273,17 @@ class Engine:
         with self.session() as store:
             return set_pinned(store, record_id, pinned=False)
 
-    def forget(self, *, ids: list[str] | None = None, where: str | None = None) -> "ForgetResult":
-        """Delete records for real, with their derived rows (the only path that deletes ingested data)."""
+    def forget(
+        self, *, ids: list[str] | None = None, sessions: list[str] | None = None, agents: list[str] | None = None,
+        before: Any = None, dry_run: bool = False,
+    ) -> "ForgetResult":
+        """Delete the records all given filters match, with their derived rows, from the store and every
+        snapshot (the only path that deletes ingested data); `dry_run` counts without deleting (the CLI's
+        confirmation preview)."""
         from .lifecycle.purge import forget
 
         with self.session() as store:
-            return forget(store, ids=ids, where=where)
-
-    def forget_targets(self, *, ids: list[str] | None = None, where: str | None = None) -> list[str]:
-        """The record ids `forget` would delete (to confirm before deleting); unknown ids are an error."""
-        from .lifecycle.purge import resolve_ids
-
-        with self.session() as store:
-            return resolve_ids(store, ids=ids, where=where)
+            return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
         from .lifecycle.compact import history

@@ -105,7 +105,7 @@ def test_cli_compact_snapshots_history_json(store_dir):
 def test_cli_pin_forget(store_dir):
     assert invoke(store_dir, "pin", "c01", "--json") == {"id": "c01", "pinned": True, "state": "active"}
     assert invoke(store_dir, "unpin", "c01", "--json")["pinned"] is False
-    gone = invoke(store_dir, "forget", "--where", "session = 's3'", "--yes", "--json")
+    gone = invoke(store_dir, "forget", "--session", "s3", "--yes", "--json")
     assert gone["records"] == len(CHATTER)
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from ..errors import InputError
+from ..errors import InputError, NotFoundError
 from .common import JSON_OPTION, app, emit_json, open_engine, stderr, stdout
 
 
@@ -128,26 +131,65 @@ def unpin(ctx: typer.Context, record_id: str = typer.Argument(...), as_json: boo
 def forget(
     ctx: typer.Context,
     ids: List[str] = typer.Argument(None, help="Record ids to delete."),
-    where: Optional[str] = typer.Option(None, "--where", help="SQL filter over records, e.g. \"session = 's1'\"."),
+    ids_from: Optional[str] = typer.Option(None, "--ids-from", help="A file with one record id per line; - for stdin."),
+    session: List[str] = typer.Option([], "--session", help="Records of this session (repeatable)."),
+    agent: List[str] = typer.Option([], "--agent", help="Records of this agent (repeatable)."),
+    before: Optional[str] = typer.Option(None, "--before", help="Records whose event time is before this ISO date "
+                                         "or time (UTC)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Delete records for real, with their embeddings, history and unit provenance (privacy requests)."""
+    """Delete records for real, from the store and every snapshot, with their embeddings, history and unit
+    provenance (privacy requests). Filters combine with AND.
+    Example: expengine forget --agent bot --before 2026-01-01"""
+    named = list(ids or []) + _read_ids(ids_from)
     with open_engine(ctx) as engine:
-        targets = engine.forget_targets(ids=ids or None, where=where)
-        if not targets:
-            raise InputError("no record matches", hint="check the ids or the --where filter")
+        plan = engine.forget(ids=named or None, sessions=session or None, agents=agent or None, before=before,
+                             dry_run=True)
+        if not plan.records:
+            raise NotFoundError("no record matches these filters",
+                                hint="check them with `expengine show ID` or `stats`")
+        if dry_run:
+            emit_json(plan.to_dict()) if as_json else _print_forget(plan.to_dict(), stdout)
+            return
         if not yes:
             if as_json or not sys.stdin.isatty():
-                raise InputError(f"refusing to delete {len(targets)} record(s) without --yes", hint="add --yes")
-            if not typer.confirm(f"delete {len(targets)} record(s) and their derived data for good?", err=True):
+                raise InputError(f"refusing to delete {plan.records} record(s) without --yes",
+                                 hint="add --yes, or --dry-run to look first")
+            _print_forget(plan.to_dict(), stderr)
+            if not typer.confirm(f"delete {plan.records} record(s) and their derived data for good?", err=True):
                 raise InputError("nothing deleted", hint="add --yes to skip the question")
-        result = engine.forget(ids=targets)
+        result = engine.forget(ids=plan.ids)
     if as_json:
         emit_json(result.to_dict())
         return
     stdout.print(f"deleted {result.records} records, {result.embeddings} embeddings, {result.history} history rows; "
-                 f"{result.units_updated} units lost sources, {result.units_deleted} units deleted")
+                 f"{result.units_updated} units lost sources, {result.units_deleted} units deleted; "
+                 f"{result.snapshots} snapshots rewritten")
+
+
+def _read_ids(path: Optional[str]) -> list[str]:
+    """One id per line from a file or stdin (`-`); blank lines are skipped."""
+    if path is None:
+        return []
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read --ids-from {path}: {exc.strerror}",
+                         hint="a text file with one record id per line") from exc
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _print_forget(plan: dict[str, Any], console: Console) -> None:
+    table = Table("id", "agent", "session", "time", "text",
+                  title=f"would delete {plan['records']} records (first {len(plan['preview'])} shown)")
+    for row in plan["preview"]:
+        table.add_row(*(Text(str(row[key] or "")) for key in ("id", "agent", "session", "ts", "text")))
+    console.print(table)
+    console.print(f"and {plan['embeddings']} embeddings, {plan['history']} history rows; {plan['units_updated']} "
+                  f"units would lose sources, {plan['units_deleted']} units would be deleted; "
+                  f"{plan['snapshots']} snapshots rewritten", markup=False)
 
 
 @app.command()

@@ -9,23 +9,30 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import duckdb
 import pyarrow as pa
 
 from ..errors import InputError, NotFoundError
-from ..store.db import arrow_view, utcnow
+from ..results import Result
+from ..store.db import DB_FILE, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
+from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
 from .common import examples, sql_float
-from ..results import Result
+from .snapshot import forget_in_snapshots, list_snapshots
 
 if TYPE_CHECKING:
     from ..store.store import Store
     from .cycle import CycleContext
+
+PREVIEW = 10
+WORD = re.compile(r"\w{4,}")  # a word long enough to identify what a text says
+UNIT_TEXT = "concat_ws(' ', text, condition, action, expected_outcome, pitfall, statement, subject, attribute)"
 
 
 @dataclass
@@ -43,7 +50,10 @@ class ForgetResult(Result):
     history: int = 0
     units_updated: int = 0
     units_deleted: int = 0
+    snapshots: int = 0  # snapshots rewritten without the records (a dry run: snapshots that would be)
+    dry_run: bool = False
     ids: list[str] = field(default_factory=list)
+    preview: list[dict[str, Any]] = field(default_factory=list)  # the first records, for the confirmation
 
 
 def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
@@ -67,73 +77,187 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
     return report
 
 
-def resolve_ids(store: "Store", *, ids: list[str] | None, where: str | None) -> list[str]:
-    """The record ids named directly, or selected by a SQL filter over `records`; unknown ids are an error."""
-    if bool(ids) == bool(where):
-        raise InputError("name record ids or give --where, not both and not neither",
-                         hint="e.g. expengine forget rec-1 rec-2, or --where \"session = 's1'\"")
-    con = store.con
-    if where:
-        if ";" in where:
-            raise InputError("--where takes one SQL condition, without ';'", hint="e.g. --where \"agent = 'bot' AND ts < '2026-01-01'\"")
+def parse_before(value: dt.datetime | str | None) -> dt.datetime | None:
+    """`--before` as a naive UTC datetime (how record times are stored); a date means its midnight."""
+    if value is None or isinstance(value, dt.datetime):
+        moment = value
+    else:
         try:
-            return [r[0] for r in con.execute(f"SELECT id FROM records WHERE {where} ORDER BY id").fetchall()]
-        except duckdb.Error as exc:
-            raise InputError(f"bad --where filter: {exc}", hint="a SQL condition over the records table, e.g. agent = 'bot'") from exc
-    with arrow_view(con, "wanted", pa.table({"id": list(dict.fromkeys(ids))})):
-        found = {r[0] for r in con.execute("SELECT r.id FROM records r JOIN wanted w ON r.id = w.id").fetchall()}
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise NotFoundError(f"no record with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
-                            hint="see `expengine show ID` or use --where")
-    return list(dict.fromkeys(ids))
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(f"--before expects an ISO date or time, got {value!r}",
+                             hint="e.g. --before 2026-01-31 or --before 2026-01-31T12:00:00Z") from None
+    if moment is not None and moment.tzinfo is not None:
+        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return moment
 
 
-def forget(store: "Store", *, ids: list[str] | None = None, where: str | None = None) -> ForgetResult:
-    """Delete records for real, with every row derived from them (privacy requests)."""
+def select_records(
+    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
+    agents: list[str] | None = None, before: dt.datetime | str | None = None,
+) -> list[str]:
+    """Ids of the records every given filter matches (they combine with AND); naming a missing id is an error."""
+    moment = parse_before(before)
+    if not (ids or sessions or agents or moment):
+        raise InputError("say what to forget: record ids, --ids-from, --session, --agent or --before",
+                         hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2")
+    con = store.con
+    clauses: list[str] = []
+    params: list[Any] = []
+    if ids:
+        wanted = list(dict.fromkeys(ids))
+        found = {r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))",
+                                           [wanted]).fetchall()}
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise NotFoundError(f"no record with id {missing[0]!r}{more}", hint="see `expengine show ID`")
+        clauses.append("id IN (SELECT unnest(?))")
+        params.append(wanted)
+    for column, values in (("session", sessions), ("agent", agents)):
+        if values:
+            clauses.append(f"{column} IN (SELECT unnest(?))")
+            params.append(list(values))
+    if moment:
+        clauses.append("ts < ?")
+        params.append(moment)
+    where = " AND ".join(clauses)
+    return [r[0] for r in con.execute(f"SELECT id FROM records WHERE {where} ORDER BY id", params).fetchall()]
+
+
+def _words(texts: Iterable[str | None]) -> set[str]:
+    return {w for t in texts if t for w in WORD.findall(t.lower())}
+
+
+def _drop_mentions(value: Any, gone: set[str]) -> Any:
+    """A run report without the examples that name a forgotten record (they quote its text)."""
+    if isinstance(value, dict):
+        return {k: _drop_mentions(v, gone) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_drop_mentions(v, gone) for v in value if not (isinstance(v, (dict, list)) and _mentions(v, gone))]
+    return value
+
+
+def _mentions(value: Any, gone: set[str]) -> bool:
+    if isinstance(value, dict):
+        return any(_mentions(v, gone) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, gone) for v in value)
+    return isinstance(value, str) and value in gone
+
+
+def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[ForgetResult, list[str]]:
+    """Delete the records and every row derived from them on one connection (the live store or a snapshot).
+
+    Runs inside the caller's transaction. A unit that cites a forgotten record loses it from its sources,
+    and is deleted when no source is left or when its wording has words only the forgotten records had
+    (it would still quote them). Returns the counts and the ids of the deleted units."""
     from ..store.embeddings import text_hash
 
-    targets = resolve_ids(store, ids=ids, where=where)
-    result = ForgetResult(ids=targets)
-    if not targets:
-        return result
-    con = store.con
     gone = set(targets)
-    hashes = {text_hash(t) for (t,) in con.execute("SELECT text FROM records WHERE id IN (SELECT unnest(?))", [targets]).fetchall()}
-    units = con.execute("SELECT id, source_ids FROM units").fetchall()
-    touched = {uid: [s for s in json.loads(src or "[]") if s not in gone] for uid, src in units
-               if gone & set(json.loads(src or "[]"))}
-    survivors = con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall()
-    with store.transaction():
-        with arrow_view(con, "forget_ids", pa.table({"id": targets})):
-            result.records = con.execute("SELECT count(*) FROM records WHERE id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
-            con.execute("DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)")
-            result.history = con.execute("SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
-            con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
-            con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
-            con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM forget_ids)")
-            con.execute("UPDATE records SET merged_into = NULL WHERE merged_into IN (SELECT id FROM forget_ids)")
-        for rid, merged in survivors:
-            kept = [m for m in json.loads(merged) if m not in gone]
-            if rid not in gone and len(kept) != len(json.loads(merged)):
-                con.execute("UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?", [json.dumps(kept), 1 + len(kept), rid])
-        still_used = {text_hash(t) for (t,) in con.execute("SELECT text FROM records UNION ALL SELECT text FROM units").fetchall()}
-        orphans = sorted(hashes - still_used)
-        if orphans:
-            result.embeddings = con.execute("SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]).fetchall()[0][0]
-            con.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans])
-        emptied = [uid for uid, src in touched.items() if not src]
-        for uid, src in touched.items():
-            if src:
-                con.execute("UPDATE units SET source_ids = ?, support = ? WHERE id = ?", [json.dumps(src), len(src), uid])
-        if emptied:
-            con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
-            con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
-    result.units_updated = len(touched) - len(emptied)
+    result = ForgetResult(ids=targets)
+    with arrow_view(con, "forget_ids", pa.table({"id": targets})):
+        forgotten = con.execute(
+            "SELECT text, content, tool_args, tool_result, tool_error, goal_description, goal_id FROM records "
+            "WHERE id IN (SELECT id FROM forget_ids)").fetchall()
+        result.records = len(forgotten)
+        result.history = con.execute(
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
+        con.execute("DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)")
+        con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
+        con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
+        con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM forget_ids)")
+        con.execute("UPDATE records SET merged_into = NULL WHERE merged_into IN (SELECT id FROM forget_ids)")
+    secret_words = _words(w for row in forgotten for w in row[:6])
+    hashes = {text_hash(row[0]) for row in forgotten}
+    for rid, merged in con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall():
+        kept = [m for m in json_ids(merged) if m not in gone]
+        if len(kept) != len(json_ids(merged)):
+            con.execute("UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?",
+                        [json.dumps(kept), 1 + len(kept), rid])
+    emptied: list[str] = []
+    for uid, sources, text in con.execute(f"SELECT id, source_ids, {UNIT_TEXT} FROM units").fetchall():
+        cited = json_ids(sources)
+        if not gone & set(cited):
+            continue
+        left = [s for s in cited if s not in gone]
+        sources_left = "SELECT text FROM records WHERE id IN (SELECT unnest(?))"
+        kept_words = _words(t for (t,) in con.execute(sources_left, [left]).fetchall()) if left else set()
+        if not left or (_words([text]) & secret_words) - kept_words:
+            emptied.append(uid)
+            hashes.add(text_hash(con.execute("SELECT text FROM units WHERE id = ?", [uid]).fetchall()[0][0]))
+        else:
+            con.execute("UPDATE units SET source_ids = ?, support = ? WHERE id = ?", [json.dumps(left), len(left), uid])
+            result.units_updated += 1
+    if emptied:
+        con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
+        result.history += con.execute(
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]).fetchall()[0][0]
+        con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
     result.units_deleted = len(emptied)
+    for goal_id in {row[6] for row in forgotten if row[6]}:
+        left_in_goal, description = con.execute(
+            "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]).fetchall()[0]
+        if not left_in_goal:
+            con.execute("DELETE FROM goals WHERE goal_id = ?", [goal_id])
+        else:
+            con.execute("UPDATE goals SET description = ? WHERE goal_id = ?", [description, goal_id])
+    texts = con.execute("SELECT text FROM records UNION ALL SELECT text FROM units").fetchall()
+    orphans = sorted(hashes - {text_hash(t) for (t,) in texts})
+    if orphans:
+        result.embeddings = con.execute(
+            "SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]).fetchall()[0][0]
+        con.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans])
+    for run_id, report in con.execute("SELECT id, report FROM runs WHERE report IS NOT NULL").fetchall():
+        data = json.loads(report)
+        cleaned = _drop_mentions(data, gone)
+        if cleaned != data:
+            con.execute("UPDATE runs SET report = ? WHERE id = ?", [json.dumps(cleaned, default=str), run_id])
+    return result, emptied
+
+
+def forget(
+    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
+    agents: list[str] | None = None, before: dt.datetime | str | None = None, dry_run: bool = False,
+) -> ForgetResult:
+    """Delete records for real, with every row derived from them, from the store and from every snapshot.
+
+    Snapshots are cleaned first: if the process is killed, the records are still in the live store and
+    running `forget` again finishes the job. The live deletion journals the ids in `pending_index`, so a
+    kill before LanceDB is updated is healed when the store is next opened."""
+    targets = select_records(store, ids=ids, sessions=sessions, agents=agents, before=before)
+    if not targets:
+        return ForgetResult(dry_run=dry_run)
+    con = store.con
+    preview = examples(
+        con.execute("SELECT id, agent, session, ts, text FROM records WHERE id IN (SELECT unnest(?)) ORDER BY id",
+                    [targets]).fetchall(),
+        lambda r: {"id": r[0], "agent": r[1], "session": r[2], "ts": r[3].isoformat() if r[3] else None, "text": r[4]},
+        limit=PREVIEW)
+    snapshots = 0
+    con.execute("BEGIN")
+    try:
+        result, emptied = forget_rows(con, targets)
+        if not dry_run:
+            con.execute("INSERT INTO pending_index SELECT unnest(?), 'memory' ON CONFLICT DO NOTHING", [targets])
+            con.execute("INSERT INTO pending_index SELECT unnest(?), 'unit' ON CONFLICT DO NOTHING", [emptied])
+            snapshots = forget_in_snapshots(store, targets, forget_rows)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("ROLLBACK" if dry_run else "COMMIT")
+    result.preview, result.dry_run = preview, dry_run
+    result.snapshots = len(list_snapshots(store)) if dry_run else snapshots
+    if dry_run:
+        return result
     store.index.delete(MEMORIES, targets)
     store.index.delete(UNITS, emptied)
+    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [targets + emptied])
     store.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
+    scrub_index(store.index, [MEMORIES, UNITS])
+    store.close()
+    rewrite_database(store.dir / DB_FILE)
+    store.reopen()
     return result
 
 

@@ -8,14 +8,19 @@ hidden temporary folder and renamed when complete, so a kill during the copy nev
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
+
+import duckdb
 
 from ..errors import InputError, NotFoundError
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
+from ..store.index import MEMORIES, UNITS, Index
+from ..store.scrub import rewrite_database, scrub_index
 from ..results import Result
 
 if TYPE_CHECKING:
@@ -93,6 +98,27 @@ def prune_snapshots(store: "Store", *, keep: int) -> list[str]:
     return removed
 
 
+def _swap_in(source: Path, store_dir: Path) -> None:
+    """Replace the store's DuckDB file and LanceDB folder with the snapshot's, so a kill at any moment
+    leaves whole files: both are copied beside their targets first, then renamed into place, LanceDB
+    before DuckDB. Until the DuckDB file is swapped, it still holds the interrupted run as 'running',
+    so the next compaction restores again."""
+    db_path, lance = store_dir / DB_FILE, store_dir / LANCE_DIR
+    new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + n) for n in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
+    for leftover in (new_lance, old_lance):  # from a restore killed midway
+        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.copy2(source / DB_FILE, new_db)
+    if (source / LANCE_DIR).exists():
+        shutil.copytree(source / LANCE_DIR, new_lance)
+    if lance.exists():
+        lance.rename(old_lance)
+    if new_lance.exists():
+        new_lance.rename(lance)
+    shutil.rmtree(old_lance, ignore_errors=True)
+    db_path.with_name(DB_FILE + ".wal").unlink(missing_ok=True)  # closed cleanly, so it holds nothing
+    os.replace(new_db, db_path)
+
+
 def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
     if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
@@ -104,14 +130,7 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     raw_before = int(con.execute("SELECT count(*) FROM records").fetchone()[0])
     runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
     store.close()
-    db_path = store.dir / DB_FILE
-    for leftover in (db_path.with_name(DB_FILE + ".wal"),):
-        leftover.unlink(missing_ok=True)
-    shutil.copy2(source / DB_FILE, db_path)
-    lance = store.dir / LANCE_DIR
-    shutil.rmtree(lance, ignore_errors=True)
-    if (source / LANCE_DIR).exists():
-        shutil.copytree(source / LANCE_DIR, lance)
+    _swap_in(source, store.dir)
     store.reopen()
     known = {r[0] for r in store.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
@@ -127,3 +146,36 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
         snapshot_id=snapshot_id, raw_before=raw_before, raw_after=int(sum(counts.values())),
         active_after=int(counts.get("active", 0)), runs_rolled_back=rolled_back,
     )
+
+
+def forget_in_snapshots(
+    store: "Store", targets: list[str],
+    forget_rows: Callable[[duckdb.DuckDBPyConnection, list[str]], tuple[Any, list[str]]],
+) -> int:
+    """Delete records from every snapshot with `forget_rows`, leaving no copy in its files; returns how many.
+
+    LanceDB is cleaned before the DuckDB deletion commits: a kill in between rolls DuckDB back, and the
+    next `forget` finds the same records and units again."""
+    done = 0
+    for info in list_snapshots(store):
+        folder = snapshot_root(store) / info.id
+        index = Index(folder / LANCE_DIR)
+        con = duckdb.connect(str(folder / DB_FILE))
+        try:
+            con.execute("BEGIN")
+            _, emptied = forget_rows(con, targets)
+            index.delete(MEMORIES, targets)
+            index.delete(UNITS, emptied)
+            scrub_index(index, [MEMORIES, UNITS])
+            con.execute("COMMIT")
+            counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+        finally:
+            con.close()
+        rewrite_database(folder / DB_FILE)
+        info.raw, info.active = int(sum(counts.values())), int(counts.get("active", 0))
+        info.size_bytes = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        meta = folder / (META_FILE + ".new")
+        meta.write_text(json.dumps(info.to_dict()), encoding="utf-8")
+        os.replace(meta, folder / META_FILE)
+        done += 1
+    return done

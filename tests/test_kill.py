@@ -1,0 +1,61 @@
+"""Random kill -9 during ingest and compaction: every rerun heals the store. A few seeded kills here;
+`scripts/kill_test.py` runs many with the same functions."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kill_test.py"
+
+
+def load_kill_test():
+    spec = importlib.util.spec_from_file_location("kill_test", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_random_kills_during_ingest_and_compaction_heal_on_rerun(tmp_path, embedder):
+    kill_test = load_kill_test()
+    slices = kill_test.make_slices(tmp_path / "slices", 30, 12)
+    store = tmp_path / "store"
+    kill_test.prepare_store(store, slices, embedder)
+    ingested: set[str] = set()
+    rng = random.Random(5)
+    for phase in ("ingest", "compact"):
+        tally = kill_test.run_phase(store, phase, kills=3, rng=rng, slices=slices, ingested=ingested,
+                                    embedder=embedder, log=lambda *_: None)
+        assert tally.failures == [] and tally.kills == 3
+        assert tally.healed == tally.checks >= 1
+    assert len(ingested) > 30  # slices landed, so the raw-count check compared real numbers
+
+
+def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write_jsonl):
+    """Each check can fail: duplicates, a wrong raw count, an unindexed memory, a missing source, a pending write."""
+    kill_test = load_kill_test()
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", [{"id": f"e{i}", "kind": "note", "agent": "bot", "content": f"note {i}",
+                                              "ts": "2026-03-01T09:00:00Z"} for i in range(4)])])
+    store, embedder = engine.store_dir, engine.embedder
+    rows = engine.store.index.table("memories").to_arrow()
+    engine.store.index.add("memories", rows.filter(pc.field("id") == "e0"), replace=False)
+    engine.store.index.delete("memories", ["e1"])
+    engine.store.con.execute("INSERT INTO pending_index VALUES ('e2', 'memory')")
+    engine.store.con.execute(
+        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
+                                updated)
+           VALUES ('u1', 'fact', 'x', 'note', 'bot', 1, 0.5, '["gone"]', 'test', now(), now())""")
+    engine.close()
+    problems = " | ".join(kill_test.check_store(store, {"e0", "e1", "e2", "e3", "e4"}, embedder))
+    for expected in ("duplicate ids in LanceDB memories", "raw count 4 != 5", "disagree with DuckDB",
+                     "cites missing records", "pending", "LanceDB units 0 != 1"):
+        assert expected in problems
