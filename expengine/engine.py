@@ -35,6 +35,8 @@ class Stats(Result):
     active_tokens: int = 0
     size_bytes: int = 0
     store: str = ""
+    scripts: dict[str, float] = field(default_factory=dict)
+    embedder: str = ""
 
 
 class Engine:
@@ -66,6 +68,7 @@ class Engine:
             raise
         self.index = Index(self.store_dir / LANCE_DIR)
         self._embedder = embedder
+        self.index.tokenizer = self.text_tokenizer
         self._llm = llm
         self._heal_pending_index()
 
@@ -87,8 +90,43 @@ class Engine:
         if self._embedder is None:
             from .models.embedder import get_embedder
 
-            self._embedder = get_embedder(self.config.embedder.model_path, batch_size=self.config.embedder.batch_size)
+            cfg = self.config.embedder
+            self._embedder = get_embedder(cfg.model_path, batch_size=cfg.batch_size, model=self.embedder_model)
         return self._embedder
+
+    @property
+    def embedder_model(self) -> str:
+        """The packaged model this store uses: `auto` is MiniLM until a first ingest picks otherwise."""
+        from .models.embedder import MINILM
+
+        return MINILM if self.config.embedder.model == "auto" else self.config.embedder.model
+
+    def choose_embedder(self, model: str) -> bool:
+        """Switch an empty store on `auto` to `model` and record it in its config.toml; False if it
+        cannot switch (an embedder was passed in, a folder or model is configured)."""
+        from .config import CONFIG_FILE
+
+        if self._embedder is not None or self.config.embedder.model != "auto" or self.config.embedder.model_path:
+            return False
+        import tomllib
+
+        import tomli_w
+
+        path = self.store_dir / CONFIG_FILE
+        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data.setdefault("embedder", {})["model"] = model
+        path.write_text(tomli_w.dumps(data), encoding="utf-8")
+        self.config.embedder.model = model
+        self.index.tokenizer = self.text_tokenizer
+        return True
+
+    @property
+    def text_tokenizer(self) -> str:
+        """ICU word segmentation (splits Chinese into words) for multilingual stores; English stores keep
+        the simple tokenizer with stemming."""
+        from .models.embedder import MINILM
+
+        return "simple" if self.embedder_model == MINILM and not self.config.embedder.model_path else "icu"
 
     @property
     def embedder_name(self) -> str:
@@ -97,7 +135,7 @@ class Engine:
             return self._embedder.name
         from .models.embedder import embedder_name
 
-        return embedder_name(self.config.embedder.model_path)
+        return embedder_name(self.config.embedder.model_path, self.embedder_model)
 
     @property
     def embedding_dim(self) -> int:
@@ -146,6 +184,8 @@ class Engine:
         def grouped(sql: str) -> dict[str, int]:
             return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
 
+        from .ingest.scripts import count_scripts, shares
+
         states = grouped("SELECT state, count(*) FROM records GROUP BY state")
         texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
         size = sum(f.stat().st_size for f in self.store_dir.rglob("*") if f.is_file())
@@ -166,6 +206,8 @@ class Engine:
             active_tokens=sum(approx_tokens(t) for (t,) in texts),
             size_bytes=size,
             store=str(self.store_dir),
+            scripts=shares(count_scripts(t for (t,) in texts)),
+            embedder=self.embedder_name,
         )
 
     def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -18,6 +19,7 @@ from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
+from .scripts import SWITCH_SHARE, count_scripts, embedder_warning, shares, unreadable_share
 from ..results import Result
 
 if TYPE_CHECKING:
@@ -46,6 +48,10 @@ class IngestResult(Result):
     rejects: list[Reject] = field(default_factory=list)
     redacted_by_kind: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # share of letters per script (latin, cjk, other), and a warning when the embedder cannot read them
+    scripts: dict[str, float] = field(default_factory=dict)
+    embedder: str = ""
+    warning: str | None = None
 
 
 def text_hash(text: str) -> str:
@@ -69,6 +75,7 @@ def ingest(
     redactor = Redactor(enabled=engine.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
+    letters: Counter[str] = Counter()
     batch: list[Event] = []
     for name in files:
         for item in read_items(name, fmt=fmt, max_line_bytes=engine.config.ingest.max_line_bytes, agent=agent, now=now):
@@ -78,17 +85,21 @@ def ingest(
                 continue
             batch.append(item.event)
             if len(batch) >= BATCH:
+                _pick_embedder(engine, batch, letters)
                 _store_batch(engine, batch, result, redactor, seen, now)
                 if on_progress:
                     on_progress(len(batch))
                 batch = []
     if batch:
+        _pick_embedder(engine, batch, letters)
         _store_batch(engine, batch, result, redactor, seen, now)
         if on_progress:
             on_progress(len(batch))
     if result.stored:
         engine.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
+    result.scripts, result.embedder = shares(letters), engine.embedder_name
+    result.warning = embedder_warning(engine.embedder_name, letters)
     result.seconds = round(time.perf_counter() - started, 3)
     if strict and result.rejected:
         raise RejectedLinesError(
@@ -97,6 +108,18 @@ def ingest(
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
     return result
+
+
+def _pick_embedder(engine: "Engine", batch: list[Event], letters: Counter[str]) -> None:
+    """Count the batch's scripts; before a new store's first vectors, take the multilingual model when
+    most of the text is in scripts MiniLM cannot read (it then stays the store's model)."""
+    before = sum(letters.values())
+    count_scripts((render(ev) for ev in batch), letters)
+    if before or unreadable_share(letters) < SWITCH_SHARE or engine.con.execute("SELECT count(*) FROM records").fetchone()[0]:
+        return
+    from ..models.embedder import MULTILINGUAL
+
+    engine.choose_embedder(MULTILINGUAL)
 
 
 def _reject(engine: "Engine", result: IngestResult, item: Item, now: dt.datetime) -> None:
