@@ -71,3 +71,24 @@ def test_reindex_after_embedder_change_re_embeds_with_the_new_model(tmp_path: Pa
         models = {m for (m,) in engine.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
         assert models == {"all-MiniLM-L6-v2", "use-multilingual-v3"}
         assert engine.query("running in the park", k=1, touch=False).hits[0].id == "r0"
+
+
+def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
+    import datetime as dt
+
+    from expengine.lifecycle.refine.mine import extract_facts
+    from expengine.lifecycle.refine.templates import Draft, render_text
+
+    def facts(text: str) -> list[str]:
+        record = {"kind": "message", "role": "user", "content": text, "ts": dt.datetime(2024, 5, 1), "id": "x"}
+        return [f.statement for f in extract_facts(record)]
+
+    assert facts("我叫张曼婷，很高兴认识你。") == ["用户叫张曼婷"]
+    assert facts("我现在住在杭州。") == ["用户住在杭州"]
+    assert facts("我对花生过敏，请注意。") == ["用户对花生过敏"]
+    assert facts("我不喜欢香菜") == ["用户不喜欢香菜"]
+    draft = Draft(kind="fact", category="fact", source_ids=["a", "b"], statement="用户住在杭州",
+                  as_of=dt.datetime(2024, 5, 1), previous_values=["上海"], agreeing=2)
+    text = render_text(draft)
+    assert text.startswith("截至2024-05-01，用户住在杭州（此前：上海") and text.endswith("。")
+    assert not any(word in text for word in ("As of", "previously", "stated"))
