@@ -92,3 +92,15 @@ def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
     text = render_text(draft)
     assert text.startswith("截至2024-05-01，用户住在杭州（此前：上海") and text.endswith("。")
     assert not any(word in text for word in ("As of", "previously", "stated"))
+
+
+def test_chinese_chatter_gets_low_importance() -> None:
+    from expengine.ingest.rules import assess
+
+    def category(text: str) -> str:
+        return assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
+                      has_goal=False, importance=None, category=None, confidence=None).category
+
+    assert category("好的，谢谢！") == "chatter"
+    assert category("你好") == "chatter"
+    assert category("好的，请帮我订明天去上海的机票") != "chatter"
