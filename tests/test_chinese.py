@@ -37,14 +37,14 @@ def test_chinese_store_takes_multilingual_embedder_and_finds_paraphrase(tmp_path
         assert engine.stats().scripts["cjk"] == 1.0
     assert 'model = "multilingual"' in (tmp_path / "s" / "config.toml").read_text(encoding="utf-8")
     with Engine(store=tmp_path / "s") as engine:  # the choice sticks
-        assert engine.embedder_name == "use-multilingual-v3"
+        assert engine.embedder.name == "use-multilingual-v3"
 
 
 def test_chinese_full_text_search_finds_a_word_inside_a_clause(tmp_path: Path) -> None:
     log = write_log(tmp_path / "zh.jsonl", ZH)
     with Engine(store=tmp_path / "s") as engine:
         engine.ingest([str(log)])
-        table = engine.index.table("memories")
+        table = engine.store.index.table("memories")
         ids = table.search("樱花", query_type="fts").limit(3).select(["id"]).to_arrow().column("id").to_pylist()
         assert ids == ["r1"]
 
@@ -63,12 +63,12 @@ def test_reindex_after_embedder_change_re_embeds_with_the_new_model(tmp_path: Pa
     log = write_log(tmp_path / "en.jsonl", ["I went running in the park", "The deploy failed with a 429"])
     with Engine(store=tmp_path / "s") as engine:
         engine.ingest([str(log)])
-        assert len(engine.index.table("memories").to_arrow().column("vector")[0]) == 384
+        assert len(engine.store.index.table("memories").to_arrow().column("vector")[0]) == 384
     (tmp_path / "s" / "config.toml").write_text('[embedder]\nmodel = "multilingual"\n', encoding="utf-8")
     with Engine(store=tmp_path / "s") as engine:
         assert engine.reindex()["memories"] == 2
-        assert len(engine.index.table("memories").to_arrow().column("vector")[0]) == 512
-        models = {m for (m,) in engine.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
+        assert len(engine.store.index.table("memories").to_arrow().column("vector")[0]) == 512
+        models = {m for (m,) in engine.store.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
         assert models == {"all-MiniLM-L6-v2", "use-multilingual-v3"}
         assert engine.query("running in the park", k=1, touch=False).hits[0].id == "r0"
 

@@ -130,10 +130,8 @@ def forget(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Delete records for real, with their embeddings, history and unit provenance (privacy requests)."""
-    from ..lifecycle.purge import resolve_ids
-
     with open_engine(ctx) as engine:
-        targets = resolve_ids(engine, ids=ids or None, where=where)
+        targets = engine.forget_targets(ids=ids or None, where=where)
         if not targets:
             raise InputError("no record matches", hint="check the ids or the --where filter")
         if not yes:

@@ -16,8 +16,11 @@ from ..errors import ModelError
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 vectors of a fixed size."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...  # the embedding cache key
+
+    @property
+    def dim(self) -> int: ...  # read-only, so a lazily loaded model can answer it on first use
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
@@ -41,7 +44,7 @@ MODELS = (MINILM, MULTILINGUAL)
 
 def embedder_name(model_path: str = "", model: str = MINILM) -> str:
     """The name vectors are cached under: the folder name, or the packaged model's name."""
-    return Path(model_path).name if model_path else MODEL_NAMES[model]
+    return Path(model_path).name if model_path else MODEL_NAMES.get(model, model)
 
 
 class MultilingualEmbedder:
@@ -118,3 +121,38 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MIN
         else:
             _LOADED[key] = MultilingualEmbedder(batch_size=batch_size)
     return _LOADED[key]
+
+
+def packaged_model(setting: str) -> str:
+    """The packaged model an `[embedder] model` setting means: `auto` is MiniLM until a first ingest picks."""
+    return MINILM if setting == "auto" else setting
+
+
+class LazyEmbedder:
+    """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
+    no model, so a run served from the embedding cache never loads torch. `packaged` is the packaged
+    model's key (`minilm` or `multilingual`), used when no `model_path` folder is set."""
+
+    def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM):
+        self.model_path, self.batch_size = model_path, batch_size
+        self.switch(model)
+
+    def switch(self, model: str) -> None:
+        """Point at another packaged model (before a new store's first vectors); nothing loads."""
+        self.packaged = packaged_model(model)
+        self.name = embedder_name(self.model_path, self.packaged)
+
+    @property
+    def loaded(self) -> bool:
+        return (self.model_path, "" if self.model_path else self.packaged, self.batch_size) in _LOADED
+
+    @property
+    def model(self) -> Embedder:
+        return get_embedder(self.model_path, batch_size=self.batch_size, model=self.packaged)
+
+    @property
+    def dim(self) -> int:
+        return self.model.dim
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts)
