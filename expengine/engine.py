@@ -54,6 +54,8 @@ class Stats(Result):
     hot_share: float | None = None
     size_bytes: int = 0
     store: str = ""
+    scripts: dict[str, float] = field(default_factory=dict)
+    embedder: str = ""
 
 
 class Engine:
@@ -88,7 +90,8 @@ class Engine:
         self._store: Store | None = None
         self._held = False
         cfg = self.config.embedder
-        self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size)
+        # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
+        self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size, model=cfg.model)
         self._llm = llm
 
     # --- opening the store per operation -------------------------------------------------------
@@ -380,6 +383,7 @@ def _heal_pending_index(store: Store) -> None:
 
 
 def _stats(store: Store) -> Stats:
+    from .ingest.scripts import count_scripts, shares
     from .lifecycle.compact import hot_text
 
     con = store.con
@@ -409,4 +413,6 @@ def _stats(store: Store) -> Stats:
         **hot_text(store),
         size_bytes=size,
         store=str(store.dir),
+        scripts=shares(count_scripts(t for (t,) in con.execute("SELECT text FROM records").fetchall())),
+        embedder=store.embeddings.name,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import RejectedLinesError
@@ -39,6 +40,8 @@ def ingest(
                 if as_json:
                     emit_json({"error": exc.message})
                 raise
+    if result.warning:
+        stderr.print(f"warning: {escape(result.warning)}")
     if as_json:
         emit_json(result.to_dict())
         return

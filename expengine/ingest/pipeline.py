@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -17,6 +18,7 @@ from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
+from .scripts import SWITCH_SHARE, count_scripts, embedder_warning, shares, unreadable_share
 from ..results import Result
 
 if TYPE_CHECKING:
@@ -45,6 +47,10 @@ class IngestResult(Result):
     rejects: list[Reject] = field(default_factory=list)
     redacted_by_kind: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # share of letters per script (latin, cjk, other), and a warning when the embedder cannot read them
+    scripts: dict[str, float] = field(default_factory=dict)
+    embedder: str = ""
+    warning: str | None = None
 
 
 def ingest(
@@ -64,6 +70,7 @@ def ingest(
     redactor = Redactor(enabled=store.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
+    letters: Counter[str] = Counter()
     batch: list[Event] = []
     for name in files:
         for item in read_items(name, fmt=fmt, max_line_bytes=store.config.ingest.max_line_bytes, agent=agent, now=now):
@@ -73,17 +80,21 @@ def ingest(
                 continue
             batch.append(item.event)
             if len(batch) >= BATCH:
+                _pick_embedder(store, batch, letters)
                 _store_batch(store, batch, result, redactor, seen, now)
                 if on_progress:
                     on_progress(len(batch))
                 batch = []
     if batch:
+        _pick_embedder(store, batch, letters)
         _store_batch(store, batch, result, redactor, seen, now)
         if on_progress:
             on_progress(len(batch))
     if result.stored:
         store.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
+    result.scripts, result.embedder = shares(letters), store.embeddings.name
+    result.warning = embedder_warning(store.embeddings.name, letters)
     result.seconds = round(time.perf_counter() - started, 3)
     if strict and result.rejected:
         raise RejectedLinesError(
@@ -92,6 +103,18 @@ def ingest(
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
     return result
+
+
+def _pick_embedder(store: "Store", batch: list[Event], letters: Counter[str]) -> None:
+    """Count the batch's scripts; before a new store's first vectors, take the multilingual model when
+    most of the text is in scripts MiniLM cannot read (it then stays the store's model)."""
+    before = sum(letters.values())
+    count_scripts((render(ev) for ev in batch), letters)
+    if before or unreadable_share(letters) < SWITCH_SHARE or store.con.execute("SELECT count(*) FROM records").fetchone()[0]:
+        return
+    from ..models.embedder import MULTILINGUAL
+
+    store.choose_embedder(MULTILINGUAL)
 
 
 def _reject(store: "Store", result: IngestResult, item: Item, redactor: Redactor, now: dt.datetime) -> None:

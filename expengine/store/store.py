@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import duckdb
 
 from ..config import Config
-from ..models.embedder import Embedder
+from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
 from .db import DB_FILE, LANCE_DIR, open_database, utcnow
 from .embeddings import EmbeddingCache
 from .index import Index
@@ -30,6 +30,7 @@ class Store:
         self.embedder = embedder
         self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE)
         self.index = Index(self.dir / LANCE_DIR)
+        self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder)
         self._depth = 0
 
@@ -65,7 +66,37 @@ class Store:
         self.close()
         self.con = open_database(self.dir / DB_FILE)
         self.index = Index(self.dir / LANCE_DIR)
+        self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder)
+
+    @property
+    def text_tokenizer(self) -> str:
+        """ICU word segmentation (splits Chinese into words) for multilingual stores; English stores keep
+        the simple tokenizer with stemming."""
+        cfg = self.config.embedder
+        return "simple" if packaged_model(cfg.model) == MINILM and not cfg.model_path else "icu"
+
+    def choose_embedder(self, model: str) -> bool:
+        """Switch an empty store on `auto` to the packaged `model` and record it in its config.toml;
+        False if it cannot switch (an embedder was passed in, a folder or model is configured)."""
+        cfg = self.config.embedder
+        if not isinstance(self.embedder, LazyEmbedder) or cfg.model != "auto" or cfg.model_path:
+            return False
+        import tomllib
+
+        import tomli_w
+
+        from ..config import CONFIG_FILE
+
+        path = self.dir / CONFIG_FILE
+        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data.setdefault("embedder", {})["model"] = model
+        path.write_text(tomli_w.dumps(data), encoding="utf-8")
+        cfg.model = model
+        self.embedder.switch(model)
+        self.embeddings = EmbeddingCache(self.con, self.embedder)
+        self.index.tokenizer = self.text_tokenizer
+        return True
 
     def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None,
                     at: Any = None) -> None:
@@ -90,6 +121,7 @@ class Store:
         tables it lacks are no-ops (compaction steps read DuckDB only)."""
         view = copy.copy(self)
         view.index = Index(scratch)
+        view.index.tokenizer = self.index.tokenizer
         self.con.execute("BEGIN")
         view._depth = 1  # the steps' own transactions join this one
         try:

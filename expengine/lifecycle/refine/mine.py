@@ -32,6 +32,17 @@ MULTI_VALUED = (
     ("prefers", re.compile(rf"(?i)\bI (?:really |much )?(?:prefer|love|like|enjoy) (.+?){_END}")),
     ("has", re.compile(r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)")),
 )
+# Chinese statements, worded in Chinese: (attribute, pattern, statement template, single-valued)
+_ZH_END = r"(?=[，。！？；,.!?;]|$)"
+ZH_FACTS = (
+    ("home", re.compile(rf"我(?:现在|目前)?(?:住在|搬到了|搬到)(.+?){_ZH_END}"), "{s}住在{v}", True),
+    ("name", re.compile(rf"我(?:叫|的名字是)(.+?){_ZH_END}"), "{s}叫{v}", True),
+    ("job", re.compile(rf"我(?:现在)?在(.+?)(?:工作|上班){_ZH_END}"), "{s}在{v}工作", True),
+    ("is allergic to", re.compile(rf"我对(.+?)过敏{_ZH_END}"), "{s}对{v}过敏", False),
+    ("dislikes", re.compile(rf"我(?:很|非常|真的)?(?:不喜欢|讨厌|受不了)(.+?){_ZH_END}"), "{s}不喜欢{v}", False),
+    ("prefers", re.compile(rf"我(?:很|非常|特别|真的|最)?(?:喜欢|爱|偏爱)(.+?){_ZH_END}"), "{s}喜欢{v}", False),
+)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _NOT_A_VALUE = re.compile(r"(?i)^(it|that|this|them|those|these|him|her|so|when|how|what|you|to|the)$")
 _FILLER = re.compile(r"(?i)(\s+(lol|haha|though|too|so much|anymore|really|at all))+$")
 _CODE_OR_NUMBER = re.compile(r"\b[A-Z]{2,}\d+\b|\b[a-z]+_\d+\b|\d+(?:[.:\-/]\d+)*")
@@ -173,6 +184,8 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
     if record.get("kind") not in ("message", "note") or record.get("role") not in (None, "user", "system"):
         return []
     subject, text = speaker_and_text(record)
+    if _CJK.search(text):
+        return _chinese_facts(record, "用户" if subject == "the user" else subject, text)
     if not text or len(text.split()) < 3 or record.get("category") == "chatter":
         return []
     ts, rid = record["ts"], record["id"]
@@ -195,6 +208,24 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
         return found
     if record.get("kind") == "note" or record.get("goal_id") or text.rstrip().endswith("?") or len(text.split()) < 4:
         return []  # notes, task requests and questions are not statements about someone
+    return [FactStatement(subject, f"said on {ts:%Y-%m-%d}", text, text, ts, rid, False)]
+
+
+def _chinese_facts(record: dict[str, Any], subject: str, text: str) -> list[FactStatement]:
+    """Chinese has no spaces: length is counted in characters, and statements stay in Chinese."""
+    if len(_CJK.findall(text)) < 4 or record.get("category") == "chatter":
+        return []
+    ts, rid = record["ts"], record["id"]
+    found = []
+    for attribute, pattern, template, single in ZH_FACTS:
+        for m in pattern.finditer(text):
+            value = m.group(1).strip()
+            if not value or len(value) > 30:
+                continue
+            key = attribute if single else f"{attribute} {value}"
+            found.append(FactStatement(subject, key, value, template.format(s=subject, v=value), ts, rid, single))
+    if found or record.get("kind") == "note" or record.get("goal_id") or text.rstrip().endswith(("?", "？")):
+        return found
     return [FactStatement(subject, f"said on {ts:%Y-%m-%d}", text, text, ts, rid, False)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -74,6 +75,8 @@ def render_text(draft: Draft) -> str:
     """The one paragraph `query` returns for a unit."""
     if draft.attribute == DIGEST_ATTRIBUTE:
         return draft.statement or ""
+    if draft.kind == "fact" and _CJK.search(draft.statement or ""):
+        return _render_chinese_fact(draft)
     if draft.kind == "fact":
         when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of else ""
         statement = draft.statement or ""
@@ -93,6 +96,22 @@ def render_text(draft: Draft) -> str:
         evidence += f", {draft.successes}/{draft.trials} succeeded"
     parts.append(f"({evidence})")
     return " ".join(p.replace("..", ".") for p in parts)
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _render_chinese_fact(draft: Draft) -> str:
+    """A fact stated in Chinese reads as Chinese: 截至2024-05-01，用户住在杭州（此前：上海；提到3次）。"""
+    text = (draft.statement or "").rstrip("。.")
+    if draft.as_of:
+        text = f"截至{draft.as_of:%Y-%m-%d}，{text}"
+    notes = []
+    if draft.previous_values:
+        notes.append(f"此前：{'、'.join(draft.previous_values)}")
+    if draft.support > 1:
+        notes.append(f"提到{draft.support}次")
+    return text + (f"（{'；'.join(notes)}）" if notes else "") + "。"
 
 
 def _category(mined: Mined, default: str) -> str:

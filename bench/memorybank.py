@@ -1,0 +1,88 @@
+"""MemoryBank agreement: do Chinese questions find the same turns as their English translations?
+
+    python bench/memorybank.py [--data PATH] [--users N] [--k 5]
+
+MemoryBank (MIT) holds 10-day conversations in Chinese (`cn`) and a parallel English translation
+(`en`). Each language goes into its own fresh store, with the same record id for parallel turns
+(`<date>:<n>:query|response`; days whose turn counts differ are left out). For each probing
+question, the English store's top hit is the silver evidence; agreement@k is the share of the
+Chinese questions whose top k contain it. Run for today's default (the Chinese store on MiniLM) and
+the new default (`embedder.model = "auto"`: the Chinese store takes the multilingual model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import SHARED_DATA  # noqa: E402
+
+DEFAULT_DATA = SHARED_DATA / "memorybank" / "memorybank_dev.json"
+
+
+def parallel_events(user: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Native message records per language, same ids for parallel turns."""
+    out: dict[str, list[dict[str, Any]]] = {"cn": [], "en": []}
+    for date, cn_turns in user["cn"]["history"].items():
+        en_turns = user["en"]["history"].get(date)
+        if en_turns is None or len(en_turns) != len(cn_turns):
+            continue
+        for n, pair in enumerate(zip(cn_turns, en_turns)):
+            for field, role in (("query", "user"), ("response", "assistant")):
+                for lang, turn in zip(("cn", "en"), pair):
+                    out[lang].append({"id": f"{date}:{n}:{field}", "ts": f"{date}T12:{n:02d}:0{int(role == 'assistant')}",
+                                      "kind": "message", "role": role, "agent": "companion", "content": turn[field]})
+    return out
+
+
+def top_ids(engine: Any, question: str, k: int) -> list[str]:
+    return [h.id for h in engine.query(question, k=k, touch=False).hits]
+
+
+def run(data: Path, users: int | None, k: int, cn_model: str) -> dict[str, Any]:
+    from expengine.engine import Engine
+
+    agree, texts, seconds = [], 0, 0.0
+    for index, user in enumerate(json.loads(data.read_text(encoding="utf-8"))["users"][:users]):
+        events = parallel_events(user)
+        with tempfile.TemporaryDirectory() as tmp:
+            stores = {}
+            for lang in ("en", "cn"):
+                log = Path(tmp) / f"{lang}.jsonl"
+                log.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in events[lang]), encoding="utf-8")
+                overrides = {"embedder.model": cn_model} if lang == "cn" else {"embedder.model": "minilm"}
+                engine = Engine(store=Path(tmp) / lang, overrides=overrides)
+                started = time.perf_counter()
+                engine.ingest([str(log)])
+                if lang == "cn":
+                    seconds += time.perf_counter() - started
+                    texts += len(events[lang])
+                stores[lang] = engine
+            for q_en, q_cn in zip(user["questions_en"], user["questions_cn"]):
+                silver = top_ids(stores["en"], q_en, 1)
+                agree.append(bool(silver) and silver[0] in top_ids(stores["cn"], q_cn, k))
+            for engine in stores.values():
+                engine.close()
+        print(f"user {index}: agreement so far {sum(agree) / len(agree):.3f}", file=sys.stderr)
+    return {"cn_model": cn_model, f"agreement@{k}": round(sum(agree) / len(agree), 3), "questions": len(agree),
+            "cn_ingest_records_per_s": round(texts / seconds, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--users", type=int, default=None)
+    parser.add_argument("--k", type=int, default=5)
+    args = parser.parse_args()
+    rows = [run(args.data, args.users, args.k, model) for model in ("minilm", "auto")]
+    print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
