@@ -59,7 +59,7 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
     goal_opened = False
     # Frameworks reuse call ids inside one run, so a result answers the latest call with its id.
     latest_call: dict[str, Event] = {}
-    for message in messages:
+    for message in messages or []:
         if not isinstance(message, dict):
             raise EventError(f"run {rid}: every message must be an object")
         role = message.get("role")

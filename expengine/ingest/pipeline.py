@@ -110,7 +110,7 @@ def _pick_embedder(store: "Store", batch: list[Event], letters: Counter[str]) ->
     most of the text is in scripts MiniLM cannot read (it then stays the store's model)."""
     before = sum(letters.values())
     count_scripts((render(ev) for ev in batch), letters)
-    if before or unreadable_share(letters) < SWITCH_SHARE or store.con.execute("SELECT count(*) FROM records").fetchone()[0]:
+    if before or unreadable_share(letters) < SWITCH_SHARE or store.con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
         return
     from ..models.embedder import MULTILINGUAL
 

@@ -9,7 +9,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 from ..errors import InputError
 from .events import Event, EventError, event_from_native
@@ -84,7 +84,7 @@ def read_items(
     label = "<stdin>" if name == "-" else name
     stream = _open_binary(name)
     try:
-        buffered = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream
+        buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
         head = buffered.peek(65536)[:65536]  # type: ignore[union-attr]
         chosen = _sniff(head) if fmt == "auto" else fmt
         if chosen == "openai-chat" and head.lstrip().startswith(b"["):

@@ -303,8 +303,8 @@ def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.
     by_reason: dict[str, list[str]] = {}
     for rid, reason in list(plan.covered.items()) + list(plan.empty.items()):
         by_reason.setdefault(reason, []).append(rid)
-    for reason, ids in by_reason.items():
-        set_state(store, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
+    for reason, reason_ids in by_reason.items():
+        set_state(store, reason_ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
     _write_clusters(store, agent, plan, now)
 
 

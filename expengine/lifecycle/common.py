@@ -20,7 +20,7 @@ def short(text: str | None) -> str:
 
 def examples(rows: Iterable[Any], to_dict: Callable[[Any], dict[str, Any]], *, limit: int = EXAMPLES) -> list[dict[str, Any]]:
     """The first few rows of a plan, as dicts with their text shortened, so a dry run can show them."""
-    out = []
+    out: list[dict[str, Any]] = []
     for row in rows:
         if len(out) >= limit:
             break

@@ -127,7 +127,7 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     if not (source / META_FILE).exists():
         raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see `expengine snapshots`")
     con = store.con
-    raw_before = int(con.execute("SELECT count(*) FROM records").fetchone()[0])
+    raw_before = int(con.execute("SELECT count(*) FROM records").fetchall()[0][0])
     runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
     store.close()
     _swap_in(source, store.dir)

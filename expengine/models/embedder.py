@@ -94,7 +94,7 @@ class SentenceTransformerEmbedder:
             raise ModelError(f"cannot load embedding model from {path}: {exc}", hint="is it a sentence-transformers folder?") from exc
         self.name = embedder_name(model_path)
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
+        self.dim = int(dimension() or 0)
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> np.ndarray:

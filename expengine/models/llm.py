@@ -12,7 +12,7 @@ import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 from ..errors import ModelError
 
@@ -78,8 +78,10 @@ class LlamaCppLLM:
                 temperature=temperature,
                 stream=True,
             )
+            chunk: Any
             for chunk in stream:
-                pieces.append(chunk["choices"][0].get("delta", {}).get("content") or "")
+                choice: Any = chunk["choices"][0]
+                pieces.append(choice.get("delta", {}).get("content") or "")
                 if time.monotonic() > deadline:
                     raise ModelError(f"the model did not answer within {self.timeout_s:.0f} s", hint="raise llm.timeout_s")
         except ModelError:

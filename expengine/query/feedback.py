@@ -10,7 +10,7 @@ brings helpful reports level with the harmful ones, or at once by `restore_unit`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
@@ -24,7 +24,7 @@ UTILITY_STEP = 0.2
 def apply_feedback(
     store: "Store", *, target: str, helpful: bool, note: str | None = None, source: str | None = None,
     missing_ok: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Utility ±step on the unit or record `target`; returns what changed."""
     delta = UTILITY_STEP if helpful else -UTILITY_STEP
     con = store.con
@@ -34,7 +34,7 @@ def apply_feedback(
         con.execute(f"UPDATE units SET utility = utility + ?, {column} = {column} + 1 WHERE id = ?", [delta, target])
         harmful, helpful_count, status = con.execute(
             "SELECT harmful, helpful, status FROM units WHERE id = ?", [target]
-        ).fetchone()
+        ).fetchall()[0]
         store.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
         quarantined = restored = False
         if helpful and status == "quarantined" and helpful_count >= harmful:
@@ -95,7 +95,7 @@ def give_feedback(store: "Store", item_id: str, *, helpful: bool | None, note: s
     """What `expengine feedback` does: a helpful/harmful report, or an explicit restore of a unit."""
     if helpful is None and not restore:
         raise InputError("say --helpful or --harmful (or --restore for a quarantined unit)")
-    change = {"type": "unit", "delta": 0.0, "quarantined": False, "restored": False}
+    change: dict[str, Any] = {"type": "unit", "delta": 0.0, "quarantined": False, "restored": False}
     if helpful is not None:
         change = apply_feedback(store, target=item_id, helpful=helpful, note=note, source="cli")
     if restore:

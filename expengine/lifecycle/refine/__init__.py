@@ -412,7 +412,7 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
                 con.execute(f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
                             [row[k] for k in MERGE_FIELDS] + [now, row["id"]])
                 store.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
-                                   "from_support": step.twin["support"]}, run_id=run_id, at=now)
+                                   "from_support": (step.twin or {}).get("support")}, run_id=run_id, at=now)
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
                 continue

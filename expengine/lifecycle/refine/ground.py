@@ -93,7 +93,7 @@ def check_rule(fields: dict[str, Any], mined: Mined, vocabulary: str) -> list[st
         if not isinstance(value, str) or _is_vague(value):
             reasons.append(f"vague {name}: {value!r}")
     action = fields.get("action")
-    if not reasons and not _anchored(action, anchors):
+    if not reasons and not _anchored(str(action), anchors):
         reasons.append(f"action names no mined tool, argument, value, error or correction: {action!r}")
     for name in ("condition", "action", "expected_outcome", "pitfall"):
         value = fields.get(name)

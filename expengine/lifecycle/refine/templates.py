@@ -116,7 +116,7 @@ def _render_chinese_fact(draft: Draft) -> str:
 
 def _category(mined: Mined, default: str) -> str:
     counts = Counter(r.get("category") for r in mined.records if r.get("category") not in GENERIC_CATEGORIES + (None,))
-    return counts.most_common(1)[0][0] if counts else default
+    return str(counts.most_common(1)[0][0]) if counts else default
 
 
 def _call(tool: str, mined: Mined) -> str:
