@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import duckdb
 
-from .config import Config
+from .config import Config, default_store_dir
 from .errors import StoreError
-from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, default_store_dir, open_database
+from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, open_database
 from .store.index import MEMORIES, UNITS, Index
 from .textutil import approx_tokens
 from .results import Result
@@ -312,6 +312,21 @@ class Engine:
 
         return query(self, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
                      kind=kind, outcome=outcome, since=since, until=until, goal=goal, include_dormant=include_dormant)
+
+    def reinforce(self, result: Any) -> None:
+        """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
+        from .query.search import reinforce
+
+        reinforce(self, result.hits)
+
+    def reader(self) -> "Engine":
+        """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Engine writes),
+        sharing config, index and models. Close its `con`, never the view itself (it shares the lock)."""
+        import copy
+
+        view = copy.copy(self)
+        view.con = self.con.cursor()
+        return view
 
     def feedback(self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False):
         """Helpful / harmful report on a unit or record (utility ±); `restore` brings back a quarantined unit."""

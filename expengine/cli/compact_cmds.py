@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .common import JSON_OPTION, app, emit_json, open_engine, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, open_engine, server, stderr, stdout
 
 
 @app.command()
@@ -21,9 +21,7 @@ def compact(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One forgetting cycle: snapshot, decay, goal cleanup, cluster pruning, refine, purge. Cron-safe."""
-    with open_engine(ctx) as engine:
-        report = engine.compact(dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
-    data = report.to_dict()
+    data = call(ctx, "compact", dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
     if as_json:
         emit_json(data)
         return
@@ -78,8 +76,7 @@ def _step_summary(name: str, step: dict[str, Any]) -> str:
 @app.command()
 def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """List snapshots, newest first."""
-    with open_engine(ctx) as engine:
-        found = [s.to_dict() for s in engine.snapshots()]
+    found = call(ctx, "snapshots")["snapshots"]
     if as_json:
         emit_json({"snapshots": found})
         return
@@ -96,28 +93,25 @@ def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 def restore(ctx: typer.Context, snapshot_id: str = typer.Argument(..., help="A snapshot id from `expengine snapshots`."),
             as_json: bool = JSON_OPTION) -> None:
     """Roll the store back to a snapshot (anything ingested after it is gone too)."""
-    with open_engine(ctx) as engine:
-        result = engine.restore(snapshot_id)
+    result = call(ctx, "restore", snapshot_id=snapshot_id)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
-    stdout.print(f"restored {result.snapshot_id}: {result.raw_after} records ({result.active_after} active); "
-                 f"runs rolled back: {', '.join(result.runs_rolled_back) or 'none'}")
+    stdout.print(f"restored {result['snapshot_id']}: {result['raw_after']} records ({result['active_after']} active); "
+                 f"runs rolled back: {', '.join(result['runs_rolled_back']) or 'none'}")
 
 
 @app.command()
 def pin(ctx: typer.Context, record_id: str = typer.Argument(...), as_json: bool = JSON_OPTION) -> None:
     """Pin a memory: it never decays and is never merged away, pruned or purged."""
-    with open_engine(ctx) as engine:
-        result = engine.pin(record_id)
+    result = call(ctx, "pin", id=record_id)
     emit_json(result) if as_json else stdout.print(f"pinned {record_id} ({result['state']})")
 
 
 @app.command()
 def unpin(ctx: typer.Context, record_id: str = typer.Argument(...), as_json: bool = JSON_OPTION) -> None:
     """Unpin a memory: it decays like any other again."""
-    with open_engine(ctx) as engine:
-        result = engine.unpin(record_id)
+    result = call(ctx, "unpin", id=record_id)
     emit_json(result) if as_json else stdout.print(f"unpinned {record_id}")
 
 
@@ -130,30 +124,43 @@ def forget(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Delete records for real, with their embeddings, history and unit provenance (privacy requests)."""
-    from ..lifecycle.purge import resolve_ids
+    client = server(ctx)
+    if client is not None:  # requests never carry SQL: the server takes ids only
+        if where:
+            raise InputError("--where is SQL, which a running server does not take",
+                             hint="pass record ids, or stop the server and add --direct")
+        _confirm(len(ids or []), yes=yes, as_json=as_json)
+        data = client.call("forget", {"ids": ids or []})
+    else:
+        from ..lifecycle.purge import resolve_ids
+        from ..service import ops
 
-    with open_engine(ctx) as engine:
-        targets = resolve_ids(engine, ids=ids or None, where=where)
-        if not targets:
-            raise InputError("no record matches", hint="check the ids or the --where filter")
-        if not yes:
-            if as_json or not sys.stdin.isatty():
-                raise InputError(f"refusing to delete {len(targets)} record(s) without --yes", hint="add --yes")
-            if not typer.confirm(f"delete {len(targets)} record(s) and their derived data for good?", err=True):
-                raise InputError("nothing deleted", hint="add --yes to skip the question")
-        result = engine.forget(ids=targets)
+        with open_engine(ctx) as engine:
+            targets = resolve_ids(engine, ids=ids or None, where=where)
+            if not targets:
+                raise InputError("no record matches", hint="check the ids or the --where filter")
+            _confirm(len(targets), yes=yes, as_json=as_json)
+            data = ops.run(engine, "forget", {"ids": targets})
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(data)
         return
-    stdout.print(f"deleted {result.records} records, {result.embeddings} embeddings, {result.history} history rows; "
-                 f"{result.units_updated} units lost sources, {result.units_deleted} units deleted")
+    stdout.print(f"deleted {data['records']} records, {data['embeddings']} embeddings, {data['history']} history rows; "
+                 f"{data['units_updated']} units lost sources, {data['units_deleted']} units deleted")
+
+
+def _confirm(count: int, *, yes: bool, as_json: bool) -> None:
+    if yes:
+        return
+    if as_json or not sys.stdin.isatty():
+        raise InputError(f"refusing to delete {count} record(s) without --yes", hint="add --yes")
+    if not typer.confirm(f"delete {count} record(s) and their derived data for good?", err=True):
+        raise InputError("nothing deleted", hint="add --yes to skip the question")
 
 
 @app.command()
 def history(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """The growth curve over compaction runs: raw vs active records, units and tokens."""
-    with open_engine(ctx) as engine:
-        runs = engine.history()
+    runs = call(ctx, "history")["runs"]
     if as_json:
         emit_json({"runs": runs})
         return

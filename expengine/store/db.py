@@ -20,15 +20,6 @@ LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
 
 
-def default_store_dir() -> Path:
-    """EXPENGINE_HOME, else the per-user data folder (XDG_DATA_HOME/expengine)."""
-    env = os.environ.get("EXPENGINE_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "expengine"
-
-
 def json_ids(value: str | None) -> list[str]:
     """An id list stored as JSON text (`source_ids`, `merged_ids`); empty when missing or malformed."""
     if not value:
