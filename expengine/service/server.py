@@ -355,21 +355,18 @@ def serve(engine: "Engine", *, http: str | None = None, grace: float = 30.0, max
     if http:
         sockets.append(_tcp_socket(http if ":" in http else f"127.0.0.1:{http}"))
         token = ensure_token(store_dir)
-    clean = [True]
 
     def on_shutdown() -> None:
-        clean[0] = service.close(grace)
+        # here, not after `run`: uvicorn re-raises SIGTERM once it stops, which ends the process
+        path.unlink(missing_ok=True)
+        if not service.close(grace):
+            log.warning("a write still runs at shutdown; abandoned (a compaction rolls back at the next start)")
+            sys.stderr.flush()
+            os._exit(0)  # the writer thread holds the DuckDB connection: no interpreter teardown under it
+        log.info("stopped")
 
     app = build_app(service, token=token, max_body=max_body, on_shutdown=on_shutdown)
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=int(grace))
     log.info("listening", extra={"socket": str(path), "http": http, "pid": os.getpid(), "recovered": len(recovered)})
-    try:
-        uvicorn.Server(config).run(sockets=sockets)
-    finally:
-        path.unlink(missing_ok=True)
-    if not clean[0]:
-        log.warning("a write was still running at shutdown; it is abandoned (a compaction rolls back at next start)")
-        sys.stderr.flush()
-        os._exit(0)  # the writer thread holds the DuckDB connection: do not run interpreter teardown under it
-    log.info("stopped")
+    uvicorn.Server(config).run(sockets=sockets)
     return 0
