@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("expengine.serve")
 MAX_BODY_BYTES = 64 * 2**20
+WRITER_NICE = 10
 STATUS = {InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesError: 422}
 
 
@@ -146,6 +147,8 @@ class Service:
 
         def job() -> Any:
             self.queued -= 1
+            if hasattr(os, "setpriority"):  # Linux nices one thread: background writes yield the CPU to queries
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICE)
             self.busy = name
             started = time.perf_counter()
             try:
@@ -342,6 +345,12 @@ def serve(engine: "Engine", *, http: str | None = None, grace: float = 30.0, max
     if recovered:
         log.warning("recovered interrupted compaction", extra={"runs": recovered})
     engine.embedder  # load the model now, not on the first query
+    import torch
+
+    # one query embeds at a time per request thread; on two shared cores torch's own threads made a
+    # one-sentence encode many times slower (bench/common.py: torch_threads)
+    torch.set_num_threads(1)
+    sys.setswitchinterval(0.001)  # a compaction's Python loops hand the GIL to a waiting query sooner
     with contextlib.suppress(ExpengineError):
         engine.query("warm up", k=1, touch=False)
     service = Service(engine)
