@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,8 +31,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, SHARED_DATA, engine_overrides, load_embedder, machine, table, write_json  # noqa: E402
-from tau import select_runs  # noqa: E402
+from common import (
+    REPO,
+    RESULTS,
+    SHARED_DATA,
+    engine_overrides,
+    load_embedder,
+    machine,
+    served,
+    table,
+    write_json,
+)
+from tau import select_runs
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 
@@ -59,7 +68,7 @@ def timed_process(cmd: list[str]) -> dict[str, float]:
     """Wall and CPU seconds of one child process (CPU from the children's rusage delta)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -79,8 +88,6 @@ def latencies(call: Any, texts: list[str], n: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
-
     args = parse_args(argv)
     runs = select_runs(json.loads(args.data.read_text(encoding="utf-8")), tasks=args.tasks, trials=None)
     texts = list(dict.fromkeys(r["info"]["task"]["instruction"] for r in runs if r.get("info")))
@@ -98,31 +105,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         question = texts[0]
         report["cold_direct"] = timed_process([*cli, "--direct", "query", question, "--no-touch", "--json"])
 
-        port = 8700 + os.getpid() % 200
-        server = subprocess.Popen([*cli, "serve", "--http", f"127.0.0.1:{port}"], cwd=REPO, stderr=subprocess.DEVNULL,
-                                  env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        try:
-            started = time.perf_counter()
-            while find_server(store) is None:
-                if server.poll() is not None or time.perf_counter() - started > 600:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.1)
+        started = time.perf_counter()
+        with served(store, overrides) as (unix, tcp):
             report["server_start_s"] = round(time.perf_counter() - started, 2)
             cold = [timed_process([*cli[:-len(sets) or None], "query", question, "--no-touch", "--json"])
                     for _ in range(args.cold)]
             report["cold_via_server"] = {"wall_s_median": round(statistics.median(c["wall_s"] for c in cold), 3),
                                          "wall_s_min": min(c["wall_s"] for c in cold),
                                          "cpu_s_median": round(statistics.median(c["cpu_s"] for c in cold), 3)}
-            unix = Client(socket_path=store / SOCKET_FILE)
-            tcp = Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip())
             latencies(unix.call, texts, 5)  # warm-up
             idle = {"socket": latencies(unix.call, texts, args.queries), "http": latencies(tcp.call, texts, args.queries)}
             report["idle_ms"] = {name: {"p50": pct(v, 0.5), "p95": pct(v, 0.95)} for name, v in idle.items()}
             report["during_compaction"] = during_compaction(unix, texts)
             report["p95_ratio"] = round(report["during_compaction"]["p95"] / report["idle_ms"]["socket"]["p95"], 2)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=120)
     write_json(args.out, report)
     print(render(report))
     print(f"results: {args.out}")
@@ -147,7 +142,7 @@ def during_compaction(client: Any, texts: list[str]) -> dict[str, Any]:
         try:
             client.call("query", {"text": texts[len(lat) % len(texts)], "touch": False})
             lat.append((time.perf_counter() - started) * 1000)
-        except Exception:  # noqa: BLE001 - every kind of failure counts
+        except Exception:
             failed += 1
     worker.join()
     report = outcome.get("report") or {}
@@ -160,12 +155,14 @@ def render(r: dict[str, Any]) -> str:
     d, idle = r["during_compaction"], r["idle_ms"]
     rows = [
         ["cold `expengine --direct query` (s)", f"{r['cold_direct']['wall_s']} wall, {r['cold_direct']['cpu_s']} CPU"],
-        ["cold `expengine query` via server (s)", f"{r['cold_via_server']['wall_s_median']} wall (min "
-         f"{r['cold_via_server']['wall_s_min']}), {r['cold_via_server']['cpu_s_median']} CPU"],
+        ["cold `expengine query` via server (s)", (f"{r['cold_via_server']['wall_s_median']} wall (min "
+                                                   f"{r['cold_via_server']['wall_s_min']}), "
+                                                   f"{r['cold_via_server']['cpu_s_median']} CPU")],
         ["API query idle, Unix socket (ms)", f"p50 {idle['socket']['p50']}, p95 {idle['socket']['p95']}"],
         ["API query idle, HTTP + token (ms)", f"p50 {idle['http']['p50']}, p95 {idle['http']['p95']}"],
-        ["API query during compaction (ms)", f"p50 {d['p50']}, p95 {d['p95']} ({d['queries']} answered, "
-         f"{d['failed']} failed, compaction {d['compaction_s']} s, {d['units']} units)"],
+        ["API query during compaction (ms)", (f"p50 {d['p50']}, p95 {d['p95']} ({d['queries']} answered, "
+                                              f"{d['failed']} failed, compaction {d['compaction_s']} s, "
+                                              f"{d['units']} units)")],
         ["p95 during / idle", str(r["p95_ratio"])],
     ]
     return (f"tau-bench airline: {r['runs']} runs, {r['stored']} records; refinement by {r['refine']}; "

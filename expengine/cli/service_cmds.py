@@ -20,7 +20,8 @@ def serve(
 ) -> None:
     """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
     Listens on serve.sock in the store folder. Stop with SIGTERM."""
-    from ..service.server import serve as run, setup_logging
+    from ..service.server import serve as run
+    from ..service.server import setup_logging
 
     setup_logging()
     engine = open_engine(ctx)

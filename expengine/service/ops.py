@@ -101,11 +101,11 @@ class ForgetArgs(Args):
     ids: list[str] = Field(min_length=1)
 
 
-def _query(engine: "Engine", a: QueryArgs) -> Any:
+def _query(engine: Engine, a: QueryArgs) -> Any:
     return engine.query(**a.model_dump())
 
 
-def _ingest(engine: "Engine", a: IngestArgs, on_progress: Callable[[int], None] | None = None) -> Any:
+def _ingest(engine: Engine, a: IngestArgs, on_progress: Callable[[int], None] | None = None) -> Any:
     given = [x for x in (a.paths, a.records, a.text) if x is not None]
     if len(given) != 1:
         raise InputError("give exactly one of paths, records or text", hint="e.g. {\"records\": [{...}, ...]}")
@@ -118,7 +118,7 @@ def _ingest(engine: "Engine", a: IngestArgs, on_progress: Callable[[int], None] 
         return engine.ingest([str(path)], fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
 
 
-def _forget(engine: "Engine", a: ForgetArgs) -> Any:
+def _forget(engine: Engine, a: ForgetArgs) -> Any:
     from ..lifecycle.purge import resolve_ids
 
     targets = resolve_ids(engine, ids=a.ids, where=None)
@@ -186,7 +186,7 @@ def dumps(op: Op, result: Any) -> str:
     return json.dumps(result, default=str, ensure_ascii=False)
 
 
-def run(engine: "Engine", name: str, payload: Any, **hooks: Any) -> Any:
+def run(engine: Engine, name: str, payload: Any, **hooks: Any) -> Any:
     """Validate and run one operation in this process (direct mode, or an MCP server owning the store);
     the answer is plain JSON, the same a server would send."""
     op = lookup(name)

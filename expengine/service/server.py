@@ -22,7 +22,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, ClassVar, Iterator
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -33,7 +33,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
-from ..errors import ExpengineError, InputError, LockedError, NotFoundError, RejectedLinesError
+from ..errors import (
+    ExpengineError,
+    InputError,
+    LockedError,
+    NotFoundError,
+    RejectedLinesError,
+)
 from . import ops
 from .client import SOCKET_FILE, TOKEN_FILE, find_server
 
@@ -49,12 +55,12 @@ STATUS = {InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesEr
 class JsonLines(logging.Formatter):
     """One JSON object per log line (ts, level, event and the record's `extra` fields)."""
 
-    BASE = set(vars(logging.makeLogRecord({})))
+    BASE: ClassVar[frozenset[str]] = frozenset(vars(logging.makeLogRecord({}))) | {"message", "color_message"}
 
     def format(self, record: logging.LogRecord) -> str:
         line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)), "level": record.levelname,
                 "logger": record.name, "event": record.getMessage()}
-        line.update({k: v for k, v in vars(record).items() if k not in self.BASE | {"message", "color_message"}})
+        line.update({k: v for k, v in vars(record).items() if k not in self.BASE})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
@@ -107,7 +113,7 @@ class ReadWriteLock:
 class Service:
     """The one Engine, its writer thread and the per-thread read views."""
 
-    def __init__(self, engine: "Engine"):
+    def __init__(self, engine: Engine):
         self.engine = engine
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="expengine-writer")
         self.rw = ReadWriteLock()
@@ -119,7 +125,7 @@ class Service:
         self.started = time.time()
         self.counts = {"requests": 0, "errors": 0, "reads_during_write": 0}
 
-    def _view(self) -> "Engine":
+    def _view(self) -> Engine:
         """This thread's read view, made again after a restore replaced the engine's connection."""
         view = getattr(self._local, "view", None)
         if view is None or self._local.parent is not self.engine.con:
@@ -142,7 +148,7 @@ class Service:
                 self.counts["reads_during_write"] += 1
             return op.run(self._view(), args)
 
-    def submit(self, name: str, op: ops.Op, args: ops.Args) -> "Future[Any]":
+    def submit(self, name: str, op: ops.Op, args: ops.Args) -> Future[Any]:
         self.queued += 1
 
         def job() -> Any:
@@ -334,7 +340,7 @@ def _tcp_socket(address: str) -> socket.socket:
     return sock
 
 
-def serve(engine: "Engine", *, http: str | None = None, grace: float = 30.0, max_body: int = MAX_BODY_BYTES) -> int:
+def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_body: int = MAX_BODY_BYTES) -> int:
     """Run until SIGTERM/SIGINT. The engine is already open (so a busy store fails before we listen)."""
     import uvicorn
 
@@ -344,7 +350,7 @@ def serve(engine: "Engine", *, http: str | None = None, grace: float = 30.0, max
     recovered = engine.recover_interrupted()
     if recovered:
         log.warning("recovered interrupted compaction", extra={"runs": recovered})
-    engine.embedder  # load the model now, not on the first query
+    engine.embedder.encode(["warm up"])  # load the model now, not on the first query
     import torch
 
     # one query embeds at a time per request thread; on two shared cores torch's own threads made a
