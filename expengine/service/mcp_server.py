@@ -80,9 +80,12 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
     ) -> dict[str, Any]:
         """Record new experience in the memory (validated, secrets redacted, embedded, indexed). Give either
         `records` or `path`. Returns counts: read, stored, duplicates, rejected (with file, line and reason)."""
-        if (records is None) == (path is None):
+        if path is not None and records is None:
+            body: dict[str, Any] = {"paths": [str(Path(path).resolve())]}
+        elif records is not None and path is None:
+            body = {"records": records}
+        else:
             raise ToolError("give exactly one of records or path")
-        body: dict[str, Any] = {"records": records} if records is not None else {"paths": [str(Path(path).resolve())]}
         return call("ingest", {**body, "agent": agent})
 
     @mcp.tool()

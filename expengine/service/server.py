@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..errors import (
@@ -308,7 +308,7 @@ class AccessLog:
             return
         started, status = time.perf_counter(), [0]
 
-        async def capture(message: dict[str, Any]) -> None:
+        async def capture(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             await send(message)
