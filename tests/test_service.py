@@ -229,13 +229,17 @@ def _call_ignoring_errors(client: Client, op: str) -> None:
         client.call(op, {})
 
 
-def test_kill_9_mid_compaction_then_the_next_start_recovers(make_engine: Any, write_jsonl: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_stopped_mid_compaction_then_the_next_start_recovers(
+    stop_signal: signal.Signals, make_engine: Any, write_jsonl: Any, tmp_path: Path
+) -> None:
+    """kill -9, or SIGTERM with a step that outlasts --grace: the next start rolls the cycle back."""
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
     weights = engine.con.execute("SELECT id, weight FROM records ORDER BY id").fetchall()
     engine.close()
     store = tmp_path / "store"
-    child = start_server(store, env={PAUSE_ENV: "decay"})
+    child = start_server(store, "--grace", "1", env={PAUSE_ENV: "decay"})
     client = Client(socket_path=store / SOCKET_FILE)
     compact = threading.Thread(target=_call_ignoring_errors, args=(client, "compact"), daemon=True)
     compact.start()
@@ -247,10 +251,13 @@ def test_kill_9_mid_compaction_then_the_next_start_recovers(make_engine: Any, wr
     assert client.health()["busy"] == "compact"
     for _ in range(3):  # answered from a consistent state while the cycle is half done
         assert client.call("query", {"text": QUERY, "touch": False})["hits"]
-    child.send_signal(signal.SIGKILL)
-    child.wait()
+    child.send_signal(stop_signal)
+    child.wait(timeout=120)
     compact.join(timeout=30)
     marker.unlink()
+    if stop_signal == signal.SIGKILL:
+        assert (store / SOCKET_FILE).exists()  # stale: refused, so commands fall back to direct mode
+    assert find_server(store) is None
 
     child = start_server(store)
     try:

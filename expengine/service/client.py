@@ -18,6 +18,7 @@ from ..errors import ExpengineError
 SOCKET_FILE = "serve.sock"
 TOKEN_FILE = "serve.token"
 HEALTH_TIMEOUT_S = 0.5
+BUSY_HEALTH_TIMEOUT_S = 10.0
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -93,9 +94,16 @@ class Client:
 
 
 def find_server(store_dir: Path) -> Client | None:
-    """The server owning `store_dir`, if its socket exists and answers /health quickly."""
+    """The server owning `store_dir`, if its socket exists and answers /health. A socket nobody listens
+    on (a killed server) is refused at once; a listening but busy server gets a longer second try."""
     path = store_dir / SOCKET_FILE
     if not path.exists():
         return None
     client = Client(socket_path=path)
-    return client if client.health() else None
+    try:
+        status, body = client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
+    except TimeoutError:
+        return client if client.health(timeout=BUSY_HEALTH_TIMEOUT_S) else None
+    except OSError:
+        return None
+    return client if status == 200 and isinstance(body, dict) else None
