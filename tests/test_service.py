@@ -105,6 +105,14 @@ def test_cli_through_the_server_prints_what_direct_mode_prints(served: Any) -> N
     assert client.health()["pid"] != os.getpid()  # it really was another process that answered
 
 
+def test_a_query_through_the_server_imports_no_heavy_module(served: Any) -> None:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "expengine", "--store", str(served[0]), "query",
+                           QUERY, "--no-touch", "--json"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["hits"]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert not imported & {"torch", "duckdb", "lancedb", "pyarrow", "numpy", "sentence_transformers", "starlette"}
+
+
 def test_errors_keep_their_exit_codes_through_the_server(served: Any) -> None:
     store = served[0]
     assert invoke(store, "show", "no-such-id")[0] == 5
