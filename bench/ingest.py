@@ -62,7 +62,7 @@ def main() -> None:
             started = time.perf_counter()
             result = engine.ingest([str(log)])
             ingest_s = time.perf_counter() - started
-            texts = [t for (t,) in engine.con.execute("SELECT text FROM records ORDER BY ingested_at, id").fetchall()]
+            texts = [t for (t,) in engine.store.con.execute("SELECT text FROM records ORDER BY ingested_at, id").fetchall()]
         started = time.perf_counter()
         for i in range(0, len(texts), 512):
             embedder.encode(texts[i : i + 512])

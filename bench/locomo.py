@@ -187,7 +187,7 @@ def measure_bm25(engine: Any, questions: list[Question], sample_id: str, *, budg
     from expengine.query.search import Hit, ScoreParts
     from expengine.textutil import approx_tokens
 
-    rows = engine.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
+    rows = engine.store.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
     bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
     scores = []
     for question in questions:
@@ -213,7 +213,7 @@ def run_steps(engine: Any, steps: tuple[str, ...], cycles: int, start: dt.dateti
         run_id = f"bench-{re.sub(r'[^a-z]+', '-', label).strip('-')}-{n + 1}"
         for step in steps:
             getattr(engine, step)(dry_run=False, run_id=run_id, now=start + CYCLE_SPACING * (n + 1))
-    engine.index.refresh_text_index(MEMORIES)
+    engine.store.index.refresh_text_index(MEMORIES)
 
 
 def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Namespace, watch: Stopwatch) -> dict[str, Any]:

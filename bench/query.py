@@ -92,15 +92,15 @@ def build_store(store: Path, n: int, texts: list[str], vectors, embedder) -> dic
                 "ingested_at": [now] * len(idx),
             }
             batch = pa.table(rows)
-            with arrow_view(engine.con, "incoming", batch) as con:
+            with arrow_view(engine.store.con, "incoming", batch) as con:
                 con.execute(f"INSERT INTO records ({', '.join(batch.column_names)}) SELECT * FROM incoming")
             lance = pa.table({**{k: rows[k] for k in ("id", "agent", "kind", "category", "outcome", "goal_id", "session", "ts", "text")},
                               "state": ["active"] * len(idx),
                               "vector": pa.FixedSizeListArray.from_arrays(pa.array(noisy.ravel()), embedder.dim)})
             schema = memory_schema(embedder.dim)
-            engine.index.add(MEMORIES, lance.select(schema.names).cast(schema), replace=False)
+            engine.store.index.add(MEMORIES, lance.select(schema.names).cast(schema), replace=False)
         written = time.perf_counter() - started
-        indexes = refresh_indexes(engine)
+        indexes = refresh_indexes(engine.store)
     return {"write_s": round(written, 1), "index_s": round(time.perf_counter() - started - written, 1), "indexes": indexes}
 
 
@@ -140,17 +140,18 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
             out.append((time.perf_counter() - t0) * 1000)
         return out
 
-    with Engine(store=store, embedder=embedder) as engine:
+    # a session keeps the store open across the calls, as a long-lived server does
+    with Engine(store=store, embedder=embedder) as engine, engine.session() as db:
         total = timed(engine, lambda e, q: e.query(q, touch=False))
-        embed = timed(engine, lambda e, q: embed_query(e, q))
+        embed = timed(db, lambda d, q: embed_query(d, q))
         hits = sum(len(engine.query(q, touch=False).hits) for q in queries[:20])
     precomputed = PrecomputedEmbedder(embedder, queries)
-    with Engine(store=store, embedder=precomputed) as engine:
+    with Engine(store=store, embedder=precomputed) as engine, engine.session() as db:
         search = timed(engine, lambda e, q: e.query(q, touch=False))
         filters = make_filters()
-        lance = timed(engine, lambda e, q: retrieve(e, q, precomputed.encode([q])[0], filters)[0])
-        fused = {q: retrieve(engine, q, precomputed.encode([q])[0], filters)[0] for q in queries}
-        duck = timed(engine, lambda e, q: rank(e, fused[q], filters))
+        lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters)[0])
+        fused = {q: retrieve(db, q, precomputed.encode([q])[0], filters)[0] for q in queries}
+        duck = timed(db, lambda d, q: rank(d, fused[q], filters))
     return {"queries": len(queries), **_percentiles(total), "embed": _percentiles(embed),
             "without_embedding": _percentiles(search), "lancedb_vector_and_fts": _percentiles(lance),
             "duckdb_join_and_score": _percentiles(duck), "mean_hits": round(hits / 20, 2)}

@@ -74,7 +74,7 @@ def cross_trial_groups(groups: list[list[str]]) -> dict[str, Any]:
 
 
 def merged_trials(engine: Any) -> dict[str, Any]:
-    rows = engine.con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall()
+    rows = engine.store.con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall()
     groups = [[rid, *json.loads(merged or "[]")] for rid, merged in rows]
     merges = cross_trial_groups([g for g in groups if len(g) > 1])
     units = cross_trial_groups([u["source_ids"] for u in engine.units(status="active")])

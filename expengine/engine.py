@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-import json
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import duckdb
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .config import Config, default_store_dir
 from .errors import StoreError
-from .store.db import DB_FILE, LANCE_DIR, LOCK_FILE, StoreLock, open_database
-from .store.index import MEMORIES, UNITS, Index
-from .textutil import approx_tokens
+from .models.embedder import Embedder, LazyEmbedder
+from .models.llm import LLM
 from .results import Result
+from .store.db import LOCK_FILE, StoreLock
+from .store.index import MEMORIES, UNITS
+from .store.store import Store
+from .textutil import approx_tokens
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from .ingest.pipeline import IngestResult
+    from .lifecycle.clusters import ClusterReport
+    from .lifecycle.compact import CompactReport
+    from .lifecycle.decay import DecayReport
+    from .lifecycle.goals import GoalCleanupReport
+    from .lifecycle.purge import ForgetResult, PurgeReport
+    from .lifecycle.refine import RefineReport
+    from .lifecycle.snapshot import RestoreResult, SnapshotInfo
+    from .query.feedback import FeedbackResult
+    from .query.search import QueryResult
+    from .query.show import ShowResult
 
 
 @dataclass
@@ -38,7 +55,14 @@ class Stats(Result):
 
 
 class Engine:
-    """One store folder. Open it, call methods with keyword arguments, close it (or use `with`)."""
+    """One store folder: call methods with keyword arguments, close it (or use `with`) when done.
+
+    An Engine holds no lock between calls: each public method takes the store lock, opens the
+    store, does its work and closes it again, while the models stay loaded in this object. So an
+    agent may keep an Engine for its whole life without blocking a cron `compact` or CLI queries;
+    a call made while another process holds the store waits up to `lock_timeout` seconds. Use
+    `with engine.session():` to keep the store open (and locked) across several calls.
+    """
 
     def __init__(
         self,
@@ -47,8 +71,8 @@ class Engine:
         config: Config | None = None,
         overrides: dict[str, Any] | None = None,
         lock_timeout: float = 30.0,
-        embedder: Any = None,
-        llm: Any = None,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
     ):
         self.store_dir = Path(store).expanduser() if store else default_store_dir()
         try:
@@ -58,23 +82,61 @@ class Engine:
         base = config or Config.load(self.store_dir)
         self.config = base.with_overrides(overrides) if overrides else base
         self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
-        self._lock.acquire()
-        try:
-            self.con: duckdb.DuckDBPyConnection = open_database(self.store_dir / DB_FILE)
-        except Exception:
-            self._lock.release()
-            raise
-        self.index = Index(self.store_dir / LANCE_DIR)
-        self._embedder = embedder
+        self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
+        self._store: Store | None = None
+        self._held = False
+        cfg = self.config.embedder
+        self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size)
         self._llm = llm
-        self._heal_pending_index()
 
-    # --- lifecycle of the object -------------------------------------------------------------
-    def close(self) -> None:
-        if getattr(self, "con", None) is not None:
-            self.con.close()
-            self.con = None  # type: ignore[assignment]
+    # --- opening the store per operation -------------------------------------------------------
+    @contextmanager
+    def session(self) -> Iterator[Store]:
+        """The open store for the block: lock, open (healing an interrupted index write), close, unlock."""
+        with self._guard:
+            if self._store is not None:
+                yield self._store
+                return
+            self._lock.acquire()
+            try:
+                store = Store(self.store_dir, config=self.config, embedder=self.embedder)
+            except BaseException:
+                self._lock.release()
+                raise
+            self._store = store
+            try:
+                _heal_pending_index(store)
+                yield store
+            finally:
+                if not self._held:
+                    self._release()
+
+    def _release(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         self._lock.release()
+
+    @property
+    def store(self) -> Store:
+        """The open store, kept open (and locked) until `close()`: for scripts and tests that reach into
+        SQL. While held, this Engine blocks other processes, as an Engine always did before."""
+        store = self._store
+        if self._held and store is not None:  # no guard: a server's readers must not wait for the writer
+            return store
+        with self._guard:
+            if self._store is None:
+                with self.session():
+                    self._held = True
+            self._held = True
+            assert self._store is not None
+            return self._store
+
+    def close(self) -> None:
+        with self._guard:
+            if self._held:
+                self._held = False
+                self._release()
 
     def __enter__(self) -> "Engine":
         return self
@@ -82,48 +144,18 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- models, loaded once per Engine and kept across operations -------------------------------
     @property
-    def embedder(self) -> Any:
-        if self._embedder is None:
-            from .models.embedder import get_embedder
-
-            self._embedder = get_embedder(self.config.embedder.model_path, batch_size=self.config.embedder.batch_size)
-        return self._embedder
-
-    @property
-    def embedder_name(self) -> str:
-        """The embedding cache key, known without loading the model (a fully cached run never loads it)."""
-        if self._embedder is not None:
-            return self._embedder.name
-        from .models.embedder import embedder_name
-
-        return embedder_name(self.config.embedder.model_path)
-
-    @property
-    def embedding_dim(self) -> int:
-        """Vector size, read from the cache when possible so the model stays unloaded."""
-        if self._embedder is None:
-            row = self.con.execute(
-                "SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.embedder_name]
-            ).fetchall()
-            if row:
-                return int(row[0][0])
-        return self.embedder.dim
-
-    @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM | None:
+        """The refinement model, loaded on first use; None with `llm.mode = "template"`."""
         if self._llm is None:
             from .models.llm import get_llm
 
             self._llm = get_llm(self.config.llm)
         return self._llm
 
-    def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None) -> None:
-        """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""
-        from .store.db import utcnow
-
-        text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
-        self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, utcnow(), action, text, run_id])
+    def _load_llm(self) -> LLM | None:
+        return self.llm
 
     # --- ingest and the store ------------------------------------------------------------------
     def ingest(
@@ -134,133 +166,133 @@ class Engine:
         strict: bool = False,
         agent: str | None = None,
         on_progress: Callable[[int], None] | None = None,
-    ):
+    ) -> "IngestResult":
         """Validate, redact, assess, embed and store events from JSONL / openai-chat files."""
         from .ingest.pipeline import ingest
 
-        return ingest(self, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
+        with self.session() as store:
+            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
 
     def stats(self) -> Stats:
-        con = self.con
-
-        def grouped(sql: str) -> dict[str, int]:
-            return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
-
-        states = grouped("SELECT state, count(*) FROM records GROUP BY state")
-        texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
-        size = sum(f.stat().st_size for f in self.store_dir.rglob("*") if f.is_file())
-        return Stats(
-            raw=sum(states.values()),
-            active=states.get("active", 0),
-            dormant=states.get("dormant", 0),
-            archived=states.get("archived", 0),
-            units=int(con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchone()[0]),
-            rejects=int(con.execute("SELECT count(*) FROM rejects").fetchone()[0]),
-            by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
-            by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
-            by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
-            goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
-            units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
-            indexed_memories=self.index.count(MEMORIES),
-            indexed_units=self.index.count(UNITS),
-            active_tokens=sum(approx_tokens(t) for (t,) in texts),
-            size_bytes=size,
-            store=str(self.store_dir),
-        )
+        with self.session() as store:
+            return _stats(store)
 
     def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """Quarantined input lines, newest first, with file, line, reason and raw text."""
-        rows = self.con.execute(
-            "SELECT file, line, error, raw, rejected_at FROM rejects ORDER BY rejected_at DESC, file, line LIMIT ?",
-            [limit],
-        ).fetchall()
+        with self.session() as store:
+            rows = store.con.execute(
+                "SELECT file, line, error, raw, rejected_at FROM rejects ORDER BY rejected_at DESC, file, line LIMIT ?",
+                [limit],
+            ).fetchall()
         return [dict(zip(("file", "line", "error", "raw", "rejected_at"), r)) for r in rows]
 
     def reindex(self) -> dict[str, int]:
         """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding)."""
         from .store.reindex import rebuild
 
-        return rebuild(self)
-
-    def _heal_pending_index(self) -> None:
-        """Finish the LanceDB half of any write that a crash interrupted."""
-        if self.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:
-            from .store.reindex import index_pending
-
-            index_pending(self)
+        with self.session() as store:
+            return rebuild(store)
 
     # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
     def compact(
-        self, *, dry_run: bool = False, refine: bool = True, max_llm_calls: int | None = None, now: Any = None
-    ):
-        """One forgetting cycle (snapshot, decay, goal cleanup, cluster pruning, refine, purge); `now` fakes the clock."""
+        self, *, dry_run: bool = False, refine: bool = True, max_llm_calls: int | None = None,
+        now: "dt.datetime | None" = None,
+    ) -> "CompactReport":
+        """One forgetting cycle (snapshot, then the declared steps); `now` fakes the clock."""
         from .lifecycle.compact import compact
 
-        return compact(self, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
+        with self.session() as store:
+            return compact(store, self._load_llm, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
 
-    def decay(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+    def decay(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "DecayReport":
         from .lifecycle.decay import decay
 
-        return decay(self, dry_run=dry_run, run_id=run_id, now=now)
+        with self.session() as store:
+            return decay(store, dry_run=dry_run, run_id=run_id, now=now)
 
-    def goal_cleanup(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+    def goal_cleanup(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "GoalCleanupReport":
         from .lifecycle.goals import goal_cleanup
 
-        return goal_cleanup(self, dry_run=dry_run, run_id=run_id, now=now)
+        with self.session() as store:
+            return goal_cleanup(store, dry_run=dry_run, run_id=run_id, now=now)
 
-    def prune_clusters(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+    def prune_clusters(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "ClusterReport":
         from .lifecycle.clusters import prune_clusters
 
-        return prune_clusters(self, dry_run=dry_run, run_id=run_id, now=now)
+        with self.session() as store:
+            return prune_clusters(store, dry_run=dry_run, run_id=run_id, now=now)
 
-    def purge(self, *, dry_run: bool = False, run_id: str | None = None, now: Any = None):
+    def purge(
+        self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
+    ) -> "PurgeReport":
         from .lifecycle.purge import purge
 
-        return purge(self, dry_run=dry_run, run_id=run_id, now=now)
+        with self.session() as store:
+            return purge(store, dry_run=dry_run, run_id=run_id, now=now)
 
-    def snapshot(self, *, reason: str = "manual"):
+    def snapshot(self, *, reason: str = "manual") -> "SnapshotInfo":
         from .lifecycle.snapshot import create_snapshot
 
-        return create_snapshot(self, reason=reason)
+        with self.session() as store:
+            return create_snapshot(store, reason=reason)
 
-    def snapshots(self):
+    def snapshots(self) -> list["SnapshotInfo"]:
         from .lifecycle.snapshot import list_snapshots
 
-        return list_snapshots(self)
+        with self.session() as store:
+            return list_snapshots(store)
 
-    def restore(self, snapshot_id: str):
+    def restore(self, snapshot_id: str) -> "RestoreResult":
         """Roll the whole store back to a snapshot (records ingested after it are gone too)."""
         from .lifecycle.snapshot import restore_snapshot
 
-        return restore_snapshot(self, snapshot_id)
+        with self.session() as store:
+            return restore_snapshot(store, snapshot_id)
 
     def recover_interrupted(self) -> list[dict[str, Any]]:
         """Roll back a compaction a killed process left 'running'; `compact` does this first anyway."""
         from .lifecycle.compact import recover_interrupted
 
-        return recover_interrupted(self)
+        with self.session() as store:
+            return recover_interrupted(store)
 
     def pin(self, record_id: str) -> dict[str, Any]:
         from .lifecycle.pins import set_pinned
 
-        return set_pinned(self, record_id, pinned=True)
+        with self.session() as store:
+            return set_pinned(store, record_id, pinned=True)
 
     def unpin(self, record_id: str) -> dict[str, Any]:
         from .lifecycle.pins import set_pinned
 
-        return set_pinned(self, record_id, pinned=False)
+        with self.session() as store:
+            return set_pinned(store, record_id, pinned=False)
 
-    def forget(self, *, ids: list[str] | None = None, where: str | None = None):
+    def forget(self, *, ids: list[str] | None = None, where: str | None = None) -> "ForgetResult":
         """Delete records for real, with their derived rows (the only path that deletes ingested data)."""
         from .lifecycle.purge import forget
 
-        return forget(self, ids=ids, where=where)
+        with self.session() as store:
+            return forget(store, ids=ids, where=where)
+
+    def forget_targets(self, *, ids: list[str] | None = None, where: str | None = None) -> list[str]:
+        """The record ids `forget` would delete (to confirm before deleting); unknown ids are an error."""
+        from .lifecycle.purge import resolve_ids
+
+        with self.session() as store:
+            return resolve_ids(store, ids=ids, where=where)
 
     def history(self) -> list[dict[str, Any]]:
         from .lifecycle.compact import history
 
-        return history(self)
-
+        with self.session() as store:
+            return history(store)
 
     # --- refinement and units (owner: lifecycle/refine) ----------------------------------------
     def refine(
@@ -270,24 +302,27 @@ class Engine:
         run_id: str | None = None,
         max_llm_calls: int | None = None,
         time_limit_s: float | None = None,
-    ):
-        """Turn each changed cluster into grounded knowledge units (rules / facts); returns a RefineReport."""
+    ) -> "RefineReport":
+        """Turn each changed cluster into grounded knowledge units (rules / facts)."""
         from .lifecycle.refine import refine_clusters
 
-        return refine_clusters(self, dry_run=dry_run, run_id=run_id, max_llm_calls=max_llm_calls,
-                               time_limit_s=time_limit_s)
+        with self.session() as store:
+            return refine_clusters(store, self._load_llm, dry_run=dry_run, run_id=run_id,
+                                   max_llm_calls=max_llm_calls, time_limit_s=time_limit_s)
 
     def units(self, *, agent: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         """Knowledge units with every field, best first."""
         from .lifecycle.refine import list_units
 
-        return list_units(self, agent=agent, status=status, kind=kind)
+        with self.session() as store:
+            return list_units(store, agent=agent, status=status, kind=kind)
 
     def trace(self, unit_id: str) -> dict[str, Any]:
         """A unit with every raw record it came from (archived ones included) and its history."""
         from .lifecycle.refine import trace_unit
 
-        return trace_unit(self, unit_id)
+        with self.session() as store:
+            return trace_unit(store, unit_id)
 
     # --- query, feedback, show (owner: query/) -------------------------------------------------
     def query(
@@ -306,42 +341,93 @@ class Engine:
         budget: int | None = None,
         include_dormant: bool = False,
         expand: bool | None = None,
-    ):
+    ) -> "QueryResult":
         """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless touch=False."""
         from .query.search import query
 
-        return query(self, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
-                     kind=kind, outcome=outcome, since=since, until=until, goal=goal, include_dormant=include_dormant)
+        with self.session() as store:
+            return query(store, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
+                         kind=kind, outcome=outcome, since=since, until=until, goal=goal,
+                         include_dormant=include_dormant)
 
     def reinforce(self, result: Any) -> None:
         """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
         from .query.search import reinforce
 
-        reinforce(self, result.hits)
+        with self.session() as store:
+            reinforce(store, result.hits)
 
     def reader(self) -> "Engine":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Engine writes),
-        sharing config, index and models. Close its `con`, never the view itself (it shares the lock)."""
+        sharing config, index and models, and its own guard (sharing this Engine's would block reads during a
+        compaction). The store must be held open (`engine.store`). Close `view._store.con`, never the view."""
         import copy
 
         view = copy.copy(self)
-        view.con = self.con.cursor()
+        view._guard = threading.RLock()
+        view._store = self.store.reader()
+        view._held = True
         return view
 
-    def feedback(self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False):
+    def feedback(
+        self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False
+    ) -> "FeedbackResult":
         """Helpful / harmful report on a unit or record (utility ±); `restore` brings back a quarantined unit."""
         from .query.feedback import give_feedback
 
-        return give_feedback(self, item_id, helpful=helpful, note=note, restore=restore)
+        with self.session() as store:
+            return give_feedback(store, item_id, helpful=helpful, note=note, restore=restore)
 
     def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
         """Bring a quarantined unit back into queries (False if it was not quarantined)."""
         from .query.feedback import restore_unit
 
-        return restore_unit(self, unit_id, reason=reason)
+        with self.session() as store:
+            return restore_unit(store, unit_id, reason=reason)
 
-    def show(self, item_id: str):
+    def show(self, item_id: str) -> "ShowResult":
         """One record or unit with its scores, state, provenance and history."""
         from .query.show import show
 
-        return show(self, item_id)
+        with self.session() as store:
+            return show(store, item_id)
+
+
+def _heal_pending_index(store: Store) -> None:
+    """Finish the LanceDB half of any write that a crash interrupted."""
+    if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
+        from .store.reindex import index_pending
+
+        index_pending(store)
+
+
+def _stats(store: Store) -> Stats:
+    con = store.con
+
+    def grouped(sql: str) -> dict[str, int]:
+        return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
+
+    def scalar(sql: str) -> int:
+        return int(con.execute(sql).fetchall()[0][0])
+
+    states = grouped("SELECT state, count(*) FROM records GROUP BY state")
+    texts = con.execute("SELECT text FROM records WHERE state = 'active'").fetchall()
+    size = sum(f.stat().st_size for f in store.dir.rglob("*") if f.is_file())
+    return Stats(
+        raw=sum(states.values()),
+        active=states.get("active", 0),
+        dormant=states.get("dormant", 0),
+        archived=states.get("archived", 0),
+        units=scalar("SELECT count(*) FROM units WHERE status = 'active'"),
+        rejects=scalar("SELECT count(*) FROM rejects"),
+        by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
+        by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
+        by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
+        goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
+        units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
+        indexed_memories=store.index.count(MEMORIES),
+        indexed_units=store.index.count(UNITS),
+        active_tokens=sum(approx_tokens(t) for (t,) in texts),
+        size_bytes=size,
+        store=str(store.dir),
+    )

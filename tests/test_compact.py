@@ -76,17 +76,17 @@ def store(make_engine, write_jsonl):
 
 
 def weights(engine) -> dict[str, float]:
-    return dict(engine.con.execute("SELECT id, weight FROM records").fetchall())
+    return dict(engine.store.con.execute("SELECT id, weight FROM records").fetchall())
 
 
 def state_of(engine) -> dict[str, str]:
-    return dict(engine.con.execute("SELECT id, state FROM records").fetchall())
+    return dict(engine.store.con.execute("SELECT id, state FROM records").fetchall())
 
 
 def table_contents(engine) -> dict[str, list]:
     """Every row of every table, sorted: what 'unchanged in content' means."""
-    names = [n for (n,) in engine.con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()]
-    return {n: sorted(map(repr, engine.con.execute(f"SELECT * FROM {n}").fetchall())) for n in sorted(names)}
+    names = [n for (n,) in engine.store.con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()]
+    return {n: sorted(map(repr, engine.store.con.execute(f"SELECT * FROM {n}").fetchall())) for n in sorted(names)}
 
 
 # --- decay ------------------------------------------------------------------------------------------
@@ -129,11 +129,11 @@ def test_decay_dry_run_reports_without_writing(store):
 
 
 def test_pin_and_unpin_errors_and_revival(store):
-    store.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c03'")
+    store.store.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c03'")
     assert store.pin("c03")["state"] == "active"
     assert state_of(store)["c03"] == "active"
     store.unpin("c03")
-    assert not store.con.execute("SELECT pinned FROM records WHERE id = 'c03'").fetchall()[0][0]
+    assert not store.store.con.execute("SELECT pinned FROM records WHERE id = 'c03'").fetchall()[0][0]
     with pytest.raises(NotFoundError):
         store.pin("no-such-record")
 
@@ -163,7 +163,7 @@ def test_goal_success_weakens_process_and_reinforces_lessons(store):
         assert w[rid] == pytest.approx(1 + cfg.delta_task_success), rid
     for rid in ("b02", "b03", "b07", "b08"):  # the request (the goal holds it), first failed call, in-between messages
         assert w[rid] == pytest.approx(cfg.goal_success_process_factor), rid
-    assert store.con.execute("SELECT handled_status FROM goals WHERE goal_id = 'g1'").fetchall()[0][0] == "succeeded"
+    assert store.store.con.execute("SELECT handled_status FROM goals WHERE goal_id = 'g1'").fetchall()[0][0] == "succeeded"
 
 
 def test_goal_failure_reinforces_what_explains_it(store):
@@ -197,7 +197,7 @@ def test_goal_success_can_put_process_to_sleep(make_engine, write_jsonl):
     states = state_of(engine)
     assert report.became_dormant == 4
     assert {i for i, s in states.items() if s == "dormant"} == {"b02", "b03", "b07", "b08"}
-    assert engine.index.count(MEMORIES, "state = 'dormant'") == 4
+    assert engine.store.index.count(MEMORIES, "state = 'dormant'") == 4
 
 
 # --- cluster pruning and merge ----------------------------------------------------------------------
@@ -215,29 +215,29 @@ def test_merge_keeps_provenance_and_never_absorbs_pinned(make_engine, write_json
     engine.ingest([write_jsonl("dup.jsonl", DUPLICATES + CHATTER)])
     engine.pin("d4")
     engine.prune_clusters(dry_run=False)
-    rows = {r[0]: r[1:] for r in engine.con.execute("SELECT id, state, merged_into, merged_ids, merged_count FROM records").fetchall()}
+    rows = {r[0]: r[1:] for r in engine.store.con.execute("SELECT id, state, merged_into, merged_ids, merged_count FROM records").fetchall()}
     survivor = "d4"  # pinned wins over importance and recency
     assert rows[survivor][0] == "active"
     assert json.loads(rows[survivor][2]) == ["d1", "d2", "d3"] and rows[survivor][3] == 4
     for rid in ("d1", "d2", "d3"):
         assert rows[rid][0] == "dormant" and rows[rid][1] == survivor
-    members = {r for (r,) in engine.con.execute("SELECT record_id FROM cluster_members").fetchall()}
+    members = {r for (r,) in engine.store.con.execute("SELECT record_id FROM cluster_members").fetchall()}
     assert {"d1", "d2", "d3", "d4"} <= members  # the absorbed stay listed, so a unit can name them
-    assert engine.con.execute("SELECT count(*) FROM history WHERE action = 'merge:absorbed'").fetchall()[0][0] == 3
+    assert engine.store.con.execute("SELECT count(*) FROM history WHERE action = 'merge:absorbed'").fetchall()[0][0] == 3
 
 
 def test_merge_accumulates_ids_across_runs(make_engine, write_jsonl):
     engine = make_engine(overrides={"cluster.members_per_cluster": "50"})
     engine.ingest([write_jsonl("a.jsonl", DUPLICATES[:2] + CHATTER)])
     engine.prune_clusters(dry_run=False)
-    first = engine.con.execute("SELECT id FROM records WHERE merged_count > 1").fetchall()[0][0]
+    first = engine.store.con.execute("SELECT id FROM records WHERE merged_count > 1").fetchall()[0][0]
     engine.ingest([write_jsonl("b.jsonl", DUPLICATES[2:3])])
     engine.prune_clusters(dry_run=False)
-    survivor, merged, count = engine.con.execute(
+    survivor, merged, count = engine.store.con.execute(
         "SELECT id, merged_ids, merged_count FROM records WHERE state = 'active' AND merged_count > 1").fetchall()[0]
     assert count == 3 and set(json.loads(merged)) == {"d1", "d2", "d3"} - {survivor}
     assert first in json.loads(merged) or first == survivor
-    into = {r for (r,) in engine.con.execute("SELECT DISTINCT merged_into FROM records WHERE merged_into IS NOT NULL").fetchall()}
+    into = {r for (r,) in engine.store.con.execute("SELECT DISTINCT merged_into FROM records WHERE merged_into IS NOT NULL").fetchall()}
     assert into == {survivor}
 
 
@@ -275,14 +275,13 @@ def test_cluster_pruning_keeps_centroid_near_and_unique_facts(make_engine, write
     assert states["p5"] == states["p6"] == "dormant"  # chatter carries nothing
     assert "dormant" in (states["p2"], states["p3"])  # repeats of p1
     # the member nearest the centroid is kept
-    centroid = np.asarray(engine.con.execute("SELECT centroid FROM clusters").fetchall()[0][0], dtype=np.float32)
-    from expengine.ingest.pipeline import embed_cached
+    centroid = np.asarray(engine.store.con.execute("SELECT centroid FROM clusters").fetchall()[0][0], dtype=np.float32)
 
     ids = [r["id"] for r in PRUNE]
-    texts = dict(engine.con.execute("SELECT id, text FROM records").fetchall())
-    nearest = ids[int(np.argmax(embed_cached(engine, [texts[i] for i in ids]) @ centroid))]
+    texts = dict(engine.store.con.execute("SELECT id, text FROM records").fetchall())
+    nearest = ids[int(np.argmax(engine.store.embeddings.encode([texts[i] for i in ids]) @ centroid))]
     assert states[nearest] == "active"
-    reasons = dict(engine.con.execute("SELECT id, state_reason FROM records WHERE state = 'dormant'").fetchall())
+    reasons = dict(engine.store.con.execute("SELECT id, state_reason FROM records WHERE state = 'dormant'").fetchall())
     assert reasons["p5"].startswith("cluster pruning: carries nothing")
 
 
@@ -310,39 +309,39 @@ def test_prune_dry_run_plans_without_writing(make_engine, write_jsonl):
 def test_purge_archives_only_after_the_observation_window(store):
     now = dt.datetime(2030, 1, 1)
     old, recent = now - dt.timedelta(hours=100), now - dt.timedelta(hours=1)
-    store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id IN ('c01', 'c02', 'b08')", [old])
-    store.con.execute("UPDATE records SET last_access = ? WHERE id = 'c02'", [recent])  # used during the window
-    store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id = 'b07'", [recent])
-    store.con.execute("UPDATE records SET state = 'dormant', weight = 0.5, marked_at = ? WHERE id = 'b03'", [old])
+    store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id IN ('c01', 'c02', 'b08')", [old])
+    store.store.con.execute("UPDATE records SET last_access = ? WHERE id = 'c02'", [recent])  # used during the window
+    store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id = 'b07'", [recent])
+    store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.5, marked_at = ? WHERE id = 'b03'", [old])
     assert store.purge(dry_run=True, now=now).archived == 2
     report = store.purge(dry_run=False, now=now)
     states = state_of(store)
     assert report.archived == 2 and report.waiting == 2
     assert states["c01"] == states["b08"] == "archived"
     assert states["c02"] == states["b07"] == states["b03"] == "dormant"
-    assert store.index.count(MEMORIES, "id IN ('c01', 'b08')") == 0
-    assert store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(BOOKING + REFUND + CHATTER)
+    assert store.store.index.count(MEMORIES, "id IN ('c01', 'b08')") == 0
+    assert store.store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(BOOKING + REFUND + CHATTER)
 
 
 def test_forget_deletes_records_and_derived_rows(store):
-    from expengine.ingest.pipeline import text_hash
+    from expengine.store.embeddings import text_hash
 
     now = dt.datetime(2026, 3, 2)
     store.prune_clusters(dry_run=False)
-    store.con.execute(
+    store.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
            VALUES ('u1', 'fact', 'User u-101 prefers aisle seats', 'preference', 'bot', 2, 0.9, '["c03", "c01"]', 'test', ?, ?),
                   ('u2', 'fact', 'greeting', 'chatter', 'bot', 1, 0.9, '["c01"]', 'test', ?, ?)""", [now] * 4)
-    hello = text_hash(store.con.execute("SELECT text FROM records WHERE id = 'c01'").fetchall()[0][0])
+    hello = text_hash(store.store.con.execute("SELECT text FROM records WHERE id = 'c01'").fetchall()[0][0])
     result = store.forget(ids=["c01"])
     assert result.records == 1 and result.units_deleted == 1 and result.units_updated == 1
-    assert store.con.execute("SELECT count(*) FROM records WHERE id = 'c01'").fetchall()[0][0] == 0
-    assert store.con.execute("SELECT count(*) FROM history WHERE item_id = 'c01'").fetchall()[0][0] == 0
-    assert store.con.execute("SELECT count(*) FROM cluster_members WHERE record_id = 'c01'").fetchall()[0][0] == 0
-    assert store.con.execute("SELECT count(*) FROM embeddings WHERE text_hash = ?", [hello]).fetchall()[0][0] == 0
-    assert store.con.execute("SELECT source_ids, support FROM units WHERE id = 'u1'").fetchall()[0] == ('["c03"]', 1)
-    assert store.con.execute("SELECT count(*) FROM units WHERE id = 'u2'").fetchall()[0][0] == 0
-    assert store.index.count(MEMORIES, "id = 'c01'") == 0
+    assert store.store.con.execute("SELECT count(*) FROM records WHERE id = 'c01'").fetchall()[0][0] == 0
+    assert store.store.con.execute("SELECT count(*) FROM history WHERE item_id = 'c01'").fetchall()[0][0] == 0
+    assert store.store.con.execute("SELECT count(*) FROM cluster_members WHERE record_id = 'c01'").fetchall()[0][0] == 0
+    assert store.store.con.execute("SELECT count(*) FROM embeddings WHERE text_hash = ?", [hello]).fetchall()[0][0] == 0
+    assert store.store.con.execute("SELECT source_ids, support FROM units WHERE id = 'u1'").fetchall()[0] == ('["c03"]', 1)
+    assert store.store.con.execute("SELECT count(*) FROM units WHERE id = 'u2'").fetchall()[0][0] == 0
+    assert store.store.index.count(MEMORIES, "id = 'c01'") == 0
     by_filter = store.forget(where="session = 's2'")
     assert by_filter.records == len(REFUND)
 
@@ -358,7 +357,7 @@ def test_forget_bad_input(store):
         store.forget(where="no_such_column = 1")
     with pytest.raises(InputError):
         store.forget(where="TRUE; DROP TABLE records")
-    assert store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(BOOKING + REFUND + CHATTER)
+    assert store.store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(BOOKING + REFUND + CHATTER)
 
 
 # --- the whole cycle --------------------------------------------------------------------------------
@@ -366,12 +365,12 @@ def test_forget_bad_input(store):
 
 def test_dry_run_changes_nothing(store):
     before = table_contents(store)
-    lance_before = sorted(store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"])
+    lance_before = sorted(store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"])
     report = store.compact(dry_run=True, refine=False)
     assert report.dry_run and report.after.active < report.before.active  # the plan does something
     assert report.steps["goals"]["goals_handled"] == {"succeeded": 1, "failed": 1}
     assert table_contents(store) == before
-    assert sorted(store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"]) == lance_before
+    assert sorted(store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"]) == lance_before
     assert store.snapshots() == []
 
 
@@ -386,10 +385,10 @@ def test_snapshot_compact_restore_is_exact(store, embedder):
     for name in before:
         if name not in ("runs", "history"):
             assert after[name] == before[name], name
-    assert store.index.count(MEMORIES) == len(BOOKING + REFUND + CHATTER)
-    hits = store.index.table(MEMORIES).search(embedder.encode(["request_refund error: order W123 is past the 30 day refund window"])[0]).limit(3).to_list()
+    assert store.store.index.count(MEMORIES) == len(BOOKING + REFUND + CHATTER)
+    hits = store.store.index.table(MEMORIES).search(embedder.encode(["request_refund error: order W123 is past the 30 day refund window"])[0]).limit(3).to_list()
     assert hits[0]["id"] == "r04"
-    status = store.con.execute("SELECT status FROM runs WHERE id = ?", [report.run_id]).fetchall()[0][0]
+    status = store.store.con.execute("SELECT status FROM runs WHERE id = ?", [report.run_id]).fetchall()[0][0]
     assert status == "rolled_back"
     with pytest.raises(NotFoundError):
         store.restore("20000101T000000000000-abcd")
@@ -418,7 +417,7 @@ def test_snapshot_retention(make_engine, write_jsonl):
 
 
 def test_refine_hook_runs_after_pruning_and_before_purge(store, monkeypatch):
-    from expengine import Engine
+    import expengine.lifecycle.refine as refine_module
     from expengine.errors import ModelError
 
     calls = []
@@ -427,13 +426,13 @@ def test_refine_hook_runs_after_pruning_and_before_purge(store, monkeypatch):
         def to_dict(self):
             return {"units_written": 0}
 
-    def fake_refine(self, *, dry_run, run_id, max_llm_calls):
-        calls.append((dry_run, run_id, max_llm_calls, self.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]))
+    def fake_refine(db, llm, *, dry_run, run_id, max_llm_calls, now):
+        calls.append((dry_run, run_id, max_llm_calls, db.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]))
         if len(calls) == 2:
             raise ModelError("model file missing")
         return Result()
 
-    monkeypatch.setattr(Engine, "refine", fake_refine, raising=False)
+    monkeypatch.setattr(refine_module, "refine_clusters", fake_refine)
     report = store.compact(max_llm_calls=3)
     assert calls == [(False, report.run_id, 3, report.after.clusters)] and report.after.clusters > 0
     assert list(report.steps)[-3:] == ["refine", "purge", "index"]

@@ -62,13 +62,13 @@ def test_kill_mid_run_is_rolled_back_by_the_next_run(store_dir, make_engine):
     marker.unlink()
 
     engine = make_engine(store=store_dir)
-    assert engine.con.execute("SELECT status FROM runs").fetchall() == [("running",)]
+    assert engine.store.con.execute("SELECT status FROM runs").fetchall() == [("running",)]
     assert weights(engine) != original_weights  # the kill left a half-done cycle behind
     recovered = engine.recover_interrupted()
     assert [r["action"] for r in recovered] == ["rolled back"]
     assert weights(engine) == original_weights and state_of(engine) == original_states
-    assert engine.index.count("memories") == len(original_weights)
-    assert engine.con.execute("SELECT status FROM runs").fetchall() == [("rolled_back",)]
+    assert engine.store.index.count("memories") == len(original_weights)
+    assert engine.store.con.execute("SELECT status FROM runs").fetchall() == [("rolled_back",)]
     report = engine.compact(refine=False)
     assert report.status == "completed" and report.recovered == []
 
@@ -76,8 +76,8 @@ def test_kill_mid_run_is_rolled_back_by_the_next_run(store_dir, make_engine):
 def test_compact_finds_and_rolls_back_a_stale_run(store_dir, make_engine):
     engine = make_engine(store=store_dir)
     snapshot = engine.snapshot(reason="before compaction")
-    engine.con.execute("INSERT INTO runs VALUES ('run-killed', now(), NULL, FALSE, 'running', ?, NULL)", [snapshot.id])
-    engine.con.execute("UPDATE records SET weight = 0.01")  # what a killed run may leave
+    engine.store.con.execute("INSERT INTO runs VALUES ('run-killed', now(), NULL, FALSE, 'running', ?, NULL)", [snapshot.id])
+    engine.store.con.execute("UPDATE records SET weight = 0.01")  # what a killed run may leave
     report = engine.compact(refine=False)
     assert report.recovered == [{"run_id": "run-killed", "snapshot_id": snapshot.id, "action": "rolled back"}]
     assert report.before.active == len(BOOKING + REFUND + CHATTER) and report.after.dormant < report.before.active
@@ -110,7 +110,8 @@ def test_cli_pin_forget(store_dir):
 
 
 def test_exit_codes(store_dir, make_engine):
-    holder = make_engine(store=store_dir)  # holds the store lock, like a running compaction
+    holder = make_engine(store=store_dir)
+    assert holder.store  # held open (and locked) until close(), like a running compaction
     locked = cli(store_dir, "--wait", "0", "compact", "--json")
     _, err = locked.communicate(timeout=120)
     assert locked.returncode == 4 and "busy" in err
@@ -131,11 +132,11 @@ def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine,
     snapshot = engine.snapshot(reason="before compaction")
     from expengine.store.db import utcnow
 
-    engine.con.execute("INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id])
-    engine.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c01'")  # DuckDB changed, LanceDB not
+    engine.store.con.execute("INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id])
+    engine.store.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c01'")  # DuckDB changed, LanceDB not
     engine.ingest([write_jsonl("late.jsonl", [dict(CHATTER[2], id="late", content="User u-101 moved to Lisbon")])])
     recovered = engine.recover_interrupted()
     assert recovered[0]["action"].startswith("kept (1 records ingested since)")
     assert state_of(engine)["late"] == "active"
-    assert engine.index.count("memories", "id = 'c01' AND state = 'dormant'") == 1  # index agrees again
-    assert engine.con.execute("SELECT status FROM runs WHERE id = 'run-killed'").fetchall() == [("interrupted",)]
+    assert engine.store.index.count("memories", "id = 'c01' AND state = 'dormant'") == 1  # index agrees again
+    assert engine.store.con.execute("SELECT status FROM runs WHERE id = 'run-killed'").fetchall() == [("interrupted",)]

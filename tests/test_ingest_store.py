@@ -76,9 +76,9 @@ def test_ingest_is_idempotent_and_keeps_caller_ids(make_engine, write_jsonl):
     second = engine.ingest([path])
     assert (first.stored, first.duplicates) == (5, 0)
     assert (second.stored, second.duplicates) == (0, 5)
-    ids = sorted(r[0] for r in engine.con.execute("SELECT id FROM records").fetchall())
+    ids = sorted(r[0] for r in engine.store.con.execute("SELECT id FROM records").fetchall())
     assert ids == ["r1", "r2", "r3", "r4", "r5"]
-    assert engine.index.count("memories") == 5
+    assert engine.store.index.count("memories") == 5
 
 
 def test_records_without_id_get_a_content_hash_id_that_dedupes(make_engine, write_jsonl):
@@ -87,7 +87,7 @@ def test_records_without_id_get_a_content_hash_id_that_dedupes(make_engine, writ
     engine = make_engine()
     result = engine.ingest([path])
     assert (result.stored, result.duplicates) == (2, 1)
-    ids = [r[0] for r in engine.con.execute("SELECT id FROM records").fetchall()]
+    ids = [r[0] for r in engine.store.con.execute("SELECT id FROM records").fetchall()]
     assert all(len(i) == 32 for i in ids)
 
 
@@ -95,17 +95,17 @@ def test_secrets_are_redacted_before_storage_and_embedding(make_engine, write_js
     engine = make_engine()
     result = engine.ingest([write_jsonl("secret.jsonl", GOOD)])
     assert result.redacted == 1 and result.redacted_by_kind == {"EMAIL": 1, "PHONE": 1}
-    content, text = engine.con.execute("SELECT content, text FROM records WHERE id = 'r4'").fetchall()[0]
+    content, text = engine.store.con.execute("SELECT content, text FROM records WHERE id = 'r4'").fetchall()[0]
     for stored in (content, text):
         assert "jane@example.com" not in stored and "555-0134" not in stored and "[REDACTED:EMAIL]" in stored
-    lance_text = engine.index.table("memories").search().where("id = 'r4'").to_list()[0]["text"]
+    lance_text = engine.store.index.table("memories").search().where("id = 'r4'").to_list()[0]["text"]
     assert "jane@example.com" not in lance_text
 
 
 def test_tool_calls_become_queryable_columns_and_rules_set_importance(make_engine, write_jsonl):
     engine = make_engine()
     engine.ingest([write_jsonl("good.jsonl", GOOD)])
-    rows = engine.con.execute(
+    rows = engine.store.con.execute(
         "SELECT id, tool_name, json_extract_string(tool_args, '$.city'), tool_error, category, protected "
         "FROM records ORDER BY id"
     ).fetchall()
@@ -113,7 +113,7 @@ def test_tool_calls_become_queryable_columns_and_rules_set_importance(make_engin
     assert by_id["r2"][:2] == ("get_weather", "Oslo")
     assert by_id["r3"][2:4] == ("429 Too Many Requests", "error")
     assert by_id["r4"][4] is True  # "Never ..." is a protected phrase
-    status = engine.con.execute("SELECT status FROM goals WHERE goal_id = 'g1'").fetchall()
+    status = engine.store.con.execute("SELECT status FROM goals WHERE goal_id = 'g1'").fetchall()
     assert status == [("succeeded",)]  # the outcome record closed the open goal
 
 
@@ -142,15 +142,15 @@ def test_openai_chat_runs_become_goals_tool_calls_linked_results_and_outcomes(ma
     engine = make_engine()
     first = engine.ingest([str(path)])
     assert first.rejected == 0 and first.stored > 20
-    goal = engine.con.execute("SELECT status, description FROM goals WHERE goal_id = 'task0/trial0'").fetchall()
+    goal = engine.store.con.execute("SELECT status, description FROM goals WHERE goal_id = 'task0/trial0'").fetchall()
     assert goal[0][0] == ("succeeded" if runs[0]["reward"] >= 1 else "failed")
     assert goal[0][1].startswith(runs[0]["traj"][1]["content"][:20])
-    call = engine.con.execute(
+    call = engine.store.con.execute(
         "SELECT id, tool_name, tool_args, tool_call_id FROM records WHERE kind = 'tool_call' AND session = 'task0/trial0' ORDER BY ts LIMIT 1"
     ).fetchall()[0]
     assert call[0].startswith("task0/trial0/step") and call[1] == "get_user_details"
     assert json.loads(call[2]) == {"user_id": "mia_li_3668"}
-    answered = engine.con.execute(
+    answered = engine.store.con.execute(
         "SELECT tool_name FROM records WHERE kind = 'tool_result' AND json_extract_string(meta, '$.call_record') = ?",
         [call[0]],
     ).fetchall()
@@ -163,22 +163,22 @@ def test_crash_between_duckdb_and_lancedb_is_healed_on_next_open(make_engine, wr
     engine = make_engine()
     engine.ingest([write_jsonl("good.jsonl", GOOD)])
     # Simulate a kill after the DuckDB commit and before the LanceDB write.
-    engine.index.delete("memories", ["r2", "r3"])
-    engine.con.execute("INSERT INTO pending_index VALUES ('r2', 'memory'), ('r3', 'memory')")
+    engine.store.index.delete("memories", ["r2", "r3"])
+    engine.store.con.execute("INSERT INTO pending_index VALUES ('r2', 'memory'), ('r3', 'memory')")
     engine.close()
     reopened = make_engine()
-    assert reopened.index.count("memories") == 5
-    assert reopened.con.execute("SELECT count(*) FROM pending_index").fetchall() == [(0,)]
+    assert reopened.store.index.count("memories") == 5
+    assert reopened.store.con.execute("SELECT count(*) FROM pending_index").fetchall() == [(0,)]
     assert reopened.ingest([str(tmp_path / "good.jsonl")]).duplicates == 5
 
 
 def test_reindex_rebuilds_lancedb_from_duckdb(make_engine, write_jsonl):
     engine = make_engine()
     engine.ingest([write_jsonl("good.jsonl", GOOD)])
-    engine.index.drop("memories")
-    assert engine.index.count("memories") == 0
+    engine.store.index.drop("memories")
+    assert engine.store.index.count("memories") == 0
     assert engine.reindex() == {"memories": 5, "units": 0}
-    assert engine.index.count("memories") == 5
+    assert engine.store.index.count("memories") == 5
 
 
 def test_stats_json_contract(make_engine, write_jsonl):

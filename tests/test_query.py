@@ -62,14 +62,14 @@ UNIT_TEXT = "When get_weather returns 429 Too Many Requests, wait 60 seconds and
 def add_unit(engine, unit_id: str, text: str, sources: list[str], *, kind: str = "rule", agent: str = "support-bot",
              category: str = "weather") -> None:
     now = utcnow()
-    engine.con.execute(
+    engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
            VALUES (?, ?, ?, ?, ?, ?, 0.8, ?, 'test', ?, ?)""",
         [unit_id, kind, text, category, agent, len(sources), json.dumps(sources), now - dt.timedelta(days=10),
          now - dt.timedelta(days=10)],
     )
-    engine.index.add(UNITS, unit_rows(engine, f"id = '{unit_id}'"))
-    engine.index.refresh_text_index(UNITS)
+    engine.store.index.add(UNITS, unit_rows(engine.store, f"id = '{unit_id}'"))
+    engine.store.index.refresh_text_index(UNITS)
 
 
 @pytest.fixture
@@ -79,10 +79,10 @@ def store(make_engine, write_jsonl, tmp_path):
     engine = make_engine()
     result = engine.ingest([write_jsonl("log.jsonl", _events())])
     assert result.stored == len(_events())
-    set_state(engine, ["d1"], "dormant", reason="test")
-    set_state(engine, ["s2", "s3"], "archived", reason="merged into s1")
-    engine.con.execute("UPDATE records SET merged_into = 's1' WHERE id IN ('s2', 's3')")
-    engine.con.execute("""UPDATE records SET merged_ids = '["s2", "s3"]', merged_count = 3 WHERE id = 's1'""")
+    set_state(engine.store, ["d1"], "dormant", reason="test")
+    set_state(engine.store, ["s2", "s3"], "archived", reason="merged into s1")
+    engine.store.con.execute("UPDATE records SET merged_into = 's1' WHERE id IN ('s2', 's3')")
+    engine.store.con.execute("""UPDATE records SET merged_ids = '["s2", "s3"]', merged_count = 3 WHERE id = 's1'""")
     add_unit(engine, "u-weather", UNIT_TEXT, ["w1", "w3", "s3"])
     engine.close()
     return tmp_path / "store"
@@ -103,7 +103,7 @@ def cli(store, *args: str):
 
 
 def dump(engine) -> list:
-    return [engine.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")]
+    return [engine.store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")]
 
 
 # --- contract and provenance -------------------------------------------------------------------
@@ -130,7 +130,7 @@ def test_json_shape_and_provenance_of_all_three_hit_types(store):
 
 def test_score_is_the_documented_formula(engine_on):
     engine = engine_on(overrides={"query.alpha": 0.5, "query.beta": 0.3, "query.gamma": 0.15, "query.utility_weight": 0.05})
-    engine.con.execute("UPDATE records SET weight = 1.7, utility = 0.4, last_access = ? WHERE id = 'w3'",
+    engine.store.con.execute("UPDATE records SET weight = 1.7, utility = 0.4, last_access = ? WHERE id = 'w3'",
                        [utcnow() - dt.timedelta(hours=10)])
     hits = {h.id: h for h in engine.query("retry get_weather after 429", k=10, touch=False).hits}
     w3 = hits["w3"]
@@ -151,26 +151,26 @@ def test_weight_changes_the_order_as_configured(engine_on):
     engine = engine_on()
     first, second = _order(engine, WEATHER_ERROR)[:2]
     assert {first, second} == {"w1", "w2"}  # same text: only the fusion rank separates them
-    engine.con.execute("UPDATE records SET weight = 3.0 WHERE id = ?", [second])
+    engine.store.con.execute("UPDATE records SET weight = 3.0 WHERE id = ?", [second])
     assert _order(engine, WEATHER_ERROR)[:2] == [second, first]
     engine.close()
     blind = engine_on(overrides={"query.beta": 0.0})
     boosted = _order(blind, WEATHER_ERROR)
-    blind.con.execute("UPDATE records SET weight = 1.0 WHERE id = ?", [second])
+    blind.store.con.execute("UPDATE records SET weight = 1.0 WHERE id = ?", [second])
     assert _order(blind, WEATHER_ERROR) == boosted  # beta = 0: weight plays no part
 
 
 def test_recency_changes_the_order_as_configured(engine_on):
     engine = engine_on()
     first, second = _order(engine, WEATHER_ERROR)[:2]
-    engine.con.execute("UPDATE records SET last_access = ? WHERE id = ?", [utcnow(), second])
+    engine.store.con.execute("UPDATE records SET last_access = ? WHERE id = ?", [utcnow(), second])
     hits = engine.query(WEATHER_ERROR, k=2, touch=False, kind="tool_result").hits
     assert [h.id for h in hits] == [second, first]
     assert hits[0].parts.recency > 0.99 and hits[1].parts.recency < 0.05
     engine.close()
     blind = engine_on(overrides={"query.gamma": 0.0})
     accessed = _order(blind, WEATHER_ERROR)
-    blind.con.execute("UPDATE records SET last_access = NULL WHERE id = ?", [second])
+    blind.store.con.execute("UPDATE records SET last_access = NULL WHERE id = ?", [second])
     assert _order(blind, WEATHER_ERROR) == accessed  # gamma = 0: recency plays no part
 
 
@@ -261,14 +261,14 @@ def test_touch_reinforces_the_hits(engine_on):
     engine = engine_on()
     hits = engine.query("get_weather 429 retry", k=5).hits
     memory = next(h for h in hits if h.type == "memory")
-    weight, count, last = engine.con.execute(
+    weight, count, last = engine.store.con.execute(
         "SELECT weight, access_count, last_access FROM records WHERE id = ?", [memory.id]).fetchall()[0]
     assert weight == pytest.approx(1.0 + engine.config.decay.delta_access)
     assert count == 1 and (utcnow() - last).total_seconds() < 60
-    unit_weight, used = engine.con.execute("SELECT weight, last_used FROM units WHERE id = 'u-weather'").fetchall()[0]
+    unit_weight, used = engine.store.con.execute("SELECT weight, last_used FROM units WHERE id = 'u-weather'").fetchall()[0]
     assert "u-weather" in {h.id for h in hits}
     assert unit_weight == pytest.approx(1.1) and used is not None
-    untouched = engine.con.execute("SELECT weight, access_count FROM records WHERE id = 'f2'").fetchall()[0]
+    untouched = engine.store.con.execute("SELECT weight, access_count FROM records WHERE id = 'f2'").fetchall()[0]
     assert untouched == (1.0, 0)
 
 
@@ -302,7 +302,7 @@ def test_helpful_feedback_restores_a_quarantined_unit_when_net_helpful(engine_on
     assert engine.feedback("u-weather", helpful=False).quarantined
     result = engine.feedback("u-weather", helpful=True)
     assert result.restored and result.status == "active"
-    assert engine.index.count(UNITS, "id = 'u-weather'") == 1
+    assert engine.store.index.count(UNITS, "id = 'u-weather'") == 1
 
 
 def test_feedback_records_at_ingest_do_the_same(engine_on, write_jsonl):
@@ -310,7 +310,7 @@ def test_feedback_records_at_ingest_do_the_same(engine_on, write_jsonl):
     events = [{"id": f"fb{i}", "ts": _ts(20 + i), "kind": "feedback", "agent": "support-bot",
                "feedback": {"signal": "negative", "target": "u-weather", "text": "wrong wait time"}} for i in range(2)]
     engine.ingest([write_jsonl("feedback.jsonl", events)])
-    assert engine.con.execute("SELECT status, harmful FROM units WHERE id = 'u-weather'").fetchall() == [("quarantined", 2)]
+    assert engine.store.con.execute("SELECT status, harmful FROM units WHERE id = 'u-weather'").fetchall() == [("quarantined", 2)]
 
 
 # --- show --------------------------------------------------------------------------------------
@@ -346,16 +346,16 @@ def test_refresh_indexes_and_a_units_table_without_fts(engine_on):
     from expengine.query.search import refresh_indexes
 
     engine = engine_on()
-    engine.con.execute(
+    engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
            VALUES ('u-fact', 'fact', 'The refund window for order A-77 is 30 days.', 'refund', 'support-bot', 1, 0.9,
                    '["r1"]', 'test', now()::TIMESTAMP, now()::TIMESTAMP)"""
     )
-    engine.index.drop(UNITS)
-    engine.index.add(UNITS, unit_rows(engine, "status = 'active'"))  # no FTS index: query builds it once
+    engine.store.index.drop(UNITS)
+    engine.store.index.add(UNITS, unit_rows(engine.store, "status = 'active'"))  # no FTS index: query builds it once
     assert "u-fact" in {h.id for h in engine.query("refund window A-77", k=3, touch=False, kind="fact").hits}
-    assert "FTS" in {i.index_type for i in engine.index.table(UNITS).list_indices()}
-    report = refresh_indexes(engine)
+    assert "FTS" in {i.index_type for i in engine.store.index.table(UNITS).list_indices()}
+    report = refresh_indexes(engine.store)
     assert report["memories"] == {"vector_index": False, "text_index": True}  # 12 rows < query.index_above
     assert report["units"]["text_index"] is True
 
@@ -363,7 +363,7 @@ def test_refresh_indexes_and_a_units_table_without_fts(engine_on):
 # --- unit recency, evidence de-duplication, the reserved unit slot ----------------------------
 def test_unit_recency_comes_from_its_sources_as_of_and_last_use_not_updated(engine_on):
     engine = engine_on()
-    engine.con.execute("UPDATE units SET updated = ? WHERE id = 'u-weather'", [utcnow()])  # a refinement rewrite
+    engine.store.con.execute("UPDATE units SET updated = ? WHERE id = 'u-weather'", [utcnow()])  # a refinement rewrite
 
     def unit_recency() -> float:
         return engine.query("get_weather 429 retry", k=1, touch=False, kind="rule").hits[0].parts.recency
@@ -371,9 +371,9 @@ def test_unit_recency_comes_from_its_sources_as_of_and_last_use_not_updated(engi
     newest_source = BASE + dt.timedelta(minutes=11)  # s3, the newest of w1, w3, s3 (archived sources count)
     hours = (utcnow() - newest_source).total_seconds() / 3600
     assert unit_recency() == pytest.approx(0.995**hours, abs=1e-3) and unit_recency() < 0.1
-    engine.con.execute("UPDATE units SET as_of = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=5)])
+    engine.store.con.execute("UPDATE units SET as_of = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=5)])
     assert unit_recency() == pytest.approx(0.995**5, abs=1e-3)
-    engine.con.execute("UPDATE units SET last_used = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=1)])
+    engine.store.con.execute("UPDATE units SET last_used = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=1)])
     assert unit_recency() == pytest.approx(0.995**1, abs=1e-3)
 
 
@@ -401,8 +401,8 @@ def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
     # alpha = gamma = 0: the order follows weight alone, so the test decides who is above whom
     engine = engine_on(overrides={"query.alpha": 0.0, "query.gamma": 0.0})
     add_unit(engine, "u-flight", FLIGHT_FACT, ["f1", "f2"], kind="fact", category="booking")
-    engine.con.execute("UPDATE units SET weight = 9 WHERE id = 'u-flight'")
-    f1_text, f2_text = (engine.con.execute(f"SELECT text FROM records WHERE id = '{i}'").fetchall()[0][0] for i in ("f1", "f2"))
+    engine.store.con.execute("UPDATE units SET weight = 9 WHERE id = 'u-flight'")
+    f1_text, f2_text = (engine.store.con.execute(f"SELECT text FROM records WHERE id = '{i}'").fetchall()[0][0] for i in ("f1", "f2"))
 
     result = _flight_query(engine)
     unit = result.hits[0]
@@ -417,7 +417,7 @@ def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
     assert payload["source_ids"] == ["f1", "f2"] and [e["quoted"] for e in payload["expanded"]] == [True, False]
 
     # now the memory f2 outranks the unit: it is shown once, as a memory, and not again as evidence
-    engine.con.execute("UPDATE records SET weight = 99 WHERE id = 'f2'")
+    engine.store.con.execute("UPDATE records SET weight = 99 WHERE id = 'f2'")
     result = _flight_query(engine)
     assert [h.id for h in result.hits[:2]] == ["f2", "u-flight"]
     assert [e.id for e in result.hits[1].expanded] == ["f1"] and result.hits[1].source_ids == ["f1", "f2"]
@@ -438,8 +438,8 @@ def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     assert [h.id for h in top(-1.0)] == [h.id for h in top(2.0)]
 
     engine = engine_on()
-    engine.con.execute("UPDATE units SET weight = 0")
-    engine.con.execute("UPDATE records SET weight = 50")  # every memory now outranks the unit
+    engine.store.con.execute("UPDATE units SET weight = 0")
+    engine.store.con.execute("UPDATE records SET weight = 50")  # every memory now outranks the unit
     vectors = engine.embedder.encode([text, UNIT_TEXT])
     cosine = float(vectors[0] @ vectors[1])
     engine.close()

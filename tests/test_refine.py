@@ -65,7 +65,7 @@ def write_jsonl(path, events) -> str:
 
 def set_clusters(engine: Engine, groups: dict[str, list[str]], agent: str) -> None:
     """What compaction's pruning writes: clusters (with signature) and their members."""
-    con = engine.con
+    con = engine.store.con
     for key, ids in groups.items():
         con.execute("DELETE FROM cluster_members WHERE cluster_key = ?", [key])
         con.execute("DELETE FROM clusters WHERE cluster_key = ?", [key])
@@ -116,7 +116,7 @@ def store(tmp_path, embedder):
 
 
 def weather_ids(engine: Engine) -> list[str]:
-    return [r[0] for r in engine.con.execute("SELECT id FROM records WHERE agent = 'bot' ORDER BY id").fetchall()]
+    return [r[0] for r in engine.store.con.execute("SELECT id FROM records WHERE agent = 'bot' ORDER BY id").fetchall()]
 
 
 # --- mining ----------------------------------------------------------------------------------------------
@@ -272,9 +272,9 @@ def test_template_refine_writes_grounded_traceable_rule_and_archives_process_sou
     assert f"(seen {len(ids)} times, 4/7 succeeded)" in unit["text"]
     assert 0 < unit["confidence"] < 1 and unit["success_rate"] == pytest.approx(4 / 7, abs=1e-3)
     assert unit["id"] == unit_id("rule", "bot", "weather", unit["text"])
-    assert store.index.count("units") == 1
-    assert store.con.execute("SELECT count(*) FROM pending_index").fetchall()[0][0] == 0
-    states = dict(store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
+    assert store.store.index.count("units") == 1
+    assert store.store.con.execute("SELECT count(*) FROM pending_index").fetchall()[0][0] == 0
+    states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
     assert states["w0-ok"] == "archived" and states["w0-call"] == "archived"   # process, now in the unit
     assert states["w0-err"] == "active" and states["w0-obs"] == "active"       # lessons stay
     assert report.archived == sum(1 for s in states.values() if s == "archived")
@@ -289,8 +289,8 @@ def test_dry_run_changes_nothing(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     report = store.refine(dry_run=True)
     assert report.units_written == 1 and report.units and "get_weather" in report.units[0]["text"]
-    assert store.units() == [] and store.index.count("units") == 0
-    assert store.con.execute("SELECT count(*) FROM records WHERE state = 'archived'").fetchall()[0][0] == 0
+    assert store.units() == [] and store.store.index.count("units") == 0
+    assert store.store.con.execute("SELECT count(*) FROM records WHERE state = 'archived'").fetchall()[0][0] == 0
 
 
 def test_model_wording_used_when_grounded_else_template(store):
@@ -320,7 +320,7 @@ def test_malformed_answer_is_retried_once_then_template(store):
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 1 and store.units()[0]["method"] == "llm"
 
-    store.con.execute("DELETE FROM units")
+    store.store.con.execute("DELETE FROM units")
     store._llm = FakeLLM(ModelError("timed out"))
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 2
@@ -355,7 +355,7 @@ def test_incremental_only_changed_clusters_and_budget_leftovers(store, tmp_path)
     assert set(rule["source_ids"]) == set(ids) | {e["id"] for e in extra} and rule["support"] == len(rule["source_ids"])
     assert f"(seen {rule['support']} times, 5/9 succeeded)" in rule["text"] and rule["updated"] > old_rule["updated"]
     assert any(h["action"] == "merged" for h in store.trace(rule["id"])["history"])
-    assert store.index.count("units") == len(store.units(status="active"))
+    assert store.store.index.count("units") == len(store.units(status="active"))
     assert store.refine().units_merged == 0  # and now it is unchanged
 
 
@@ -456,8 +456,8 @@ def conversation(tmp_path, store_engine, n: int = 4, prefix: str = "t", day: int
 
 def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(store, tmp_path):
     ids = conversation(tmp_path, store)
-    store.con.execute("UPDATE records SET category = 'preference' WHERE id = 't3'")
-    store.con.execute("UPDATE records SET pinned = TRUE WHERE id = 't2'")
+    store.store.con.execute("UPDATE records SET category = 'preference' WHERE id = 't3'")
+    store.store.con.execute("UPDATE records SET pinned = TRUE WHERE id = 't2'")
     set_clusters(store, {"chat": ids}, "companion")
     report = store.refine()
     (digest,) = [u for u in store.units() if u["attribute"] == "digest"]
@@ -465,10 +465,10 @@ def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(
     assert digest["text"].startswith("[2026-03-08] Caroline: turn 0 about painting") and "| Melanie: turn 1" in digest["text"]
     assert digest["text"].index("turn 1") < digest["text"].index("turn 2") < digest["text"].index("turn 3")
     assert "…" in digest["text"] and len(digest["text"]) < 4 * store.config.refine.digest_quote_chars + 40  # clipped
-    states = dict(store.con.execute("SELECT id, state FROM records WHERE id LIKE 't%'").fetchall())
+    states = dict(store.store.con.execute("SELECT id, state FROM records WHERE id LIKE 't%'").fetchall())
     assert states == {"t0": "dormant", "t1": "dormant", "t2": "active", "t3": "active"}  # pinned, lesson stay
     assert report.dormant == 2
-    reason = store.con.execute("SELECT state_reason FROM records WHERE id = 't0'").fetchall()[0][0]
+    reason = store.store.con.execute("SELECT state_reason FROM records WHERE id = 't0'").fetchall()[0][0]
     assert reason == f"covered by unit {digest['id']}"
     assert {r["id"] for r in store.trace(digest["id"])["records"]} == set(ids)  # still reachable
 
@@ -508,7 +508,7 @@ def test_identical_units_from_different_clusters_merge(store, tmp_path):
     (merged,) = rules
     assert merged["id"] == unit["id"] and set(merged["source_ids"]) == set(first) | set(second)
     assert merged["support"] == len(first) + len(second) == 20 and "(seen 20 times, 4/8 succeeded)" in merged["text"]
-    assert store.index.count("units") == 1
+    assert store.store.index.count("units") == 1
     assert {r["id"] for r in store.trace(merged["id"])["records"]} == set(first) | set(second)
 
 

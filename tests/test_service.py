@@ -78,7 +78,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
     log.write_text("".join(json.dumps(r) + "\n" for r in BOOKING + REFUND + CHATTER), encoding="utf-8")
     with Engine(store=store, embedder=embedder) as engine:
         engine.ingest([str(log)])
-        record_id = engine.con.execute("SELECT id FROM records ORDER BY id LIMIT 1").fetchone()[0]
+        record_id = engine.store.con.execute("SELECT id FROM records ORDER BY id LIMIT 1").fetchone()[0]
     commands = [("query", QUERY, "--no-touch", "--json"), ("show", record_id, "--json"), ("stats", "--json"),
                 ("units", "--json"), ("history", "--json"), ("snapshots", "--json"), ("rejects", "--json")]
     direct = {c: invoke(store, *c, direct=True) for c in commands}
@@ -244,7 +244,7 @@ def test_stopped_mid_compaction_then_the_next_start_recovers(
     """kill -9, or SIGTERM with a step that outlasts --grace: the next start rolls the cycle back."""
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
-    weights = engine.con.execute("SELECT id, weight FROM records ORDER BY id").fetchall()
+    weights = engine.store.con.execute("SELECT id, weight FROM records ORDER BY id").fetchall()
     engine.close()
     store = tmp_path / "store"
     child = start_server(store, "--grace", "1", env={PAUSE_ENV: "decay"})
@@ -274,4 +274,4 @@ def test_stopped_mid_compaction_then_the_next_start_recovers(
     finally:
         stop(child)
     engine = make_engine(store=store)
-    assert engine.con.execute("SELECT id, weight FROM records ORDER BY id").fetchall() == weights
+    assert engine.store.con.execute("SELECT id, weight FROM records ORDER BY id").fetchall() == weights

@@ -132,11 +132,10 @@ def forget(
         _confirm(len(ids or []), yes=yes, as_json=as_json)
         data = client.call("forget", {"ids": ids or []})
     else:
-        from ..lifecycle.purge import resolve_ids
         from ..service import ops
 
         with open_engine(ctx) as engine:
-            targets = resolve_ids(engine, ids=ids or None, where=where)
+            targets = engine.forget_targets(ids=ids or None, where=where)
             if not targets:
                 raise InputError("no record matches", hint="check the ids or the --where filter")
             _confirm(len(targets), yes=yes, as_json=as_json)

@@ -28,8 +28,7 @@ def serve(
     try:
         run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20))
     finally:
-        if engine.con is not None:
-            engine.close()
+        engine.close()
 
 
 @app.command()

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import RejectedLinesError
 from ..store.db import arrow_view, utcnow
-from ..store.index import MEMORIES, memory_schema
+from ..store.embeddings import EmbedCounts
+from ..store.index import MEMORIES, memory_rows
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
@@ -21,7 +20,7 @@ from .rules import assess
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 BATCH = 512
 
@@ -48,12 +47,8 @@ class IngestResult(Result):
     seconds: float = 0.0
 
 
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
 def ingest(
-    engine: "Engine",
+    store: "Store",
     paths: list[str],
     *,
     fmt: str = "auto",
@@ -66,28 +61,28 @@ def ingest(
     started = time.perf_counter()
     files = expand_paths(paths)
     result = IngestResult(files=files)
-    redactor = Redactor(enabled=engine.config.ingest.redact)
+    redactor = Redactor(enabled=store.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
     batch: list[Event] = []
     for name in files:
-        for item in read_items(name, fmt=fmt, max_line_bytes=engine.config.ingest.max_line_bytes, agent=agent, now=now):
+        for item in read_items(name, fmt=fmt, max_line_bytes=store.config.ingest.max_line_bytes, agent=agent, now=now):
             result.read += 1
             if item.event is None:
-                _reject(engine, result, item, now)
+                _reject(store, result, item, now)
                 continue
             batch.append(item.event)
             if len(batch) >= BATCH:
-                _store_batch(engine, batch, result, redactor, seen, now)
+                _store_batch(store, batch, result, redactor, seen, now)
                 if on_progress:
                     on_progress(len(batch))
                 batch = []
     if batch:
-        _store_batch(engine, batch, result, redactor, seen, now)
+        _store_batch(store, batch, result, redactor, seen, now)
         if on_progress:
             on_progress(len(batch))
     if result.stored:
-        engine.index.refresh_text_index(MEMORIES)
+        store.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
     result.seconds = round(time.perf_counter() - started, 3)
     if strict and result.rejected:
@@ -99,10 +94,10 @@ def ingest(
     return result
 
 
-def _reject(engine: "Engine", result: IngestResult, item: Item, now: dt.datetime) -> None:
+def _reject(store: "Store", result: IngestResult, item: Item, now: dt.datetime) -> None:
     result.rejected += 1
     result.rejects.append(Reject(item.file, item.line, item.error or "rejected"))
-    engine.con.execute(
+    store.con.execute(
         "INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [item.file, item.line, item.error, (item.raw or "")[:10000], now],
     )
@@ -126,9 +121,9 @@ def _redact_event(ev: Event, redactor: Redactor) -> int:
 
 
 def _store_batch(
-    engine: "Engine", events: list[Event], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
+    store: "Store", events: list[Event], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
 ) -> None:
-    cfg = engine.config.ingest
+    cfg = store.config.ingest
     rows: list[dict] = []
     for ev in events:
         redactions = _redact_event(ev, redactor)
@@ -169,35 +164,32 @@ def _store_batch(
         )
     if not rows:
         return
-    existing = _existing_ids(engine, [r["id"] for r in rows])
+    existing = _existing_ids(store, [r["id"] for r in rows])
     fresh = [r for r in rows if r["id"] not in existing]
     result.duplicates += len(rows) - len(fresh)
     if not fresh:
         return
-    vectors = embed_cached(engine, [r["text"] for r in fresh], result)
-    con = engine.con
-    con.execute("BEGIN")
-    try:
+    counts = EmbedCounts()
+    vectors = store.embeddings.encode([r["text"] for r in fresh], counts)
+    result.embedded += counts.embedded
+    result.cached_embeddings += counts.cached
+    con = store.con
+    with store.transaction():
         table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
         columns = ", ".join(table.column_names)
         with arrow_view(con, "incoming", table):
             con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
             con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
         for r in fresh:
-            _track_goal(engine, r)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+            _track_goal(store, r)
     for r in fresh:
         if r["kind"] == "feedback" and r["feedback_target"]:
             from ..query.feedback import apply_feedback
 
-            apply_feedback(engine, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
+            apply_feedback(store, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
                            note=r["feedback_text"], source=r["id"], missing_ok=True)
-    engine.index.add(MEMORIES, memory_rows(fresh, vectors, engine.embedding_dim), replace=False)
-    with arrow_view(con, "indexed", table.select(["id"])):
-        con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM indexed)")
+    store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
+    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
     result.stored += len(fresh)
 
 
@@ -206,60 +198,14 @@ def _confidence(meta: dict) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _existing_ids(engine: "Engine", ids: list[str]) -> set[str]:
-    with arrow_view(engine.con, "probe", pa.table({"id": ids})) as con:
-        return {row[0] for row in con.execute("SELECT r.id FROM records r JOIN probe p ON r.id = p.id").fetchall()}
+def _existing_ids(store: "Store", ids: list[str]) -> set[str]:
+    found = store.con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+    return {row[0] for row in found}
 
 
-def embed_cached(engine: "Engine", texts: list[str], result: IngestResult | None = None) -> np.ndarray:
-    """Embed texts, reusing vectors cached in DuckDB under (text hash, model)."""
-    model = engine.embedder_name
-    hashes = [text_hash(t) for t in texts]
-    con = engine.con
-    with arrow_view(con, "probe", pa.table({"h": list(set(hashes))})):
-        cached = {
-            h: np.asarray(v, dtype=np.float32)
-            for h, v in con.execute(
-                "SELECT e.text_hash, e.vector FROM embeddings e JOIN probe p ON e.text_hash = p.h WHERE e.model = ?",
-                [model],
-            ).fetchall()
-        }
-    missing = [i for i, h in enumerate(hashes) if h not in cached]
-    unique_missing: dict[str, int] = {}
-    for i in missing:
-        unique_missing.setdefault(hashes[i], i)
-    if unique_missing:
-        new_vectors = engine.embedder.encode([texts[i] for i in unique_missing.values()])
-        fresh = dict(zip(unique_missing.keys(), new_vectors))
-        newvec = pa.table({"text_hash": list(fresh), "model": [model] * len(fresh),
-                           "vector": [v.tolist() for v in fresh.values()]})
-        with arrow_view(con, "newvec", newvec):
-            con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
-        cached.update(fresh)
-    if result is not None:
-        result.embedded += len(unique_missing)
-        result.cached_embeddings += len(texts) - len(missing)
-    return np.stack([cached[h] for h in hashes]) if texts else np.zeros((0, engine.embedding_dim), dtype=np.float32)
-
-
-def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
-    rows = list(rows)
-    return pa.Table.from_pylist(
-        [
-            {
-                "id": r["id"], "agent": r["agent"], "kind": r["kind"], "category": r["category"],
-                "outcome": r.get("outcome"), "goal_id": r.get("goal_id"), "session": r.get("session"),
-                "ts": r["ts"], "state": r.get("state") or "active", "text": r["text"], "vector": v.tolist(),
-            }
-            for r, v in zip(rows, vectors)
-        ],
-        schema=memory_schema(dim),
-    )
-
-
-def _track_goal(engine: "Engine", r: dict) -> None:
+def _track_goal(store: "Store", r: dict) -> None:
     """Keep `goals` current: goal records set status; outcome records close an open goal."""
-    con = engine.con
+    con = store.con
     if r["kind"] == "goal" and r["goal_id"]:
         con.execute(
             """

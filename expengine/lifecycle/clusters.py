@@ -40,7 +40,8 @@ from .common import examples
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 WORD = re.compile(r"[a-z0-9][a-z0-9_.:/@-]*")
 STOPWORDS = frozenset(
@@ -91,13 +92,13 @@ def identifiers(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if any(c.isdigit() for c in w))
 
 
-def choose_k(n: int, engine: "Engine") -> int:
-    cfg = engine.config.cluster
+def choose_k(n: int, store: "Store") -> int:
+    cfg = store.config.cluster
     return max(1, min(cfg.max_k, math.ceil(n / max(1, cfg.members_per_cluster)), n))
 
 
-def k_rule(engine: "Engine") -> str:
-    cfg = engine.config.cluster
+def k_rule(store: "Store") -> str:
+    cfg = store.config.cluster
     return (f"k = ceil(n / {cfg.members_per_cluster}) per agent, capped at {cfg.max_k}; "
             f"MiniBatchKMeans above {cfg.minibatch_above} records, KMeans below")
 
@@ -148,10 +149,10 @@ def _carries_nothing(row: dict[str, Any], words: frozenset[str]) -> str | None:
     return None
 
 
-def plan_agent(engine: "Engine", rows: list[dict[str, Any]], vectors: np.ndarray, unit_vectors: np.ndarray) -> _Plan:
-    cfg = engine.config.cluster
+def plan_agent(store: "Store", rows: list[dict[str, Any]], vectors: np.ndarray, unit_vectors: np.ndarray) -> _Plan:
+    cfg = store.config.cluster
     plan = _Plan()
-    labels, centroids = run_kmeans(vectors, choose_k(len(rows), engine), minibatch_above=cfg.minibatch_above)
+    labels, centroids = run_kmeans(vectors, choose_k(len(rows), store), minibatch_above=cfg.minibatch_above)
     words = [content_words(r["text"]) for r in rows]
     fixed = np.array([bool(r["pinned"] or r["protected"]) for r in rows], dtype=bool)
     unit_best = (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
@@ -214,8 +215,8 @@ def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np
     })
 
 
-def _agent_rows(engine: "Engine", agent: str) -> list[dict[str, Any]]:
-    cursor = engine.con.execute(
+def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
+    cursor = store.con.execute(
         """SELECT r.id, r.text, r.category, r.kind, r.importance, r.ts, r.pinned, r.protected, r.merged_ids, g.status
            FROM records r LEFT JOIN goals g ON r.goal_id = g.goal_id
            WHERE r.state = 'active' AND r.agent = ? ORDER BY r.id""",
@@ -227,28 +228,24 @@ def _agent_rows(engine: "Engine", agent: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _unit_vectors(engine: "Engine", agent: str) -> np.ndarray:
-    from ..ingest.pipeline import embed_cached
-
-    texts = [t for (t,) in engine.con.execute("SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]).fetchall()]
-    return embed_cached(engine, texts) if texts else np.zeros((0, 1), dtype=np.float32)
+def _unit_vectors(store: "Store", agent: str) -> np.ndarray:
+    texts = [t for (t,) in store.con.execute("SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]).fetchall()]
+    return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
 
 
 def prune_clusters(
-    engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+    store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
 ) -> ClusterReport:
-    from ..ingest.pipeline import embed_cached
-
     started = time.perf_counter()
-    report = ClusterReport(k_rule=k_rule(engine))
-    agents = [a for (a,) in engine.con.execute("SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent").fetchall()]
+    report = ClusterReport(k_rule=k_rule(store))
+    agents = [a for (a,) in store.con.execute("SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent").fetchall()]
     texts: dict[str, str] = {}
     for agent in agents:
-        rows = _agent_rows(engine, agent)
+        rows = _agent_rows(store, agent)
         if not rows:
             continue
-        vectors = embed_cached(engine, [r["text"] for r in rows])
-        plan = plan_agent(engine, rows, vectors, _unit_vectors(engine, agent))
+        vectors = store.embeddings.encode([r["text"] for r in rows])
+        plan = plan_agent(store, rows, vectors, _unit_vectors(store, agent))
         report.agents += 1
         report.records_clustered += len(rows)
         report.clusters += len(plan.clusters)
@@ -267,14 +264,13 @@ def prune_clusters(
                 list(plan.empty.items()) + list(plan.covered.items()),
                 lambda kv: {"id": kv[0], "text": texts[kv[0]], "why": kv[1]}, limit=5 - len(report.dormant_examples))
         if not dry_run:
-            _apply(engine, agent, plan, run_id)
+            _apply(store, agent, plan, run_id, now or utcnow())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(engine: "Engine", agent: str, plan: _Plan, run_id: str | None) -> None:
-    con = engine.con
-    now = utcnow()
+def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.datetime) -> None:
+    con = store.con
     if plan.merges:
         survivors = list(plan.merges)
         absorbed_rows = [(a, s) for s, group in plan.merges.items() for a in group]
@@ -302,23 +298,22 @@ def _apply(engine: "Engine", agent: str, plan: _Plan, run_id: str | None) -> Non
             con.execute("UPDATE records SET merged_into = a.survivor, merged_ids = NULL, merged_count = 1 FROM absorbed a WHERE records.id = a.id")
             con.execute("UPDATE records SET merged_into = a.survivor FROM absorbed a WHERE records.merged_into = a.id")
             con.execute("INSERT INTO history SELECT id, ?, 'merge:absorbed', 'into ' || survivor, ? FROM absorbed", [now, run_id])
-        set_state(engine, [a for a, _ in absorbed_rows], "dormant", reason="merged into a near-duplicate survivor (see merged_into)",
-                  run_id=run_id)
+        set_state(store, [a for a, _ in absorbed_rows], "dormant", reason="merged into a near-duplicate survivor (see merged_into)",
+                  run_id=run_id, now=now)
     by_reason: dict[str, list[str]] = {}
     for rid, reason in list(plan.covered.items()) + list(plan.empty.items()):
         by_reason.setdefault(reason, []).append(rid)
     for reason, ids in by_reason.items():
-        set_state(engine, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id)
-    _write_clusters(engine, agent, plan)
+        set_state(store, ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
+    _write_clusters(store, agent, plan, now)
 
 
-def _write_clusters(engine: "Engine", agent: str, plan: _Plan) -> None:
-    con = engine.con
+def _write_clusters(store: "Store", agent: str, plan: _Plan, now: dt.datetime) -> None:
+    con = store.con
     con.execute("DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent])
     con.execute("DELETE FROM clusters WHERE agent = ?", [agent])
     if not plan.clusters:
         return
-    now = utcnow()
     clusters = pa.table({
         "cluster_key": [c["cluster_key"] for c in plan.clusters], "agent": [agent] * len(plan.clusters),
         "size": [c["size"] for c in plan.clusters], "centroid": [c["centroid"] for c in plan.clusters],
@@ -332,3 +327,39 @@ def _write_clusters(engine: "Engine", agent: str, plan: _Plan) -> None:
         con.execute("INSERT INTO clusters SELECT cluster_key, agent, size, centroid::FLOAT[], signature, updated FROM new_clusters")
     with arrow_view(con, "new_members", members):
         con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")
+
+
+def clustering_due(store: "Store", now: dt.datetime) -> tuple[bool, str]:
+    """Whether enough changed since the last clustering to pay for it again, and why."""
+    cfg = store.config.cluster
+    for (report,) in store.con.execute(
+        "SELECT report FROM runs WHERE status = 'completed' AND NOT dry_run ORDER BY started DESC"
+    ).fetchall():
+        data = json.loads(report or "{}")
+        if not data.get("clustering", "").startswith("ran"):
+            continue
+        last_clock = dt.datetime.fromisoformat(data["clock"])
+        upto = data.get("ingested_upto")
+        fresh = store.con.execute(
+            "SELECT count(*) FROM records WHERE ? IS NULL OR ingested_at > ?", [upto, upto]
+        ).fetchall()[0][0]
+        hours = (now - last_clock).total_seconds() / 3600
+        if fresh >= cfg.interval_new_memories:
+            return True, f"ran: {fresh} new records since the last clustering (≥ {cfg.interval_new_memories})"
+        if hours >= cfg.interval_hours:
+            return True, f"ran: {hours:.1f} h since the last clustering (≥ {cfg.interval_hours} h)"
+        return False, (f"skipped: {fresh} new records (< {cfg.interval_new_memories}) and {hours:.1f} h "
+                       f"(< {cfg.interval_hours} h) since the last clustering")
+    return True, "ran: first clustering of this store"
+
+
+class ClustersStep:
+    """Clustering is the expensive step: it runs only when enough changed since the last one."""
+
+    name = "clusters"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        due, why = clustering_due(store, ctx.now)
+        if not due:
+            return {"skipped": why, "clustering": why, "k_rule": k_rule(store), "seconds": 0.0}
+        return {**prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict(), "clustering": why}

@@ -1,7 +1,8 @@
-"""One compaction cycle: snapshot → decay → goal cleanup → cluster pruning → refine hook → purge → report.
+"""One compaction cycle: a snapshot, then the declared `STEPS` in order (decay → goal cleanup →
+cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then a report.
 
 Safety:
-- the Engine holds the store lock, so one compaction (or ingest) runs at a time;
+- the Engine holds the store lock for the cycle, so one compaction (or ingest) runs at a time;
 - a `runs` row is written as 'running' right after the snapshot; an exception rolls the store back to
   the snapshot, and a row still 'running' when the next compaction opens the store (the process was
   killed) is rolled back from its snapshot before anything else happens;
@@ -25,18 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExpengineError
-from ..store.db import utcnow
-from ..textutil import approx_tokens
-from .clusters import k_rule, prune_clusters
-from .decay import decay
-from .goals import goal_cleanup
-from .purge import purge
-from .snapshot import copy_store, create_snapshot, list_snapshots, restore_snapshot
 from ..results import Result
+from ..store.db import utcnow
+from ..store.reindex import rebuild
+from ..textutil import approx_tokens
+from .clusters import ClustersStep
+from .cycle import CycleContext, Step
+from .decay import DecayStep
+from .goals import GoalsStep
+from .index_refresh import IndexStep
+from .purge import PurgeStep
+from .refine import RefineStep
+from .snapshot import create_snapshot, list_snapshots, restore_snapshot
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..models.llm import LLMProvider
+    from ..store.store import Store
 
 PAUSE_ENV = "EXPENGINE_TEST_PAUSE_AFTER"
 PAUSE_MARKER = ".paused-after-"
@@ -70,8 +75,8 @@ class CompactReport(Result):
     seconds: float = 0.0
 
 
-def counts(engine: "Engine") -> Counts:
-    con = engine.con
+def counts(store: "Store") -> Counts:
+    con = store.con
     states = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     return Counts(
         raw=int(sum(states.values())), active=int(states.get("active", 0)), dormant=int(states.get("dormant", 0)),
@@ -83,62 +88,42 @@ def counts(engine: "Engine") -> Counts:
     )
 
 
-def recover_interrupted(engine: "Engine") -> list[dict[str, Any]]:
+def recover_interrupted(store: "Store") -> list[dict[str, Any]]:
     """Deal with runs a killed process left 'running' (we hold the lock, so nobody is running them).
 
     Normally the store goes back to the run's snapshot. If records were ingested after the run
     started, a restore would lose them: then the half-done cycle is kept (every step is safe to
     repeat) and LanceDB is rebuilt from DuckDB so the two agree again."""
-    stale = engine.con.execute("SELECT id, snapshot_id, started FROM runs WHERE status = 'running' ORDER BY started").fetchall()
+    stale = store.con.execute("SELECT id, snapshot_id, started FROM runs WHERE status = 'running' ORDER BY started").fetchall()
     recovered = []
-    available = {s.id for s in list_snapshots(engine)}
+    available = {s.id for s in list_snapshots(store)}
     for run_id, snapshot_id, started in stale:
-        newer = engine.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [started]).fetchall()[0][0]
+        newer = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [started]).fetchall()[0][0]
         if snapshot_id in available and not newer:
-            restore_snapshot(engine, snapshot_id)  # re-inserts the run row as 'rolled_back'
+            restore_snapshot(store, snapshot_id)  # re-inserts the run row as 'rolled_back'
             recovered.append({"run_id": run_id, "snapshot_id": snapshot_id, "action": "rolled back"})
             break  # the restored store predates every later run
-        engine.reindex()
-        engine.con.execute("UPDATE runs SET status = 'interrupted', finished = ? WHERE id = ?", [utcnow(), run_id])
+        rebuild(store)
+        store.con.execute("UPDATE runs SET status = 'interrupted', finished = ? WHERE id = ?", [utcnow(), run_id])
         why = f"{newer} records ingested since" if newer else "snapshot missing"
         recovered.append({"run_id": run_id, "snapshot_id": snapshot_id, "action": f"kept ({why}); index rebuilt"})
     return recovered
 
 
-def clustering_due(engine: "Engine", now: dt.datetime) -> tuple[bool, str]:
-    """Whether enough changed since the last clustering to pay for it again, and why."""
-    cfg = engine.config.cluster
-    for (report,) in engine.con.execute(
-        "SELECT report FROM runs WHERE status = 'completed' AND NOT dry_run ORDER BY started DESC"
-    ).fetchall():
-        data = json.loads(report or "{}")
-        if not data.get("clustering", "").startswith("ran"):
-            continue
-        last_clock = dt.datetime.fromisoformat(data["clock"])
-        upto = data.get("ingested_upto")
-        fresh = engine.con.execute(
-            "SELECT count(*) FROM records WHERE ? IS NULL OR ingested_at > ?", [upto, upto]
-        ).fetchall()[0][0]
-        hours = (now - last_clock).total_seconds() / 3600
-        if fresh >= cfg.interval_new_memories:
-            return True, f"ran: {fresh} new records since the last clustering (≥ {cfg.interval_new_memories})"
-        if hours >= cfg.interval_hours:
-            return True, f"ran: {hours:.1f} h since the last clustering (≥ {cfg.interval_hours} h)"
-        return False, (f"skipped: {fresh} new records (< {cfg.interval_new_memories}) and {hours:.1f} h "
-                       f"(< {cfg.interval_hours} h) since the last clustering")
-    return True, "ran: first clustering of this store"
-
-
-def _pause_for_tests(engine: "Engine", step: str) -> None:
+def _pause_for_tests(store: "Store", step: str) -> None:
     """Lets a test kill the process at a known point: write a marker, then block until killed."""
     if os.environ.get(PAUSE_ENV) == step:
-        (engine.store_dir / (PAUSE_MARKER + step)).write_text(str(os.getpid()), encoding="utf-8")
+        (store.dir / (PAUSE_MARKER + step)).write_text(str(os.getpid()), encoding="utf-8")
         while True:
             signal.pause()
 
 
+STEPS: list[Step] = [DecayStep(), GoalsStep(), ClustersStep(), RefineStep(), PurgeStep(), IndexStep()]
+
+
 def compact(
-    engine: "Engine",
+    store: "Store",
+    llm: "LLMProvider",
     *,
     dry_run: bool = False,
     refine: bool = True,
@@ -146,97 +131,77 @@ def compact(
     now: dt.datetime | None = None,
 ) -> CompactReport:
     if dry_run:
-        return _dry_run(engine, refine=refine, max_llm_calls=max_llm_calls, now=now)
+        return _dry_run(store, llm, refine=refine, max_llm_calls=max_llm_calls, now=now)
     started = time.perf_counter()
-    recovered = recover_interrupted(engine)
-    before = counts(engine)
+    recovered = recover_interrupted(store)
+    before = counts(store)
     clock = now or utcnow()
     snap_started = time.perf_counter()
-    snapshot = create_snapshot(engine, reason="before compaction")
+    snapshot = create_snapshot(store, reason="before compaction")
     run_id = "run-" + clock.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     report = CompactReport(run_id=run_id, dry_run=False, clock=clock.isoformat(), snapshot_id=snapshot.id,
                            before=before, recovered=recovered)
     report.steps["snapshot"] = {"id": snapshot.id, "size_bytes": snapshot.size_bytes,
                                 "seconds": round(time.perf_counter() - snap_started, 3)}
-    engine.con.execute("INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id])
-    engine.con.execute("CHECKPOINT")
+    store.con.execute("INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id])
+    store.con.execute("CHECKPOINT")
+    ctx = CycleContext(now=clock, run_id=run_id, llm=llm, refine=refine, max_llm_calls=max_llm_calls)
     try:
-        _run_steps(engine, report, refine=refine, refine_dry_run=False, max_llm_calls=max_llm_calls, now=clock)
+        _run_steps(store, report, ctx)
     except BaseException as exc:
-        restore_snapshot(engine, snapshot.id)
-        engine.con.execute("UPDATE runs SET finished = ?, report = ? WHERE id = ?",
-                           [utcnow(), json.dumps({"error": str(exc) or type(exc).__name__}), run_id])
+        restore_snapshot(store, snapshot.id)
+        store.con.execute("UPDATE runs SET finished = ?, report = ? WHERE id = ?",
+                          [utcnow(), json.dumps({"error": str(exc) or type(exc).__name__}), run_id])
         raise
-    report.after = counts(engine)
+    report.after = counts(store)
     report.status = "completed"
     report.seconds = round(time.perf_counter() - started, 3)
-    engine.con.execute("UPDATE runs SET finished = ?, status = 'completed', report = ? WHERE id = ?",
-                       [utcnow(), json.dumps(report.to_dict(), default=str), run_id])
+    store.con.execute("UPDATE runs SET finished = ?, status = 'completed', report = ? WHERE id = ?",
+                      [utcnow(), json.dumps(report.to_dict(), default=str), run_id])
     return report
 
 
-def _run_steps(engine: "Engine", report: CompactReport, *, refine: bool, refine_dry_run: bool,
-               max_llm_calls: int | None, now: dt.datetime) -> None:
-    run_id = report.run_id
-    report.ingested_upto = _iso(engine.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0])
-    report.steps["decay"] = decay(engine, dry_run=False, run_id=run_id, now=now).to_dict()
-    _pause_for_tests(engine, "decay")
-    report.steps["goals"] = goal_cleanup(engine, dry_run=False, run_id=run_id, now=now).to_dict()
-    _pause_for_tests(engine, "goals")
-    due, report.clustering = clustering_due(engine, now)
-    if due:
-        report.steps["clusters"] = prune_clusters(engine, dry_run=False, run_id=run_id, now=now).to_dict()
-    else:
-        report.steps["clusters"] = {"skipped": report.clustering, "k_rule": k_rule(engine), "seconds": 0.0}
-    _pause_for_tests(engine, "clusters")
-    if refine and hasattr(engine, "refine"):
-        refine_started = time.perf_counter()
-        try:
-            result = engine.refine(dry_run=refine_dry_run, run_id=run_id, max_llm_calls=max_llm_calls).to_dict()
-        except ExpengineError as exc:  # a model problem must not undo decay and pruning
-            result = {"error": str(exc)}
-        result.setdefault("seconds", round(time.perf_counter() - refine_started, 3))
-        report.steps["refine"] = result
-    report.steps["purge"] = purge(engine, dry_run=False, run_id=run_id, now=now).to_dict()
-    index_started = time.perf_counter()
-    moved = engine.con.execute(
-        "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [run_id]).fetchall()[0][0]
-    indexes = None
-    if moved or due:  # rows changed: refresh the full-text and vector indexes
-        from ..query.search import refresh_indexes
-
-        indexes = refresh_indexes(engine)
-    report.steps["index"] = {"state_changes": int(moved), "indexes": indexes,
-                             "seconds": round(time.perf_counter() - index_started, 3)}
+def _run_steps(store: "Store", report: CompactReport, ctx: CycleContext) -> None:
+    """Each step runs in one DuckDB transaction, so a concurrent reader sees the store before or after it."""
+    report.ingested_upto = _iso(store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0])
+    for step in STEPS:
+        with store.transaction():
+            result = step.run(store, ctx)
+        ctx.reports[step.name] = result
+        report.steps[step.name] = result
+        _pause_for_tests(store, step.name)
+    report.clustering = report.steps["clusters"].pop("clustering", report.steps["clusters"].get("skipped", ""))
 
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _dry_run(engine: "Engine", *, refine: bool, max_llm_calls: int | None, now: dt.datetime | None) -> CompactReport:
-    """Run the real cycle on a temporary copy of the store and report it; the store is not touched."""
-    from ..engine import Engine
+def _dry_run(store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls: int | None,
+             now: dt.datetime | None) -> CompactReport:
+    """Run the real cycle on a temporary copy of the store and report it; the store is not touched.
 
+    The copy is a rolled-back DuckDB transaction with an empty scratch LanceDB (the steps never read
+    LanceDB; the index step reports what it would build), so a dry run copies no file and costs less
+    than a real cycle, whose snapshot copies both."""
     started = time.perf_counter()
     clock = now or utcnow()
-    report = CompactReport(run_id="dry-run", dry_run=True, clock=clock.isoformat(), before=counts(engine))
-    stale = engine.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running'").fetchall()
+    report = CompactReport(run_id="dry-run", dry_run=True, clock=clock.isoformat(), before=counts(store))
+    stale = store.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running'").fetchall()
     report.recovered = [{"run_id": r, "snapshot_id": s, "action": "would be rolled back first"} for r, s in stale]
-    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp:
-        copy_store(engine, Path(tmp))
-        with Engine(store=tmp, config=engine.config, embedder=engine._embedder, llm=engine._llm, lock_timeout=0) as copy:
-            _run_steps(copy, report, refine=refine, refine_dry_run=True, max_llm_calls=max_llm_calls, now=clock)
-            report.after = counts(copy)
-            engine._embedder = engine._embedder or copy._embedder
+    with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, store.rehearsal(Path(tmp)) as copy:
+        ctx = CycleContext(now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine,
+                           max_llm_calls=max_llm_calls)
+        _run_steps(copy, report, ctx)
+        report.after = counts(copy)
     report.status = "dry-run"
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def history(engine: "Engine") -> list[dict[str, Any]]:
+def history(store: "Store") -> list[dict[str, Any]]:
     """One row per compaction run, oldest first: the growth curve (raw vs active vs units)."""
-    rows = engine.con.execute(
+    rows = store.con.execute(
         "SELECT id, started, finished, status, snapshot_id, report FROM runs WHERE NOT dry_run ORDER BY started"
     ).fetchall()
     out = []

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.state import set_state
-from ..store.index import sql_str
+from ..store.filters import sql_str
 from .common import examples, sql_float
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 
 @dataclass
@@ -32,9 +33,9 @@ class DecayReport(Result):
     seconds: float = 0.0
 
 
-def lambda_sql(engine: "Engine") -> str:
+def lambda_sql(store: "Store") -> str:
     """SQL for each record's λ this cycle (columns of `records r`, plus `lt.goal_id` for long-term goals)."""
-    cfg = engine.config.decay
+    cfg = store.config.decay
     by_category = " ".join(
         f"WHEN {sql_str(cat)} THEN {sql_float(lam)}" for cat, lam in sorted(cfg.lambda_by_category.items())
     )
@@ -47,10 +48,10 @@ def lambda_sql(engine: "Engine") -> str:
     return f"CASE WHEN r.pinned OR r.protected THEN 1.0 ELSE GREATEST({boosted}, {long_term}) END"
 
 
-def _decayed_sql(engine: "Engine") -> str:
+def _decayed_sql(store: "Store") -> str:
     return f"""
         SELECT r.id, r.state, r.text, r.weight,
-               LEAST(r.weight * ({lambda_sql(engine)}), GREATEST(r.weight, 1.0)) AS new_weight,
+               LEAST(r.weight * ({lambda_sql(store)}), GREATEST(r.weight, 1.0)) AS new_weight,
                NOT (r.pinned OR r.protected) AS may_sleep
         FROM records r
         LEFT JOIN (SELECT DISTINCT goal_id FROM goals WHERE long_term) lt ON r.goal_id = lt.goal_id
@@ -58,11 +59,11 @@ def _decayed_sql(engine: "Engine") -> str:
     """
 
 
-def decay(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> DecayReport:
+def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> DecayReport:
     started = time.perf_counter()
-    con = engine.con
-    theta = sql_float(engine.config.decay.theta_dormant)
-    calc = _decayed_sql(engine)
+    con = store.con
+    theta = sql_float(store.config.decay.theta_dormant)
+    calc = _decayed_sql(store)
     n, before, after = con.execute(
         f"SELECT count(*), coalesce(avg(weight), 0), coalesce(avg(new_weight), 0) FROM ({calc}) c WHERE new_weight <> weight"
     ).fetchall()[0]
@@ -76,7 +77,17 @@ def decay(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt
     )
     if not dry_run:
         con.execute(f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight")
-        set_state(engine, [r[0] for r in sleepers], "dormant",
-                  reason=f"decay: weight fell below theta_dormant {engine.config.decay.theta_dormant}", run_id=run_id)
+        set_state(store, [r[0] for r in sleepers], "dormant",
+                  reason=f"decay: weight fell below theta_dormant {store.config.decay.theta_dormant}", run_id=run_id,
+                  now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+class DecayStep:
+    """Decay is defined per cycle, so it runs every cycle."""
+
+    name = "decay"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return decay(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()

@@ -26,7 +26,8 @@ from .common import examples
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 CORRECTION_CATEGORIES = ("preference", "safety", "feedback")
 PROCESS_CATEGORIES = ("process", "tool", "chatter", "conversation")
@@ -113,17 +114,17 @@ def classify_failed(records: list[dict[str, Any]]) -> set[str]:
     return explain
 
 
-def _pending_goals(engine: "Engine") -> list[tuple]:
-    return engine.con.execute(
+def _pending_goals(store: "Store") -> list[tuple]:
+    return store.con.execute(
         """SELECT goal_id, agent, session, status, opened, updated FROM goals
            WHERE status IN ('succeeded', 'failed', 'cancelled') AND handled_status IS DISTINCT FROM status
            ORDER BY updated, goal_id"""
     ).fetchall()
 
 
-def _linked_records(engine: "Engine", goal: tuple) -> list[dict[str, Any]]:
+def _linked_records(store: "Store", goal: tuple) -> list[dict[str, Any]]:
     goal_id, agent, session, _status, opened, updated = goal
-    cursor = engine.con.execute(
+    cursor = store.con.execute(
         f"""SELECT {', '.join(FIELDS)} FROM records
             WHERE state IN ('active', 'dormant')
               AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
@@ -134,22 +135,22 @@ def _linked_records(engine: "Engine", goal: tuple) -> list[dict[str, Any]]:
 
 
 def goal_cleanup(
-    engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+    store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
 ) -> GoalCleanupReport:
     started = time.perf_counter()
-    cfg = engine.config.decay
+    cfg = store.config.decay
     report = GoalCleanupReport()
     new_weight: dict[str, float] = {}
     why: dict[str, str] = {}
     text: dict[str, str] = {}
     states: dict[str, str] = {}
-    goals = _pending_goals(engine)
+    goals = _pending_goals(store)
     for goal in goals:
         goal_id, status = goal[0], goal[3]
         report.goals_handled[status] = report.goals_handled.get(status, 0) + 1
         if status == "cancelled":
             continue
-        records = _linked_records(engine, goal)
+        records = _linked_records(store, goal)
         for r in records:
             text[r["id"]], states[r["id"]] = r["text"], r["state"]
         weight = {r["id"]: new_weight.get(r["id"], r["weight"]) for r in records}
@@ -171,21 +172,29 @@ def goal_cleanup(
     report.became_dormant, report.woke_up = len(to_sleep), len(to_wake)
     report.examples = examples(sorted(new_weight), lambda i: {"id": i, "text": text[i], "weight": round(new_weight[i], 4), "why": why[i]})
     if not dry_run and goals:
-        _apply(engine, new_weight, why, goals, run_id)
-        set_state(engine, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id)
-        set_state(engine, to_wake, "active", reason="goal failed: explains the failure", run_id=run_id)
+        _apply(store, new_weight, why, goals, run_id, now)
+        set_state(store, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id, now=now)
+        set_state(store, to_wake, "active", reason="goal failed: explains the failure", run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(engine: "Engine", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None) -> None:
-    con = engine.con
+def _apply(store: "Store", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None,
+           now: dt.datetime | None) -> None:
+    con = store.con
     ids = sorted(new_weight)
     table = pa.table({"id": ids, "w": [float(new_weight[i]) for i in ids], "why": [why[i] for i in ids]})
     with arrow_view(con, "goal_weights", table):
         con.execute("UPDATE records SET weight = g.w FROM goal_weights g WHERE records.id = g.id")
         con.execute(
             "INSERT INTO history SELECT id, ?, 'goal_cleanup', why || ' (weight ' || round(w, 4) || ')', ? FROM goal_weights",
-            [utcnow(), run_id],
+            [now or utcnow(), run_id],
         )
     con.executemany("UPDATE goals SET handled_status = status WHERE goal_id = ?", [[g[0]] for g in goals])
+
+
+class GoalsStep:
+    name = "goals"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return goal_cleanup(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()

@@ -8,16 +8,16 @@ from ..errors import NotFoundError
 from ..store.state import set_state
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 
-def set_pinned(engine: "Engine", record_id: str, *, pinned: bool) -> dict[str, Any]:
+def set_pinned(store: "Store", record_id: str, *, pinned: bool) -> dict[str, Any]:
     """Pinning a dormant or archived memory also brings it back to active."""
-    row = engine.con.execute("SELECT state FROM records WHERE id = ?", [record_id]).fetchall()
+    row = store.con.execute("SELECT state FROM records WHERE id = ?", [record_id]).fetchall()
     if not row:
         raise NotFoundError(f"no record with id {record_id!r}", hint="see `expengine show ID` or `expengine query`")
-    engine.con.execute("UPDATE records SET pinned = ? WHERE id = ?", [pinned, record_id])
-    engine.history_log(record_id, "pin" if pinned else "unpin")
+    store.con.execute("UPDATE records SET pinned = ? WHERE id = ?", [pinned, record_id])
+    store.history_log(record_id, "pin" if pinned else "unpin")
     if pinned and row[0][0] != "active":
-        set_state(engine, [record_id], "active", reason="pinned")
+        set_state(store, [record_id], "active", reason="pinned")
     return {"id": record_id, "pinned": pinned, "state": "active" if pinned else row[0][0]}

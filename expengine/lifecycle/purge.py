@@ -24,7 +24,8 @@ from .common import examples, sql_float
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
+    from .cycle import CycleContext
 
 
 @dataclass
@@ -45,33 +46,33 @@ class ForgetResult(Result):
     ids: list[str] = field(default_factory=list)
 
 
-def purge(engine: "Engine", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
+def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
     started = time.perf_counter()
-    cfg = engine.config.decay
+    cfg = store.config.decay
     cutoff = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
     light = f"state = 'dormant' AND NOT pinned AND NOT protected AND weight < {sql_float(cfg.theta_purge)}"
-    due = engine.con.execute(
+    due = store.con.execute(
         f"""SELECT id, text, weight FROM records WHERE {light}
             AND marked_at IS NOT NULL AND marked_at < ? AND (last_access IS NULL OR last_access < ?) ORDER BY id""",
         [cutoff, cutoff],
     ).fetchall()
-    total = engine.con.execute(f"SELECT count(*) FROM records WHERE {light}").fetchall()[0][0]
+    total = store.con.execute(f"SELECT count(*) FROM records WHERE {light}").fetchall()[0][0]
     report = PurgeReport(archived=len(due), waiting=int(total) - len(due),
                          examples=examples(due, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}))
     if not dry_run:
-        set_state(engine, [r[0] for r in due], "archived",
+        set_state(store, [r[0] for r in due], "archived",
                   reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
-                  run_id=run_id)
+                  run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def resolve_ids(engine: "Engine", *, ids: list[str] | None, where: str | None) -> list[str]:
+def resolve_ids(store: "Store", *, ids: list[str] | None, where: str | None) -> list[str]:
     """The record ids named directly, or selected by a SQL filter over `records`; unknown ids are an error."""
     if bool(ids) == bool(where):
         raise InputError("name record ids or give --where, not both and not neither",
                          hint="e.g. expengine forget rec-1 rec-2, or --where \"session = 's1'\"")
-    con = engine.con
+    con = store.con
     if where:
         if ";" in where:
             raise InputError("--where takes one SQL condition, without ';'", hint="e.g. --where \"agent = 'bot' AND ts < '2026-01-01'\"")
@@ -88,23 +89,22 @@ def resolve_ids(engine: "Engine", *, ids: list[str] | None, where: str | None) -
     return list(dict.fromkeys(ids))
 
 
-def forget(engine: "Engine", *, ids: list[str] | None = None, where: str | None = None) -> ForgetResult:
+def forget(store: "Store", *, ids: list[str] | None = None, where: str | None = None) -> ForgetResult:
     """Delete records for real, with every row derived from them (privacy requests)."""
-    from ..ingest.pipeline import text_hash
+    from ..store.embeddings import text_hash
 
-    targets = resolve_ids(engine, ids=ids, where=where)
+    targets = resolve_ids(store, ids=ids, where=where)
     result = ForgetResult(ids=targets)
     if not targets:
         return result
-    con = engine.con
+    con = store.con
     gone = set(targets)
     hashes = {text_hash(t) for (t,) in con.execute("SELECT text FROM records WHERE id IN (SELECT unnest(?))", [targets]).fetchall()}
     units = con.execute("SELECT id, source_ids FROM units").fetchall()
     touched = {uid: [s for s in json.loads(src or "[]") if s not in gone] for uid, src in units
                if gone & set(json.loads(src or "[]"))}
     survivors = con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall()
-    con.execute("BEGIN")
-    try:
+    with store.transaction():
         with arrow_view(con, "forget_ids", pa.table({"id": targets})):
             result.records = con.execute("SELECT count(*) FROM records WHERE id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
             con.execute("DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)")
@@ -129,13 +129,16 @@ def forget(engine: "Engine", *, ids: list[str] | None = None, where: str | None 
         if emptied:
             con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
             con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     result.units_updated = len(touched) - len(emptied)
     result.units_deleted = len(emptied)
-    engine.index.delete(MEMORIES, targets)
-    engine.index.delete(UNITS, emptied)
-    engine.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
+    store.index.delete(MEMORIES, targets)
+    store.index.delete(UNITS, emptied)
+    store.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
     return result
+
+
+class PurgeStep:
+    name = "purge"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        return purge(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()

@@ -1,7 +1,7 @@
 """Snapshots: a whole-store copy (DuckDB file after CHECKPOINT + the LanceDB folder) taken before a cycle.
 
-A plain file copy is the simplest thing that provably restores exactly: the engine holds the store
-lock for its lifetime, so nothing writes while the copy is made. A snapshot is first written to a
+A plain file copy is the simplest thing that provably restores exactly: the Engine holds the store
+lock for the whole operation, so nothing writes while the copy is made. A snapshot is first written to a
 hidden temporary folder and renamed when complete, so a kill during the copy never leaves a half one.
 """
 
@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, NotFoundError
-from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, open_database, utcnow
-from ..store.index import Index
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 META_FILE = "snapshot.json"
 TMP_PREFIX = ".tmp-"
@@ -45,30 +44,20 @@ class RestoreResult(Result):
     runs_rolled_back: list[str]
 
 
-def snapshot_root(engine: "Engine") -> Path:
-    return engine.store_dir / SNAPSHOT_DIR
+def snapshot_root(store: "Store") -> Path:
+    return store.dir / SNAPSHOT_DIR
 
 
-def copy_store(engine: "Engine", target: Path) -> None:
-    """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
-    engine.con.execute("CHECKPOINT")
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(engine.store_dir / DB_FILE, target / DB_FILE)
-    lance = engine.store_dir / LANCE_DIR
-    if lance.exists():
-        shutil.copytree(lance, target / LANCE_DIR)
-
-
-def create_snapshot(engine: "Engine", *, reason: str = "manual") -> SnapshotInfo:
-    root = snapshot_root(engine)
+def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
+    root = snapshot_root(store)
     root.mkdir(exist_ok=True)
     for stale in root.glob(TMP_PREFIX + "*"):  # left by a process killed while copying
         shutil.rmtree(stale, ignore_errors=True)
     created = utcnow()
     snapshot_id = created.strftime("%Y%m%dT%H%M%S%f") + "-" + uuid.uuid4().hex[:4]
     tmp = root / (TMP_PREFIX + snapshot_id)
-    copy_store(engine, tmp)
-    counts = dict(engine.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+    store.copy_files(tmp)
+    counts = dict(store.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     info = SnapshotInfo(
         id=snapshot_id, created=created.isoformat(timespec="microseconds"), reason=reason,
         raw=int(sum(counts.values())), active=int(counts.get("active", 0)),
@@ -76,13 +65,13 @@ def create_snapshot(engine: "Engine", *, reason: str = "manual") -> SnapshotInfo
     )
     (tmp / META_FILE).write_text(json.dumps(info.to_dict()), encoding="utf-8")
     tmp.rename(root / snapshot_id)
-    prune_snapshots(engine, keep=max(1, engine.config.snapshot.retention))
+    prune_snapshots(store, keep=max(1, store.config.snapshot.retention))
     return info
 
 
-def list_snapshots(engine: "Engine") -> list[SnapshotInfo]:
+def list_snapshots(store: "Store") -> list[SnapshotInfo]:
     """Complete snapshots, newest first."""
-    root = snapshot_root(engine)
+    root = snapshot_root(store)
     if not root.exists():
         return []
     found = []
@@ -97,45 +86,43 @@ def list_snapshots(engine: "Engine") -> list[SnapshotInfo]:
     return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
 
 
-def prune_snapshots(engine: "Engine", *, keep: int) -> list[str]:
-    removed = [s.id for s in list_snapshots(engine)[keep:]]
+def prune_snapshots(store: "Store", *, keep: int) -> list[str]:
+    removed = [s.id for s in list_snapshots(store)[keep:]]
     for snapshot_id in removed:
-        shutil.rmtree(snapshot_root(engine) / snapshot_id, ignore_errors=True)
+        shutil.rmtree(snapshot_root(store) / snapshot_id, ignore_errors=True)
     return removed
 
 
-def restore_snapshot(engine: "Engine", snapshot_id: str) -> RestoreResult:
+def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
     if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
         raise InputError(f"bad snapshot id {snapshot_id!r}", hint="see `expengine snapshots`")
-    source = snapshot_root(engine) / snapshot_id
+    source = snapshot_root(store) / snapshot_id
     if not (source / META_FILE).exists():
         raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see `expengine snapshots`")
-    con = engine.con
+    con = store.con
     raw_before = int(con.execute("SELECT count(*) FROM records").fetchone()[0])
     runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
-    con.close()
-    engine.con = None  # type: ignore[assignment]
-    db_path = engine.store_dir / DB_FILE
+    store.close()
+    db_path = store.dir / DB_FILE
     for leftover in (db_path.with_name(DB_FILE + ".wal"),):
         leftover.unlink(missing_ok=True)
     shutil.copy2(source / DB_FILE, db_path)
-    lance = engine.store_dir / LANCE_DIR
+    lance = store.dir / LANCE_DIR
     shutil.rmtree(lance, ignore_errors=True)
     if (source / LANCE_DIR).exists():
         shutil.copytree(source / LANCE_DIR, lance)
-    engine.con = open_database(db_path)
-    engine.index = Index(lance)
-    known = {r[0] for r in engine.con.execute("SELECT id FROM runs").fetchall()}
+    store.reopen()
+    known = {r[0] for r in store.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
     for run in runs:
         if run[0] in known:
             continue
         status = run[4] if run[4] == "rolled_back" else "rolled_back"
-        engine.con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", [*run[:4], status, *run[5:]])
+        store.con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", [*run[:4], status, *run[5:]])
         rolled_back.append(run[0])
-    engine.history_log(snapshot_id, "restore", {"runs_rolled_back": rolled_back})
-    counts = dict(engine.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+    store.history_log(snapshot_id, "restore", {"runs_rolled_back": rolled_back})
+    counts = dict(store.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     return RestoreResult(
         snapshot_id=snapshot_id, raw_before=raw_before, raw_after=int(sum(counts.values())),
         active_after=int(counts.get("active", 0)), runs_rolled_back=rolled_back,

@@ -14,8 +14,11 @@ from ..errors import ModelError
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 vectors of a fixed size."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...  # the embedding cache key
+
+    @property
+    def dim(self) -> int: ...  # read-only, so a lazily loaded model can answer it on first use
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
@@ -79,3 +82,27 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64) -> Embedder:
     if key not in _LOADED:
         _LOADED[key] = SentenceTransformerEmbedder(model_path, batch_size=batch_size)
     return _LOADED[key]
+
+
+class LazyEmbedder:
+    """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
+    no model, so a run served from the embedding cache never loads torch."""
+
+    def __init__(self, model_path: str = "", *, batch_size: int = 64):
+        self.model_path, self.batch_size = model_path, batch_size
+        self.name = embedder_name(model_path)
+
+    @property
+    def loaded(self) -> bool:
+        return (self.model_path, self.batch_size) in _LOADED
+
+    @property
+    def model(self) -> Embedder:
+        return get_embedder(self.model_path, batch_size=self.batch_size)
+
+    @property
+    def dim(self) -> int:
+        return self.model.dim
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts)

@@ -12,7 +12,7 @@ import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Optional, Protocol
 
 from ..errors import ModelError
 
@@ -30,6 +30,11 @@ class LLM(Protocol):
     def complete_json(
         self, system: str, user: str, schema: dict, *, max_tokens: int, temperature: float
     ) -> dict: ...
+
+
+# A model loaded only when first asked for (None: templates only); refinement calls it once a
+# cluster needs wording, so a cycle with nothing to refine never loads llama.cpp.
+LLMProvider = Callable[[], Optional[LLM]]
 
 
 def default_model_path() -> str:

@@ -16,18 +16,18 @@ from ..errors import InputError, NotFoundError
 from ..results import Result
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 UTILITY_STEP = 0.2
 
 
 def apply_feedback(
-    engine: "Engine", *, target: str, helpful: bool, note: str | None = None, source: str | None = None,
+    store: "Store", *, target: str, helpful: bool, note: str | None = None, source: str | None = None,
     missing_ok: bool = False,
 ) -> dict:
     """Utility ±step on the unit or record `target`; returns what changed."""
     delta = UTILITY_STEP if helpful else -UTILITY_STEP
-    con = engine.con
+    con = store.con
     unit = con.execute("SELECT harmful FROM units WHERE id = ?", [target]).fetchone()
     if unit is not None:
         column = "helpful" if helpful else "harmful"
@@ -35,46 +35,46 @@ def apply_feedback(
         harmful, helpful_count, status = con.execute(
             "SELECT harmful, helpful, status FROM units WHERE id = ?", [target]
         ).fetchone()
-        engine.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
+        store.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
         quarantined = restored = False
         if helpful and status == "quarantined" and helpful_count >= harmful:
-            restore_unit(engine, target, reason=f"{helpful_count} helpful vs {harmful} harmful reports")
+            restore_unit(store, target, reason=f"{helpful_count} helpful vs {harmful} harmful reports")
             restored = True
         elif (
             not helpful
             and status == "active"
-            and harmful >= engine.config.refine.harmful_quarantine
+            and harmful >= store.config.refine.harmful_quarantine
             and harmful > helpful_count
         ):
             con.execute("UPDATE units SET status = 'quarantined' WHERE id = ?", [target])
-            engine.index.delete("units", [target])
+            store.index.delete("units", [target])
             quarantined = True
         if quarantined:
-            engine.history_log(target, "quarantined", f"{harmful} harmful vs {helpful_count} helpful reports")
+            store.history_log(target, "quarantined", f"{harmful} harmful vs {helpful_count} helpful reports")
         return {"id": target, "type": "unit", "delta": delta, "quarantined": quarantined, "restored": restored}
     if con.execute("SELECT 1 FROM records WHERE id = ?", [target]).fetchone() is not None:
         con.execute("UPDATE records SET utility = utility + ? WHERE id = ?", [delta, target])
-        engine.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
+        store.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
         return {"id": target, "type": "memory", "delta": delta, "quarantined": False, "restored": False}
     if missing_ok:
         return {"id": target, "type": None, "delta": 0.0, "quarantined": False, "restored": False}
     raise NotFoundError(f"no unit or record with id {target!r}", hint="see `expengine units` or `expengine show ID`")
 
 
-def restore_unit(engine: "Engine", unit_id: str, *, reason: str = "restored by the user") -> bool:
+def restore_unit(store: "Store", unit_id: str, *, reason: str = "restored by the user") -> bool:
     """Bring a quarantined unit back into queries; returns False when it was not quarantined."""
-    from ..store.index import UNITS, sql_list
+    from ..store.index import UNITS
     from ..store.reindex import unit_rows
 
-    row = engine.con.execute("SELECT status FROM units WHERE id = ?", [unit_id]).fetchall()
+    row = store.con.execute("SELECT status FROM units WHERE id = ?", [unit_id]).fetchall()
     if not row:
         raise NotFoundError(f"no unit with id {unit_id!r}", hint="see `expengine units --status quarantined`")
     if row[0][0] != "quarantined":
         return False
-    engine.con.execute("UPDATE units SET status = 'active' WHERE id = ?", [unit_id])
-    engine.index.add(UNITS, unit_rows(engine, f"id IN ({sql_list([unit_id])})"), replace=True)
-    engine.index.refresh_text_index(UNITS)
-    engine.history_log(unit_id, "restored", reason)
+    store.con.execute("UPDATE units SET status = 'active' WHERE id = ?", [unit_id])
+    store.index.add(UNITS, unit_rows(store, "id = ?", [unit_id]), replace=True)
+    store.index.refresh_text_index(UNITS)
+    store.history_log(unit_id, "restored", reason)
     return True
 
 
@@ -90,17 +90,17 @@ class FeedbackResult(Result):
     restored: bool
 
 
-def give_feedback(engine: "Engine", item_id: str, *, helpful: bool | None, note: str | None = None,
+def give_feedback(store: "Store", item_id: str, *, helpful: bool | None, note: str | None = None,
                   restore: bool = False) -> FeedbackResult:
     """What `expengine feedback` does: a helpful/harmful report, or an explicit restore of a unit."""
     if helpful is None and not restore:
         raise InputError("say --helpful or --harmful (or --restore for a quarantined unit)")
     change = {"type": "unit", "delta": 0.0, "quarantined": False, "restored": False}
     if helpful is not None:
-        change = apply_feedback(engine, target=item_id, helpful=helpful, note=note, source="cli")
+        change = apply_feedback(store, target=item_id, helpful=helpful, note=note, source="cli")
     if restore:
-        change["restored"] = restore_unit(engine, item_id, reason=note or "restored by the user") or change["restored"]
+        change["restored"] = restore_unit(store, item_id, reason=note or "restored by the user") or change["restored"]
     table, state = ("units", "status") if change["type"] == "unit" else ("records", "state")
-    utility, status = engine.con.execute(f"SELECT utility, {state} FROM {table} WHERE id = ?", [item_id]).fetchall()[0]
+    utility, status = store.con.execute(f"SELECT utility, {state} FROM {table} WHERE id = ?", [item_id]).fetchall()[0]
     return FeedbackResult(id=item_id, type=change["type"], helpful=helpful, delta=change["delta"], utility=utility,
                           status=status, quarantined=change["quarantined"], restored=change["restored"])

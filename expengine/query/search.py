@@ -45,10 +45,11 @@ from ..errors import InputError
 from ..ingest.events import KINDS as RECORD_KINDS
 from ..ingest.events import OUTCOMES, EventError, parse_ts
 from ..store.db import json_ids, utcnow
-from ..store.index import MEMORIES, UNITS, sql_list
+from ..store.filters import lance_eq
+from ..store.index import MEMORIES, UNITS
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 UNIT_KINDS = ("rule", "fact")
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
@@ -155,7 +156,7 @@ class Filters:
 
 
 def _equals(**values: str | None) -> list[str]:
-    return [f"{column} = {sql_list([value])}" for column, value in values.items() if value is not None]
+    return [lance_eq(column, value) for column, value in values.items() if value is not None]
 
 
 def _timestamp(value: dt.datetime) -> str:
@@ -189,13 +190,14 @@ def fts_text(text: str) -> str:
 
 
 # --- retrieval ---------------------------------------------------------------------------------
-def embed_query(engine: "Engine", text: str) -> np.ndarray:
+def embed_query(store: "Store", text: str) -> np.ndarray:
     """The query vector, computed on one torch thread: as fast for one short text, and far steadier
     when other processes share the cores (measured on 2 busy cores: p95 ~30 ms vs ~800 ms)."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return engine.embedder.encode([text])[0]
-    embedder = engine.embedder  # load the model with the default thread count
+        return store.embedder.encode([text])[0]
+    embedder = store.embedder
+    embedder.dim  # load the model (a lazy one) with the default thread count
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -204,8 +206,8 @@ def embed_query(engine: "Engine", text: str) -> np.ndarray:
         torch.set_num_threads(previous)
 
 
-def _vector_search(engine: "Engine", name: str, vector: np.ndarray, where: str, limit: int) -> list[tuple[str, float]]:
-    table = engine.index.table(name)
+def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, limit: int) -> list[tuple[str, float]]:
+    table = store.index.table(name)
     if table is None:
         return []
     rows = (
@@ -215,12 +217,12 @@ def _vector_search(engine: "Engine", name: str, vector: np.ndarray, where: str, 
     return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
 
 
-def _text_search(engine: "Engine", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
+def _text_search(store: "Store", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
     def run(table) -> list[tuple[str, float]]:
         rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"]).to_arrow()
         return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
 
-    table = engine.index.table(name)
+    table = store.index.table(name)
     if table is None or table.count_rows() == 0:
         return []
     try:
@@ -228,8 +230,8 @@ def _text_search(engine: "Engine", name: str, words: str, where: str, limit: int
     except ValueError as exc:  # no FTS index yet (e.g. units written without one): build it once
         if "INVERTED index" not in str(exc):
             raise
-        engine.index.refresh_text_index(name)
-        return run(engine.index.table(name))
+        store.index.refresh_text_index(name)
+        return run(store.index.table(name))
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -256,27 +258,27 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
-def retrieve(engine: "Engine", text: str, vector: Any, filters: Filters) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> tuple[dict[tuple[str, str], float], np.ndarray]:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; and the
     query vector. `vector` is the vector or a callable that computes it: the full-text searches start
     first, so they run while the query is being embedded."""
-    limit = engine.config.query.candidates
+    limit = store.config.query.candidates
     tables = [(t, name, where) for t, name, where, wanted in (
         ("memory", MEMORIES, filters.memory_where(), filters.search_memories),
         ("unit", UNITS, filters.unit_where(), filters.search_units),
     ) if wanted]
     pool = _search_pool()
-    engine.index.db  # connect once, before the threads share it
+    store.index.db  # connect once, before the threads share it
     words = fts_text(text)
-    text_jobs = [(t, pool.submit(_text_search, engine, name, words, where, limit)) for t, name, where in tables] if words else []
+    text_jobs = [(t, pool.submit(_text_search, store, name, words, where, limit)) for t, name, where in tables] if words else []
     vector = vector() if callable(vector) else vector
-    vector_jobs = [(t, pool.submit(_vector_search, engine, name, vector, where, limit)) for t, name, where in tables]
+    vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
     vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
     lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
     if words:
         text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])[:limit]])
-    return _fuse(lists, engine.config.query.rrf_k), vector
+    return _fuse(lists, store.config.query.rrf_k), vector
 
 
 # --- scoring -----------------------------------------------------------------------------------
@@ -285,10 +287,10 @@ _UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "as_of"
                  "source_ids", "text")
 
 
-def _lookup(engine: "Engine", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
+def _lookup(store: "Store", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
     if not ids:
         return []
-    rows = engine.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN ({sql_list(ids)}) AND {live}").fetchall()
+    rows = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]).fetchall()
     return [dict(zip(columns, r)) for r in rows]
 
 
@@ -305,8 +307,8 @@ def recency(base: float, now: dt.datetime, *moments: dt.datetime | None) -> floa
     return float(base**hours)
 
 
-def score_parts(engine: "Engine", *, similarity: float, weight: float, utility: float, recency_value: float) -> tuple[float, ScoreParts]:
-    q = engine.config.query
+def score_parts(store: "Store", *, similarity: float, weight: float, utility: float, recency_value: float) -> tuple[float, ScoreParts]:
+    q = store.config.query
     parts = ScoreParts(
         similarity=similarity,
         weight=max(weight, 0.0) / (1.0 + max(weight, 0.0)),
@@ -317,33 +319,33 @@ def score_parts(engine: "Engine", *, similarity: float, weight: float, utility: 
     return score, parts
 
 
-def newest_source_ts(engine: "Engine", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
+def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
     """Unit id → ts of its newest source record (any state): when the knowledge it carries is from."""
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
     wanted = {i for ids in sources.values() for i in ids}
     if not wanted:
         return {}
-    ts = dict(engine.con.execute(f"SELECT id, ts FROM records WHERE id IN ({sql_list(wanted)})").fetchall())
+    ts = dict(store.con.execute("SELECT id, ts FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall())
     return {uid: max((ts[i] for i in ids if ts.get(i) is not None), default=None) for uid, ids in sources.items()}
 
 
-def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
+def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate."""
     now = utcnow()
-    base = engine.config.query.recency_base
+    base = store.config.query.recency_base
     states = "('active', 'dormant')" if filters.include_dormant else "('active')"
-    memories = _lookup(engine, "records", _MEMORY_COLUMNS, [i for t, i in fused if t == "memory"], f"state IN {states}")
-    units = _lookup(engine, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
-    newest = newest_source_ts(engine, units)
+    memories = _lookup(store, "records", _MEMORY_COLUMNS, [i for t, i in fused if t == "memory"], f"state IN {states}")
+    units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
+    newest = newest_source_ts(store, units)
     hits = []
     for r in memories:
-        score, parts = score_parts(engine, similarity=fused[("memory", r["id"])], weight=r["weight"], utility=r["utility"],
+        score, parts = score_parts(store, similarity=fused[("memory", r["id"])], weight=r["weight"], utility=r["utility"],
                                    recency_value=recency(base, now, r["ts"], r["last_access"]))
         hits.append(Hit(id=r["id"], type="memory", text=r["text"], score=score, parts=parts,
                         source_ids=memory_source_ids(r["id"], r["merged_ids"]), kind=r["kind"], state=r["state"],
                         agent=r["agent"], category=r["category"], ts=r["ts"]))
     for u in units:
-        score, parts = score_parts(engine, similarity=fused[("unit", u["id"])], weight=u["weight"], utility=u["utility"],
+        score, parts = score_parts(store, similarity=fused[("unit", u["id"])], weight=u["weight"], utility=u["utility"],
                                    recency_value=recency(base, now, newest.get(u["id"]), u["as_of"], u["last_used"]))
         hits.append(Hit(id=u["id"], type="unit", text=u["text"], score=score, parts=parts,
                         source_ids=json_ids(u["source_ids"]), kind=u["kind"], state=u["status"],
@@ -352,10 +354,9 @@ def rank(engine: "Engine", fused: dict[tuple[str, str], float], filters: Filters
     return hits
 
 
-def top_with_unit_slot(engine: "Engine", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
+def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
     """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
     cosine similarity to the query is at least `query.unit_slot_floor` (if there is one)."""
-    from ..ingest.pipeline import embed_cached
 
     def is_rule(hit: Hit) -> bool:
         return hit.type == "unit" and hit.kind == "rule"
@@ -366,25 +367,24 @@ def top_with_unit_slot(engine: "Engine", ranked: list[Hit], vector: np.ndarray, 
     units = [h for h in ranked[k:] if is_rule(h)]
     if not units:
         return top
-    cosines = embed_cached(engine, [h.text for h in units]) @ vector
-    floor = engine.config.query.unit_slot_floor
+    cosines = store.embeddings.encode([h.text for h in units]) @ vector
+    floor = store.config.query.unit_slot_floor
     best = next((h for h, cosine in zip(units, cosines) if cosine >= floor), None)
     return top if best is None else [*top[: k - 1], best]
 
 
 # --- expansion and reinforcement ---------------------------------------------------------------
-def attach_evidence(engine: "Engine", hits: list[Hit], vector: np.ndarray) -> None:
+def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None:
     """Give each unit hit all its sources, most similar to the query first, in any state (archived
     included); the renderer picks the lines worth showing."""
-    from ..ingest.pipeline import embed_cached
 
     wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
     if not wanted:
         return
-    rows = engine.con.execute(f"SELECT id, text, state FROM records WHERE id IN ({sql_list(wanted)})").fetchall()
+    rows = store.con.execute("SELECT id, text, state FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall()
     if not rows:
         return
-    sims = embed_cached(engine, [text for _, text, _ in rows]) @ vector
+    sims = store.embeddings.encode([text for _, text, _ in rows]) @ vector
     by_id = {rid: Evidence(id=rid, text=text, state=state, similarity=float(s)) for (rid, text, state), s in zip(rows, sims)}
     for hit in hits:
         if hit.type == "unit":
@@ -392,18 +392,20 @@ def attach_evidence(engine: "Engine", hits: list[Hit], vector: np.ndarray) -> No
             hit.expanded = found
 
 
-def reinforce(engine: "Engine", hits: list[Hit]) -> None:
+def reinforce(store: "Store", hits: list[Hit]) -> None:
     """Used hits gain δ_access and a fresh last access: what is retrieved stays."""
-    delta, now = engine.config.decay.delta_access, utcnow()
+    delta, now = store.config.decay.delta_access, utcnow()
     memory_ids = [h.id for h in hits if h.type == "memory"]
     unit_ids = [h.id for h in hits if h.type == "unit"]
     if memory_ids:
-        engine.con.execute(
-            f"UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? WHERE id IN ({sql_list(memory_ids)})",
-            [delta, now],
+        store.con.execute(
+            "UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? "
+            "WHERE id IN (SELECT unnest(?))",
+            [delta, now, memory_ids],
         )
     if unit_ids:
-        engine.con.execute(f"UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN ({sql_list(unit_ids)})", [delta, now])
+        store.con.execute("UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))",
+                          [delta, now, list(unit_ids)])
 
 
 def _rounded(hit: Hit) -> Hit:
@@ -415,7 +417,7 @@ def _rounded(hit: Hit) -> Hit:
 
 
 def query(
-    engine: "Engine",
+    store: "Store",
     text: str,
     *,
     k: int = 5,
@@ -434,24 +436,24 @@ def query(
     if budget is not None and budget < 1:
         raise InputError(f"the token budget must be at least 1, got {budget}")
     filters = make_filters(**filter_args)
-    fused, vector = retrieve(engine, text, lambda: embed_query(engine, text), filters)
-    top = top_with_unit_slot(engine, rank(engine, fused, filters), vector, k)
+    fused, vector = retrieve(store, text, lambda: embed_query(store, text), filters)
+    top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
-        attach_evidence(engine, top, vector)
+        attach_evidence(store, top, vector)
     prompt, kept = render_prompt(top, budget=budget)
     if touch and kept:
-        reinforce(engine, kept)
+        reinforce(store, kept)
     return QueryResult(query=text, hits=[_rounded(h) for h in kept], prompt=prompt, candidates=len(fused), budget=budget,
                        took_ms=round((time.perf_counter() - started) * 1000, 2))
 
 
 # --- indexes -----------------------------------------------------------------------------------
-def refresh_indexes(engine: "Engine") -> dict[str, dict[str, bool]]:
+def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
     """Rebuild the FTS indexes and, once a table has `query.index_above` rows, its IVF-PQ vector
     index (below that, exact search is fast enough). Compaction calls this after it changes tables."""
     report = {}
     for name in (MEMORIES, UNITS):
-        vector_index = engine.index.ensure_vector_index(name, min_rows=engine.config.query.index_above)
-        engine.index.refresh_text_index(name)
-        report[name] = {"vector_index": vector_index, "text_index": engine.index.count(name) > 0}
+        vector_index = store.index.ensure_vector_index(name, min_rows=store.config.query.index_above)
+        store.index.refresh_text_index(name)
+        report[name] = {"vector_index": vector_index, "text_index": store.index.count(name) > 0}
     return report

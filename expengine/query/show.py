@@ -12,7 +12,7 @@ from ..store.db import json_ids
 from .search import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..store.store import Store
 
 
 @dataclass
@@ -40,60 +40,58 @@ class ShowResult:
         return plain(self.__dict__)
 
 
-def _row(engine: "Engine", table: str, item_id: str) -> dict[str, Any] | None:
-    cursor = engine.con.execute(f"SELECT * FROM {table} WHERE id = ?", [item_id])
+def _row(store: "Store", table: str, item_id: str) -> dict[str, Any] | None:
+    cursor = store.con.execute(f"SELECT * FROM {table} WHERE id = ?", [item_id])
     names = [d[0] for d in cursor.description]
     rows = cursor.fetchall()
     return dict(zip(names, rows[0])) if rows else None
 
 
-def _scores(engine: "Engine", row: dict[str, Any], *moments: dt.datetime | None) -> dict[str, float]:
+def _scores(store: "Store", row: dict[str, Any], *moments: dt.datetime | None) -> dict[str, float]:
     """The query score parts this item would get now, without the query-dependent similarity."""
-    rec = recency(engine.config.query.recency_base, utcnow(), *moments)
-    _, parts = score_parts(engine, similarity=0.0, weight=row["weight"], utility=row["utility"], recency_value=rec)
+    rec = recency(store.config.query.recency_base, utcnow(), *moments)
+    _, parts = score_parts(store, similarity=0.0, weight=row["weight"], utility=row["utility"], recency_value=rec)
     return {"weight": row["weight"], "utility": row["utility"], "weight_part": round(parts.weight, 6),
             "recency": round(parts.recency, 6), "utility_part": round(parts.utility, 6)}
 
 
-def _citing_units(engine: "Engine", record_id: str) -> list[dict[str, Any]]:
+def _citing_units(store: "Store", record_id: str) -> list[dict[str, Any]]:
     pattern = "%" + record_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = engine.con.execute(
+    rows = store.con.execute(
         "SELECT id, kind, status, source_ids, text FROM units WHERE source_ids LIKE ? ESCAPE '\\' ORDER BY id", [pattern]
     ).fetchall()
     return [{"id": i, "kind": k, "status": s, "text": t} for i, k, s, src, t in rows if record_id in json_ids(src)]
 
 
-def show(engine: "Engine", item_id: str) -> ShowResult:
+def show(store: "Store", item_id: str) -> ShowResult:
     history = [
         dict(zip(("happened_at", "action", "detail", "run_id"), r))
-        for r in engine.con.execute(
+        for r in store.con.execute(
             "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at, action", [item_id]
         ).fetchall()
     ]
-    record = _row(engine, "records", item_id)
+    record = _row(store, "records", item_id)
     if record is not None:
         return ShowResult(
-            id=item_id, type="memory", item=record, scores=_scores(engine, record, record["ts"], record["last_access"]),
+            id=item_id, type="memory", item=record, scores=_scores(store, record, record["ts"], record["last_access"]),
             source_ids=memory_source_ids(item_id, record["merged_ids"]), merged_into=record["merged_into"],
-            cited_by=_citing_units(engine, item_id), history=history,
+            cited_by=_citing_units(store, item_id), history=history,
         )
-    unit = _row(engine, "units", item_id)
+    unit = _row(store, "units", item_id)
     if unit is None:
         raise NotFoundError(f"no record or unit with id {item_id!r}", hint="ids are shown by `expengine query --json`")
     source_ids = json_ids(unit["source_ids"])
     sources = []
     if source_ids:
-        from ..store.index import sql_list
-
         found = {
             i: {"id": i, "state": s, "kind": k, "text": t}
-            for i, s, k, t in engine.con.execute(
-                f"SELECT id, state, kind, text FROM records WHERE id IN ({sql_list(source_ids)})"
+            for i, s, k, t in store.con.execute(
+                "SELECT id, state, kind, text FROM records WHERE id IN (SELECT unnest(?))", [source_ids]
             ).fetchall()
         }
         sources = [found.get(i, {"id": i, "state": "missing", "kind": None, "text": None}) for i in source_ids]
     return ShowResult(
-        id=item_id, type="unit", item=unit, scores=_scores(engine, unit, newest_source_ts(engine, [unit]).get(item_id), unit["as_of"],
+        id=item_id, type="unit", item=unit, scores=_scores(store, unit, newest_source_ts(store, [unit]).get(item_id), unit["as_of"],
                                                      unit["last_used"]),
         source_ids=source_ids, sources=sources, history=history,
     )

@@ -119,9 +119,7 @@ def _ingest(engine: Engine, a: IngestArgs, on_progress: Callable[[int], None] | 
 
 
 def _forget(engine: Engine, a: ForgetArgs) -> Any:
-    from ..lifecycle.purge import resolve_ids
-
-    targets = resolve_ids(engine, ids=a.ids, where=None)
+    targets = engine.forget_targets(ids=a.ids, where=None)
     if not targets:
         raise InputError("no record matches", hint="check the ids or the --where filter")
     return engine.forget(ids=targets)

@@ -128,9 +128,9 @@ class Service:
     def _view(self) -> Engine:
         """This thread's read view, made again after a restore replaced the engine's connection."""
         view = getattr(self._local, "view", None)
-        if view is None or self._local.parent is not self.engine.con:
+        if view is None or self._local.parent is not self.engine.store.con:
             view = self.engine.reader()
-            self._local.view, self._local.parent = view, self.engine.con
+            self._local.view, self._local.parent = view, self.engine.store.con
             with self._views_lock:
                 self._views.append(view)
         return view
@@ -139,7 +139,7 @@ class Service:
         with self._views_lock:
             for view in self._views:
                 with contextlib.suppress(Exception):
-                    view.con.close()
+                    view._store.con.close()
             self._views.clear()
 
     def read(self, op: ops.Op, args: ops.Args) -> Any:
@@ -347,6 +347,7 @@ def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_b
     store_dir = engine.store_dir
     if find_server(store_dir):
         raise LockedError(f"a server already runs for {store_dir}", hint="stop it first (SIGTERM)")
+    engine.store  # noqa: B018  opens (and locks) the store for the server's lifetime, as a held Engine
     recovered = engine.recover_interrupted()
     if recovered:
         log.warning("recovered interrupted compaction", extra={"runs": recovered})

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
 from ..errors import LockedError, StoreError
 from .migrations import MIGRATIONS
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 import pyarrow as pa
+
+from .filters import lance_in
 
 MEMORIES = "memories"
 UNITS = "units"
@@ -44,14 +48,19 @@ def unit_schema(dim: int) -> pa.Schema:
     )
 
 
-def sql_str(value: str) -> str:
-    """A SQL string literal (values may contain quotes)."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def sql_list(ids: Iterable[str]) -> str:
-    """A SQL IN-list of quoted string literals."""
-    return ", ".join(sql_str(i) for i in ids)
+def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
+    rows = list(rows)
+    return pa.Table.from_pylist(
+        [
+            {
+                "id": r["id"], "agent": r["agent"], "kind": r["kind"], "category": r["category"],
+                "outcome": r.get("outcome"), "goal_id": r.get("goal_id"), "session": r.get("session"),
+                "ts": r["ts"], "state": r.get("state") or "active", "text": r["text"], "vector": v.tolist(),
+            }
+            for r, v in zip(rows, vectors)
+        ],
+        schema=memory_schema(dim),
+    )
 
 
 class Index:
@@ -96,14 +105,14 @@ class Index:
         for start in range(0, len(ids), 5000):
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
-                table.delete(f"id IN ({sql_list(chunk)})")
+                table.delete(lance_in("id", chunk))
 
     def update(self, name: str, ids: list[str], values: dict[str, Any]) -> None:
         table = self.table(name)
         for start in range(0, len(ids), 5000):
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
-                table.update(where=f"id IN ({sql_list(chunk)})", values=values)
+                table.update(where=lance_in("id", chunk), values=values)
 
     def drop(self, name: str) -> None:
         if self.table(name) is not None:

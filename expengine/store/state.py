@@ -2,57 +2,55 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 
-from .db import arrow_view, utcnow
+from .db import utcnow
 from .index import MEMORIES
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from .store import Store
 
 STATES = ("active", "dormant", "archived")
 
 
-def set_state(engine: "Engine", ids: list[str], state: str, *, reason: str, run_id: str | None = None) -> int:
+def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id: str | None = None,
+              now: dt.datetime | None = None) -> int:
     """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB.
 
-    Returns how many records changed. Pinned records never leave `active`.
+    Returns how many records changed. Pinned records never leave `active`. `now` stamps `marked_at` and
+    the history (a cycle passes its clock, so a faked clock moves the purge window too).
     """
     assert state in STATES, state
     if not ids:
         return 0
-    con = engine.con
-    with arrow_view(con, "target_ids", pa.table({"id": list(ids)})):
-        previous = dict(
-            con.execute(
-                "SELECT r.id, r.state FROM records r JOIN target_ids t ON r.id = t.id WHERE r.state <> ? AND (NOT r.pinned OR ? = 'active')",
-                [state, state],
-            ).fetchall()
-        )
+    con = store.con
+    previous = dict(
+        con.execute(
+            "SELECT id, state FROM records WHERE id IN (SELECT unnest(?)) AND state <> ? AND (NOT pinned OR ? = 'active')",
+            [list(ids), state, state],
+        ).fetchall()
+    )
     changed = list(previous)
     if not changed:
         return 0
-    now = utcnow()
-    with arrow_view(con, "changed_ids", pa.table({"id": changed})):
-        con.execute(
-            """UPDATE records SET state = ?, state_reason = ?,
-                   marked_at = CASE WHEN ? = 'dormant' THEN ? ELSE marked_at END
-               WHERE id IN (SELECT id FROM changed_ids)""",
-            [state, reason, state, now],
-        )
-        con.execute(
-            "INSERT INTO history SELECT id, ?, ?, ?, ? FROM changed_ids", [now, f"state:{state}", reason, run_id]
-        )
+    now = now or utcnow()
+    con.execute(
+        """UPDATE records SET state = ?, state_reason = ?,
+               marked_at = CASE WHEN ? = 'dormant' THEN ? ELSE marked_at END
+           WHERE id IN (SELECT unnest(?))""",
+        [state, reason, state, now, changed],
+    )
+    con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
     if state == "archived":
-        engine.index.delete(MEMORIES, changed)
+        store.index.delete(MEMORIES, changed)
         return len(changed)
     revived = [i for i in changed if previous[i] == "archived"]
-    engine.index.update(MEMORIES, [i for i in changed if previous[i] != "archived"], {"state": state})
+    store.index.update(MEMORIES, [i for i in changed if previous[i] != "archived"], {"state": state})
     if revived:
         from .reindex import index_pending
 
         con.executemany("INSERT INTO pending_index VALUES (?, 'memory') ON CONFLICT DO NOTHING", [[i] for i in revived])
-        index_pending(engine)
+        index_pending(store)
     return len(changed)

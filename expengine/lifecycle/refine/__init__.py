@@ -15,6 +15,7 @@ from the one stored on its active units.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -23,11 +24,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 
 from ...errors import ModelError
-from ...store.db import arrow_view, json_ids, utcnow
-from ...store.index import UNITS, sql_list
+from ...store.db import json_ids, utcnow
+from ...store.index import UNITS
 from .conflicts import decide, normalized
 from .ground import check_digest, check_fact, check_rule, source_text
 from .mine import (
@@ -49,7 +49,9 @@ from .templates import (
 from ...results import Result
 
 if TYPE_CHECKING:
-    from ...engine import Engine
+    from ...store.store import Store
+    from ..cycle import CycleContext
+    from ...models.llm import LLM, LLMProvider
 
 RECORD_COLUMNS = (
     "id", "agent", "session", "goal_id", "ts", "kind", "role", "content", "text", "tool_name", "tool_args",
@@ -131,22 +133,22 @@ def signature_of(member_ids: list[str]) -> str:
 
 
 # --- inputs ----------------------------------------------------------------------------------------
-def load_clusters(engine: "Engine") -> tuple[list[ClusterInput], bool]:
+def load_clusters(store: "Store") -> tuple[list[ClusterInput], bool]:
     """Clusters from pruning if any were written, else the deterministic grouping (second value True)."""
-    con = engine.con
+    con = store.con
     rows = con.execute("SELECT cluster_key, agent, signature FROM clusters ORDER BY size DESC, cluster_key").fetchall()
     if not rows:
-        return auto_clusters(engine), True
+        return auto_clusters(store), True
     members: dict[str, list[str]] = defaultdict(list)
     for key, record_id in con.execute("SELECT cluster_key, record_id FROM cluster_members").fetchall():
         members[key].append(record_id)
     return [ClusterInput(key, agent, signature, sorted(members.get(key, []))) for key, agent, signature in rows], False
 
 
-def auto_clusters(engine: "Engine") -> list[ClusterInput]:
+def auto_clusters(store: "Store") -> list[ClusterInput]:
     """The fallback grouping documented in the module docstring, over active and dormant records."""
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    cursor = engine.con.execute(
+    cursor = store.con.execute(
         f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE state IN ('active', 'dormant') ORDER BY ts, id"
     )
     for row in cursor.fetchall():
@@ -166,39 +168,39 @@ def auto_clusters(engine: "Engine") -> list[ClusterInput]:
     return [ClusterInput(f"auto:{agent}:{slot}", agent, signature_of(ids), ids) for (agent, slot), ids in groups.items()]
 
 
-def _fetch_records(engine: "Engine", ids: list[str]) -> list[dict[str, Any]]:
+def _fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    with arrow_view(engine.con, "wanted_ids", pa.table({"id": list(dict.fromkeys(ids))})) as con:
-        rows = con.execute(
-            f"SELECT {', '.join('r.' + c for c in RECORD_COLUMNS)} FROM records r JOIN wanted_ids w ON r.id = w.id ORDER BY r.ts, r.id"
-        ).fetchall()
+    rows = store.con.execute(
+        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE id IN (SELECT unnest(?)) ORDER BY ts, id",
+        [list(dict.fromkeys(ids))],
+    ).fetchall()
     return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
 
-def _context(engine: "Engine", records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _context(store: "Store", records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool use and observations of the sources' sessions, so mining sees what followed an error."""
     sessions = sorted({r["session"] for r in records if r.get("session") and r["kind"] in ("tool_call", "tool_result")})
     if not sessions:
         return []
-    with arrow_view(engine.con, "wanted_sessions", pa.table({"session": sessions})) as con:
-        rows = con.execute(
-            f"SELECT {', '.join('r.' + c for c in RECORD_COLUMNS)} FROM records r JOIN wanted_sessions s ON r.session = s.session "
-            "WHERE r.kind IN ('tool_call', 'tool_result', 'observation') ORDER BY r.ts, r.id"
-        ).fetchall()
+    rows = store.con.execute(
+        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE session IN (SELECT unnest(?)) "
+        "AND kind IN ('tool_call', 'tool_result', 'observation') ORDER BY ts, id",
+        [sessions],
+    ).fetchall()
     return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
 
-def _goal_status(engine: "Engine", records: list[dict[str, Any]]) -> dict[str, str]:
+def _goal_status(store: "Store", records: list[dict[str, Any]]) -> dict[str, str]:
     goals = sorted({r["goal_id"] for r in records if r.get("goal_id")})
     if not goals:
         return {}
-    with arrow_view(engine.con, "wanted_goals", pa.table({"goal_id": goals})) as con:
-        return dict(con.execute("SELECT g.goal_id, g.status FROM goals g JOIN wanted_goals w ON g.goal_id = w.goal_id").fetchall())
+    found = store.con.execute("SELECT goal_id, status FROM goals WHERE goal_id IN (SELECT unnest(?))", [goals])
+    return dict(found.fetchall())
 
 
-def _active_units(engine: "Engine", agent: str, kind: str) -> list[dict[str, Any]]:
-    cursor = engine.con.execute(
+def _active_units(store: "Store", agent: str, kind: str) -> list[dict[str, Any]]:
+    cursor = store.con.execute(
         "SELECT id, kind, text, cluster_key, cluster_signature, created, condition, action, subject, attribute, "
         "statement, support, as_of, source_ids FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
         [agent, kind],
@@ -236,7 +238,7 @@ class Budget:
         return time.monotonic() < self.deadline
 
 
-def _ask_model(llm: Any, draft: Draft, mined: Mined, engine: "Engine", budget: Budget, report: RefineReport) -> dict | None:
+def _ask_model(llm: Any, draft: Draft, mined: Mined, store: "Store", budget: Budget, report: RefineReport) -> dict | None:
     """The model's fields, retried once on a malformed or timed-out answer; None when both fail."""
     schema = RULE_SCHEMA if draft.kind == "rule" else FACT_SCHEMA
     system = SYSTEM_PROMPT.format(kind=draft.kind)
@@ -247,8 +249,8 @@ def _ask_model(llm: Any, draft: Draft, mined: Mined, engine: "Engine", budget: B
         budget.calls += 1
         report.llm_calls += 1
         try:
-            answer = llm.complete_json(system, user, schema, max_tokens=engine.config.llm.max_tokens,
-                                       temperature=engine.config.llm.temperature)
+            answer = llm.complete_json(system, user, schema, max_tokens=store.config.llm.max_tokens,
+                                       temperature=store.config.llm.temperature)
         except ModelError as exc:
             report.llm_failures += 1
             report.rejection_reasons.append(f"model: {exc.message[:120]}")
@@ -259,10 +261,10 @@ def _ask_model(llm: Any, draft: Draft, mined: Mined, engine: "Engine", budget: B
     return None
 
 
-def _word_with_model(llm: Any, draft: Draft, mined: Mined, vocabulary: str, engine: "Engine",
+def _word_with_model(llm: Any, draft: Draft, mined: Mined, vocabulary: str, store: "Store",
                      budget: Budget, report: RefineReport) -> None:
     """Replace the template wording with the model's when it passes grounding; record the method."""
-    fields = _ask_model(llm, draft, mined, engine, budget, report)
+    fields = _ask_model(llm, draft, mined, store, budget, report)
     if fields is None:
         return
     if draft.kind == "rule":
@@ -340,14 +342,15 @@ class _Step:
     twin: dict[str, Any] | None = None
 
 
-def _plan(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]],
+def _plan(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]],
           report: RefineReport) -> list[_Step]:
-    con = engine.con
+    con = store.con
     ids = [row["id"] for _, row in pairs]
-    existing_ids = {r[0] for r in con.execute(f"SELECT id FROM units WHERE id IN ({sql_list(ids)})").fetchall()} if ids else set()
+    existing = con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall() if ids else []
+    existing_ids = {r[0] for r in existing}
     steps: list[_Step] = []
     for draft, row in pairs:
-        active = _active_units(engine, cluster.agent, row["kind"])
+        active = _active_units(store, cluster.agent, row["kind"])
         twin = _twin(row, active)
         if twin is None and row["id"] in existing_ids:
             steps.append(_Step(row, "keep"))  # refined before and since superseded: leave it
@@ -380,13 +383,13 @@ MERGE_FIELDS = ("text", "condition", "action", "expected_outcome", "pitfall", "s
                 "success_rate", "confidence", "source_ids", "method", "cluster_signature")
 
 
-def _write(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport,
-           run_id: str | None, dry_run: bool) -> list[dict[str, Any]]:
+def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport,
+           run_id: str | None, dry_run: bool, now: dt.datetime) -> list[dict[str, Any]]:
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
     pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
     written or merged (the units whose sources changed)."""
-    con = engine.con
-    steps = _plan(engine, cluster, pairs, report)
+    con = store.con
+    steps = _plan(store, cluster, pairs, report)
     report.units_unchanged += sum(1 for s in steps if s.action == "keep")
     written = [s.row for s in steps if s.action != "keep"]
     report.units.extend({k: row[k] for k in ("id", "kind", "method", "support", "confidence", "status", "text")} for row in written)
@@ -394,10 +397,8 @@ def _write(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dic
         report.units_written += sum(1 for s in steps if s.action == "insert")
         report.units_merged += sum(1 for s in steps if s.action == "merge")
         return written
-    now = utcnow()
     added, removed = [], []
-    con.execute("BEGIN")
-    try:
+    with store.transaction():
         for step in steps:
             row = step.row
             if step.action == "keep":
@@ -408,42 +409,40 @@ def _write(engine: "Engine", cluster: ClusterInput, pairs: list[tuple[Draft, dic
                 row["updated"] = now
                 con.execute(f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
                             [row[k] for k in MERGE_FIELDS] + [now, row["id"]])
-                engine.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
-                                   "from_support": step.twin["support"]}, run_id=run_id)
+                store.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
+                                   "from_support": step.twin["support"]}, run_id=run_id, at=now)
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
                 continue
             row["created"] = row["updated"] = now
             con.execute(f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
                         [row[k] for k in UNIT_FIELDS])
-            engine.history_log(row["id"], "refined", {"cluster": cluster.key, "method": row["method"],
-                               "support": row["support"], "status": row["status"]}, run_id=run_id)
+            store.history_log(row["id"], "refined", {"cluster": cluster.key, "method": row["method"],
+                               "support": row["support"], "status": row["status"]}, run_id=run_id, at=now)
             if row["status"] == "active":
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
             for loser in step.decision.losers:
                 con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
                             [row["id"], now, loser])
-                engine.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id)
+                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id,
+                                  at=now)
                 removed.append(loser)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
     report.units_superseded += len(removed)
     if removed:
-        engine.index.delete(UNITS, removed)
+        store.index.delete(UNITS, removed)
     if added:
         from ...store.reindex import unit_rows
 
-        engine.index.add(UNITS, unit_rows(engine, f"id IN ({sql_list(added)})"), replace=True)
-        con.execute(f"DELETE FROM pending_index WHERE target = 'unit' AND id IN ({sql_list(added)})")
+        store.index.add(UNITS, unit_rows(store, "id IN (SELECT unnest(?))", [added]), replace=True)
+        con.execute("DELETE FROM pending_index WHERE target = 'unit' AND id IN (SELECT unnest(?))", [added])
     return written
 
 
-def _archive_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None) -> int:
+def _archive_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None,
+                     now: dt.datetime) -> int:
     """Process records a rule now stands for leave the fast store; lessons and protected ones stay."""
     from ...store.state import set_state
 
@@ -451,11 +450,11 @@ def _archive_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[
     ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] in ARCHIVABLE_KINDS and not r.get("tool_error")
            and r.get("category") not in LESSON_CATEGORIES and not r.get("pinned") and not r.get("protected")
            and r.get("state") != "archived"]
-    return set_state(engine, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id)
+    return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
 
 
-def _sleep_covered_sources(engine: "Engine", unit: dict[str, Any], records: list[dict[str, Any]],
-                           run_id: str | None) -> int:
+def _sleep_covered_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]],
+                           run_id: str | None, now: dt.datetime) -> int:
     """Active message sources the unit stands for go dormant (a digest stands for all its members, any
     other unit for the ones it quotes verbatim); they stay reachable through the unit. Lessons, pinned
     and protected records stay active."""
@@ -468,85 +467,88 @@ def _sleep_covered_sources(engine: "Engine", unit: dict[str, Any], records: list
            and not r.get("tool_name") and r.get("category") not in NEVER_DORMANT_CATEGORIES
            and not r.get("pinned") and not r.get("protected")
            and (digest or " ".join(speaker_and_text(r)[1].split()).lower() in unit_text)]
-    return set_state(engine, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id)
+    return set_state(store, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id, now=now)
 
 
 # --- the cycle ---------------------------------------------------------------------------------------
-def _stored_signatures(engine: "Engine") -> dict[str, set[str]]:
+def _stored_signatures(store: "Store") -> dict[str, set[str]]:
     stored: dict[str, set[str]] = defaultdict(set)
-    for key, signature in engine.con.execute(
+    for key, signature in store.con.execute(
         "SELECT cluster_key, cluster_signature FROM units WHERE status = 'active' AND cluster_key IS NOT NULL"
     ).fetchall():
         stored[key].add(signature)
     return stored
 
 
-def _previous_sources(engine: "Engine", cluster_key: str) -> list[str]:
+def _previous_sources(store: "Store", cluster_key: str) -> list[str]:
     """Sources of the cluster's active units: archived sources leave the cluster but stay evidence."""
     ids: list[str] = []
-    for (source_ids,) in engine.con.execute(
+    for (source_ids,) in store.con.execute(
         "SELECT source_ids FROM units WHERE status = 'active' AND cluster_key = ?", [cluster_key]
     ).fetchall():
         ids.extend(json_ids(source_ids))
     return ids
 
 
-def _load_llm(engine: "Engine", report: RefineReport) -> Any:
-    if engine.config.llm.mode == "template":
+def _load_llm(store: "Store", llm: LLMProvider, report: RefineReport) -> LLM | None:
+    if store.config.llm.mode == "template":
         return None
     try:
-        return engine.llm
+        return llm()
     except ModelError as exc:
         report.llm_error = exc.message
         return None
 
 
 def refine_clusters(
-    engine: "Engine",
+    store: "Store",
+    llm: LLMProvider,
     *,
     dry_run: bool,
     run_id: str | None = None,
     max_llm_calls: int | None = None,
     time_limit_s: float | None = None,
+    now: dt.datetime | None = None,
 ) -> RefineReport:
+    """`now` is the cycle's clock: it stamps the units, their history and the state changes."""
     started = time.monotonic()
-    cfg = engine.config.refine
+    cfg = store.config.refine
     report = RefineReport(run_id=run_id, dry_run=dry_run)
     budget = Budget(cfg.max_llm_calls if max_llm_calls is None else max_llm_calls,
                     cfg.time_limit_s if time_limit_s is None else time_limit_s)
-    clusters, report.auto_clusters = load_clusters(engine)
+    clusters, report.auto_clusters = load_clusters(store)
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
-    stored = _stored_signatures(engine)
+    stored = _stored_signatures(store)
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set())]
     report.clusters_unchanged = len(clusters) - len(changed)
-    llm = _load_llm(engine, report) if changed else None
+    model = _load_llm(store, llm, report) if changed else None
     for position, cluster in enumerate(changed):
-        if not budget.time_left() or (llm is not None and not budget.calls_left()):
+        if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        _refine_one(engine, cluster, llm, budget, report, run_id=run_id, dry_run=dry_run)
+        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=now or utcnow())
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
-def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budget, report: RefineReport,
-                *, run_id: str | None, dry_run: bool) -> None:
-    previous = _previous_sources(engine, cluster.key)
+def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget, report: RefineReport,
+                *, run_id: str | None, dry_run: bool, now: dt.datetime) -> None:
+    previous = _previous_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
         # only archived sources left the cluster: the evidence is the same, so keep the units
         if not dry_run:
-            engine.con.execute("UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
+            store.con.execute("UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
                                [cluster.signature, cluster.key])
         report.clusters_unchanged += 1
         return
-    records = _fetch_records(engine, cluster.member_ids + previous)
-    if len(records) < engine.config.refine.min_support:
+    records = _fetch_records(store, cluster.member_ids + previous)
+    if len(records) < store.config.refine.min_support:
         report.clusters_not_concrete += 1
         return
-    context = _context(engine, records)
-    mined = mine_cluster(records, context=context, goal_status=_goal_status(engine, records))
-    conversational = engine.config.refine.digest and all(r["kind"] == "message" and not r.get("tool_name") for r in records)
+    context = _context(store, records)
+    mined = mine_cluster(records, context=context, goal_status=_goal_status(store, records))
+    conversational = store.config.refine.digest and all(r["kind"] == "message" and not r.get("tool_name") for r in records)
     drafts = template_drafts(mined)
     if conversational:  # the digest quotes every member: single statements would only repeat it
         drafts = [d for d in drafts if not (d.attribute or "").startswith("said on")]
@@ -562,42 +564,41 @@ def _refine_one(engine: "Engine", cluster: ClusterInput, llm: Any, budget: Budge
     if llm is not None:
         for draft in grounded:
             if budget.calls_left() and budget.time_left():
-                _word_with_model(llm, draft, mined, vocabulary, engine, budget, report)
+                _word_with_model(llm, draft, mined, vocabulary, store, budget, report)
     if conversational:
-        digest = _digest(engine, cluster, records, report)
+        digest = _digest(store, cluster, records, report)
         if digest is not None:
             grounded.insert(0, digest)
     if not grounded:
         report.clusters_not_concrete += 1
         return
-    now = utcnow()
     pairs = list({row["id"]: (draft, row) for draft in grounded for row in [_unit_row(draft, cluster, now)]}.values())
-    written = _write(engine, cluster, pairs, report, run_id, dry_run)
+    written = _write(store, cluster, pairs, report, run_id, dry_run, now)
     report.clusters_refined += 1
-    cfg = engine.config.refine
+    cfg = store.config.refine
     for row in written:
         report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
         if dry_run or row["status"] != "active":
             continue
         if cfg.archive_sources and row["kind"] == "rule":
-            report.archived += _archive_sources(engine, row, records, run_id)
+            report.archived += _archive_sources(store, row, records, run_id, now)
         if cfg.dormant_sources:
-            report.dormant += _sleep_covered_sources(engine, row, records, run_id)
+            report.dormant += _sleep_covered_sources(store, row, records, run_id, now)
 
 
-def _digest(engine: "Engine", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:
+def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:
     """The cluster's digest over the members no other cluster's active digest quotes yet (records that
     stay active, like preferences, are re-clustered every cycle and would be quoted again and again)."""
     quoted: set[str] = set()
-    for (source_ids,) in engine.con.execute(
+    for (source_ids,) in store.con.execute(
         "SELECT source_ids FROM units WHERE status = 'active' AND agent = ? AND attribute = ? AND cluster_key <> ?",
         [cluster.agent, DIGEST_ATTRIBUTE, cluster.key],
     ).fetchall():
         quoted.update(json_ids(source_ids))
     members = [r for r in records if r["id"] not in quoted]
-    if len(members) < engine.config.refine.min_support:
+    if len(members) < store.config.refine.min_support:
         return None
-    draft = digest_draft(members, quote_chars=engine.config.refine.digest_quote_chars)
+    draft = digest_draft(members, quote_chars=store.config.refine.digest_quote_chars)
     reasons = check_digest(draft.statement or "", members) if draft else ["no member says anything"]
     if reasons:
         report.rejection_reasons.append(f"digest: {reasons[0][:160]}")
@@ -605,7 +606,7 @@ def _digest(engine: "Engine", cluster: ClusterInput, records: list[dict[str, Any
     return draft
 
 
-def list_units(engine: "Engine", *, agent: str | None = None, status: str | None = None,
+def list_units(store: "Store", *, agent: str | None = None, status: str | None = None,
                kind: str | None = None) -> list[dict[str, Any]]:
     """Every field of every unit matching the filters, best first (confidence, then support)."""
     where, params = [], []
@@ -616,7 +617,7 @@ def list_units(engine: "Engine", *, agent: str | None = None, status: str | None
     sql = f"SELECT {', '.join(UNIT_FIELDS)} FROM units"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    rows = engine.con.execute(sql + " ORDER BY confidence DESC, support DESC, id", params).fetchall()
+    rows = store.con.execute(sql + " ORDER BY confidence DESC, support DESC, id", params).fetchall()
     return [_unit_dict(row) for row in rows]
 
 
@@ -626,17 +627,17 @@ def _unit_dict(row: tuple) -> dict[str, Any]:
     return unit
 
 
-def trace_unit(engine: "Engine", unit_id_: str) -> dict[str, Any]:
+def trace_unit(store: "Store", unit_id_: str) -> dict[str, Any]:
     """The unit, every raw record it came from (whatever their state) and its history."""
     from ...errors import NotFoundError
 
-    row = engine.con.execute(f"SELECT {', '.join(UNIT_FIELDS)} FROM units WHERE id = ?", [unit_id_]).fetchall()
+    row = store.con.execute(f"SELECT {', '.join(UNIT_FIELDS)} FROM units WHERE id = ?", [unit_id_]).fetchall()
     if not row:
         raise NotFoundError(f"no unit with id {unit_id_!r}", hint="see `expengine units`")
     unit = _unit_dict(row[0])
-    records = _fetch_records(engine, unit["source_ids"])
+    records = _fetch_records(store, unit["source_ids"])
     found = {r["id"] for r in records}
-    history = engine.con.execute(
+    history = store.con.execute(
         "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at", [unit_id_]
     ).fetchall()
     return {
@@ -645,3 +646,21 @@ def trace_unit(engine: "Engine", unit_id_: str) -> dict[str, Any]:
         "missing_source_ids": [i for i in unit["source_ids"] if i not in found],
         "history": [dict(zip(("happened_at", "action", "detail", "run_id"), h)) for h in history],
     }
+
+
+class RefineStep:
+    """Refinement inside a cycle: a model problem is reported and must not undo decay and pruning."""
+
+    name = "refine"
+
+    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+        if not ctx.refine:
+            return {"skipped": "refinement off (--no-refine)", "seconds": 0.0}
+        started = time.perf_counter()
+        try:
+            result = refine_clusters(store, ctx.llm, dry_run=False, run_id=ctx.run_id,
+                                     max_llm_calls=ctx.max_llm_calls, now=ctx.now).to_dict()
+        except ModelError as exc:
+            result = {"error": str(exc)}
+        result.setdefault("seconds", round(time.perf_counter() - started, 3))
+        return result

@@ -1,0 +1,113 @@
+"""`Store`: one open store folder. It owns the DuckDB connection, the LanceDB index, the config, the
+history log and the embedding cache; ingest, lifecycle and query functions take it as their first
+argument. It knows nothing of locks or models beyond the embedder its cache is keyed by: `Engine`
+takes the lock and opens a Store per operation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+
+from ..config import Config
+from ..models.embedder import Embedder
+from .db import DB_FILE, LANCE_DIR, open_database, utcnow
+from .embeddings import EmbeddingCache
+from .index import Index
+
+
+class Store:
+    """DuckDB (the truth) + LanceDB (the derived index) + config + embedding cache, for one folder."""
+
+    def __init__(self, path: Path, *, config: Config, embedder: Embedder):
+        self.dir = Path(path)
+        self.config = config
+        self.embedder = embedder
+        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE)
+        self.index = Index(self.dir / LANCE_DIR)
+        self.embeddings = EmbeddingCache(self.con, embedder)
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One DuckDB transaction for the block; nested blocks join the outer one, so a compaction step
+        that calls a function with its own transaction still commits once (readers never see half)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self.con.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.con.execute("COMMIT")
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None  # type: ignore[assignment]
+
+    def reopen(self) -> None:
+        """Reconnect after the files were replaced underneath (a snapshot restore)."""
+        self.close()
+        self.con = open_database(self.dir / DB_FILE)
+        self.index = Index(self.dir / LANCE_DIR)
+        self.embeddings = EmbeddingCache(self.con, self.embedder)
+
+    def reader(self) -> "Store":
+        """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Store writes)
+        and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
+        view = copy.copy(self)
+        view.con = self.con.cursor()
+        view.embeddings = EmbeddingCache(view.con, self.embedder)
+        view._depth = 0
+        return view
+
+    def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None,
+                    at: Any = None) -> None:
+        """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""
+        text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
+        self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
+
+    def copy_files(self, target: Path) -> None:
+        """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
+        self.con.execute("CHECKPOINT")
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
+        lance = self.dir / LANCE_DIR
+        if lance.exists():
+            shutil.copytree(lance, target / LANCE_DIR)
+
+    @contextmanager
+    def rehearsal(self, scratch: Path) -> Iterator["Store"]:
+        """A throw-away copy of this store for a dry run, without copying a file: the same DuckDB
+        connection inside one transaction that is always rolled back (snapshot isolation makes it a
+        private copy; a crash commits nothing), and an empty LanceDB in `scratch`, where writes to
+        tables it lacks are no-ops (compaction steps read DuckDB only)."""
+        view = copy.copy(self)
+        view.index = Index(scratch)
+        self.con.execute("BEGIN")
+        view._depth = 1  # the steps' own transactions join this one
+        try:
+            yield view
+        finally:
+            self.con.execute("ROLLBACK")
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
