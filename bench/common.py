@@ -194,3 +194,29 @@ def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
     args = parser.parse_args(argv)
     args.command = " ".join([f"python bench/{script}", *(sys.argv[1:] if argv is None else argv)])
     return args
+
+
+@contextlib.contextmanager
+def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> Iterator[tuple[Any, Any]]:
+    """`expengine serve --http` on `store` for the block: (Unix-socket client, HTTP client with the token)."""
+    import signal
+    import subprocess
+
+    from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
+
+    sets = [x for key, value in overrides.items() for x in ("--set", f"{key}={value}")]
+    port = 8700 + os.getpid() % 200
+    server = subprocess.Popen([sys.executable, "-m", "expengine", "--store", str(store), *sets, "serve", "--http",
+                               f"127.0.0.1:{port}"], cwd=REPO, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        deadline = time.monotonic() + timeout
+        while find_server(store) is None:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the server did not start")
+            time.sleep(0.1)
+        yield (Client(socket_path=store / SOCKET_FILE),
+               Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip()))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=120)

@@ -1,6 +1,6 @@
 """Query latency at 10k and 100k memories, and the wall time of a cold `expengine query` process.
 
-    python bench/query.py [--sizes 10000 100000] [--unique 3000] [--queries 200]
+    python bench/query.py [--sizes 10000 100000] [--unique 3000] [--queries 200] [--no-compact]
                           [--logs sample_logs] [--locomo ../shared/data/locomo/locomo_dev.json]
                           [--out bench/results/query.json]
 
@@ -10,11 +10,15 @@ variant tag appended, and its vector is that text's vector plus small noise, ren
 straight to DuckDB and LanceDB (what ingest would write, without re-embedding 100k texts), then
 `query.search.refresh_indexes` builds the FTS index and, above `query.index_above` rows, IVF-PQ.
 
+Each store is then compacted once (refinement by templates), as real stores are: queries search
+units and active memories and expand units into their sources (`--no-compact` skips it).
+
 Measured: p50/p95 of `Engine.query(text, touch=False)` with the model loaded (queries are LoCoMo
 questions and sample-log texts, so both the vector and the full-text halves have work), the share
 of the query embedding alone and of everything else (with the query vectors precomputed; split into the LanceDB searches and the
-DuckDB join and scoring), and a cold `expengine query` process split into imports,
-opening the store, loading the model, and the query itself.
+DuckDB join and scoring), the same query answered by a warm `expengine serve` over its Unix socket
+and over HTTP with the token, and a cold `expengine query` process split into imports, opening the
+store, loading the model, and the query itself.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, SHARED_DATA, load_embedder, machine, table, write_json  # noqa: E402
+from common import (  # noqa: E402
+    REPO, RESULTS, SHARED_DATA, TEMPLATE_ONLY, load_embedder, machine, served, table, write_json,
+)
 
 AGENTS = ("support-bot", "coding-assistant", "companion", "locomo")
 KINDS = ("message", "observation", "tool_result", "tool_call")
@@ -170,6 +176,32 @@ print(json.dumps({"import_cli_s": t1 - t0, "import_engine_duckdb_lancedb_s": t2 
 """
 
 
+def compact_store(store: Path, embedder) -> dict:
+    """One compaction with template refinement: units, dormant sources, merged survivors."""
+    from expengine import Engine
+
+    with Engine(store=store, embedder=embedder, overrides=dict(TEMPLATE_ONLY)) as engine:
+        report = engine.compact(refine=True)
+    return {"compact_s": report.seconds, "units": report.after.units, "active": report.after.active,
+            "dormant": report.after.dormant}
+
+
+def measure_server(store: Path, queries: list[str]) -> dict:
+    """p50/p95 of the query API of a warm server, over the Unix socket and over HTTP."""
+    out = {}
+    with served(store, dict(TEMPLATE_ONLY)) as (unix, tcp):
+        for name, client in (("socket", unix), ("http", tcp)):
+            for q in queries[:5]:
+                client.call("query", {"text": q, "touch": False})
+            times = []
+            for q in queries:
+                t0 = time.perf_counter()
+                client.call("query", {"text": q, "touch": False})
+                times.append((time.perf_counter() - t0) * 1000)
+            out[name] = _percentiles(times)
+    return out
+
+
 def measure_cold(store: Path, text: str) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run(["expengine", "--store", str(store), "query", text, "--no-touch", "--json"],
@@ -190,6 +222,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--unique", type=int, default=3000, help="distinct real texts embedded (the rest are variants)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-compact", dest="compact", action="store_false", help="query the store as built")
     parser.add_argument("--logs", type=Path, default=REPO / "sample_logs")
     parser.add_argument("--locomo", type=Path, default=SHARED_DATA / "locomo" / "locomo_dev.json")
     parser.add_argument("--out", type=Path, default=RESULTS / "query.json")
@@ -206,16 +239,22 @@ def main() -> None:
         for n in args.sizes:
             store = Path(tmp) / f"store-{n}"
             built = build_store(store, n, texts, vectors, embedder)
+            compacted = compact_store(store, embedder) if args.compact else None
             api = measure_api(store, queries, embedder)
             cold = measure_cold(store, queries[0])
-            report["sizes"][str(n)] = {"memories": n, **built, "api": api, "cold_cli": cold}
+            server = measure_server(store, queries)
+            report["sizes"][str(n)] = {"memories": n, **built, "compacted": compacted, "api": api, "server": server,
+                                       "cold_cli": cold}
             print(f"{n}: {json.dumps(report['sizes'][str(n)])}", file=sys.stderr)
     write_json(args.out, report)
-    print(table(["memories", "vector index", "p50 ms", "p95 ms", "embed p50/p95 ms", "rest p50/p95 ms", "cold CLI s",
-                 "cold dominated by"],
-                [[s["memories"], s["indexes"]["memories"]["vector_index"], s["api"]["p50_ms"], s["api"]["p95_ms"],
+    print(table(["memories", "units", "vector index", "p50 ms", "p95 ms", "embed p50/p95 ms", "rest p50/p95 ms",
+                 "socket p50/p95 ms", "HTTP p50/p95 ms", "cold CLI s", "cold dominated by"],
+                [[s["memories"], (s["compacted"] or {}).get("units", "-"), s["indexes"]["memories"]["vector_index"],
+                  s["api"]["p50_ms"], s["api"]["p95_ms"],
                   f"{s['api']['embed']['p50_ms']}/{s['api']['embed']['p95_ms']}",
                   f"{s['api']['without_embedding']['p50_ms']}/{s['api']['without_embedding']['p95_ms']}",
+                  f"{s['server']['socket']['p50_ms']}/{s['server']['socket']['p95_ms']}",
+                  f"{s['server']['http']['p50_ms']}/{s['server']['http']['p95_ms']}",
                   s["cold_cli"]["cli_wall_s"], s["cold_cli"]["dominated_by"]]
                  for s in report["sizes"].values()]))
     print(f"saved {args.out}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -11,6 +12,15 @@ from typing import Any
 from .errors import InputError
 
 CONFIG_FILE = "config.toml"
+
+
+def default_store_dir() -> Path:
+    """EXPENGINE_HOME, else the per-user data folder (XDG_DATA_HOME/expengine)."""
+    env = os.environ.get("EXPENGINE_HOME")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "expengine"
 
 
 @dataclass

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .config import Config
+from .config import Config, default_store_dir
 from .errors import StoreError
 from .models.embedder import Embedder, LazyEmbedder
 from .models.llm import LLM
 from .results import Result
-from .store.db import LOCK_FILE, StoreLock, default_store_dir
+from .store.db import LOCK_FILE, StoreLock
 from .store.index import MEMORIES, UNITS
 from .store.store import Store
 
@@ -126,6 +126,9 @@ class Engine:
     def store(self) -> Store:
         """The open store, kept open (and locked) until `close()`: for scripts and tests that reach into
         SQL. While held, this Engine blocks other processes, as an Engine always did before."""
+        store = self._store
+        if self._held and store is not None:  # no guard: a server's readers must not wait for the writer
+            return store
         with self._guard:
             if self._store is None:
                 with self.session():
@@ -349,6 +352,25 @@ class Engine:
             return query(store, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
                          kind=kind, outcome=outcome, since=since, until=until, goal=goal,
                          include_dormant=include_dormant)
+
+    def reinforce(self, result: Any) -> None:
+        """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
+        from .query.search import reinforce
+
+        with self.session() as store:
+            reinforce(store, result.hits)
+
+    def reader(self) -> "Engine":
+        """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Engine writes),
+        sharing config, index and models, and its own guard (sharing this Engine's would block reads during a
+        compaction). The store must be held open (`engine.store`). Close `view._store.con`, never the view."""
+        import copy
+
+        view = copy.copy(self)
+        view._guard = threading.RLock()
+        view._store = self.store.reader()
+        view._held = True
+        return view
 
     def feedback(
         self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False

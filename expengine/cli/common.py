@@ -39,6 +39,9 @@ def global_options(
     ),
     wait: float = typer.Option(30.0, "--wait", help="Seconds to wait for a busy store (e.g. during compaction)."),
     set_: list[str] = typer.Option([], "--set", "-s", help="Override a config value for this run: section.key=value."),
+    direct: bool = typer.Option(
+        False, "--direct", help="Open the store in this process even when `expengine serve` runs for it."
+    ),
 ) -> None:
     """Global options apply to every command."""
     overrides: dict[str, Any] = {}
@@ -47,7 +50,7 @@ def global_options(
         if not sep:
             raise InputError(f"--set expects section.key=value, got {item!r}", hint="e.g. --set decay.theta_dormant=0.3")
         overrides[key.strip()] = value.strip()
-    ctx.obj = {"store": store, "wait": wait, "overrides": overrides}
+    ctx.obj = {"store": store, "wait": wait, "overrides": overrides, "direct": direct}
 
 
 def open_engine(ctx: typer.Context):
@@ -61,6 +64,38 @@ def open_engine(ctx: typer.Context):
 def styled(*parts: str | tuple[str, str]) -> Text:
     """A line with some parts styled, e.g. styled(("error:", "bold red"), " ", message); text is never markup."""
     return Text.assemble(*parts)
+
+def store_dir(ctx: typer.Context) -> Path:
+    from ..config import default_store_dir
+
+    store = (ctx.obj or {}).get("store")
+    return Path(store).expanduser() if store else default_store_dir()
+
+
+def server(ctx: typer.Context) -> Any:
+    """The client of a server running for this store, or None (direct mode). Imports no heavy module."""
+    obj = ctx.obj or {}
+    if obj.get("direct"):
+        return None
+    from ..service.client import find_server
+
+    client = find_server(store_dir(ctx))
+    if client is not None and obj.get("overrides"):
+        raise InputError("--set cannot change a running server's config",
+                         hint="pass --set to `expengine serve`, or stop the server and add --direct")
+    return client
+
+
+def call(ctx: typer.Context, op: str, **args: Any) -> Any:
+    """Run one operation and return its JSON: through the store's server when one answers, else here.
+    Both paths give the same JSON, so every command renders one way whoever answered."""
+    client = server(ctx)
+    if client is not None:
+        return client.call(op, args)
+    from ..service import ops
+
+    with open_engine(ctx) as engine:
+        return ops.run(engine, op, args)
 
 
 def emit_json(payload: Any) -> None:

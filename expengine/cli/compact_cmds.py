@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InputError, NotFoundError
-from .common import JSON_OPTION, app, emit_json, open_engine, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
 
 
 @app.command()
@@ -24,9 +24,7 @@ def compact(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One forgetting cycle: snapshot, decay, goal cleanup, cluster pruning, refine, purge. Cron-safe."""
-    with open_engine(ctx) as engine:
-        report = engine.compact(dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
-    data = report.to_dict()
+    data = call(ctx, "compact", dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
     if as_json:
         emit_json(data)
         return
@@ -84,8 +82,7 @@ def _step_summary(name: str, step: dict[str, Any]) -> str:
 @app.command()
 def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """List snapshots, newest first."""
-    with open_engine(ctx) as engine:
-        found = [s.to_dict() for s in engine.snapshots()]
+    found = call(ctx, "snapshots")["snapshots"]
     if as_json:
         emit_json({"snapshots": found})
         return
@@ -102,28 +99,25 @@ def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 def restore(ctx: typer.Context, snapshot_id: str = typer.Argument(..., help="A snapshot id from `expengine snapshots`."),
             as_json: bool = JSON_OPTION) -> None:
     """Roll the store back to a snapshot (anything ingested after it is gone too)."""
-    with open_engine(ctx) as engine:
-        result = engine.restore(snapshot_id)
+    result = call(ctx, "restore", snapshot_id=snapshot_id)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
-    stdout.print(f"restored {result.snapshot_id}: {result.raw_after} records ({result.active_after} active); "
-                 f"runs rolled back: {', '.join(result.runs_rolled_back) or 'none'}")
+    stdout.print(f"restored {result['snapshot_id']}: {result['raw_after']} records ({result['active_after']} active); "
+                 f"runs rolled back: {', '.join(result['runs_rolled_back']) or 'none'}")
 
 
 @app.command()
 def pin(ctx: typer.Context, record_id: str = typer.Argument(...), as_json: bool = JSON_OPTION) -> None:
     """Pin a memory: it never decays and is never merged away, pruned or purged."""
-    with open_engine(ctx) as engine:
-        result = engine.pin(record_id)
+    result = call(ctx, "pin", id=record_id)
     emit_json(result) if as_json else stdout.print(f"pinned {record_id} ({result['state']})")
 
 
 @app.command()
 def unpin(ctx: typer.Context, record_id: str = typer.Argument(...), as_json: bool = JSON_OPTION) -> None:
     """Unpin a memory: it decays like any other again."""
-    with open_engine(ctx) as engine:
-        result = engine.unpin(record_id)
+    result = call(ctx, "unpin", id=record_id)
     emit_json(result) if as_json else stdout.print(f"unpinned {record_id}")
 
 
@@ -141,32 +135,31 @@ def forget(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Delete records for real, from the store and every snapshot, with their embeddings, history and unit
-    provenance (privacy requests). Filters combine with AND.
+    provenance (privacy requests). Filters combine with AND; through a running server too (never SQL).
     Example: expengine forget --agent bot --before 2026-01-01"""
     named = list(ids or []) + _read_ids(ids_from)
-    with open_engine(ctx) as engine:
-        plan = engine.forget(ids=named or None, sessions=session or None, agents=agent or None, before=before,
-                             dry_run=True)
-        if not plan.records:
-            raise NotFoundError("no record matches these filters",
-                                hint="check them with `expengine show ID` or `stats`")
-        if dry_run:
-            emit_json(plan.to_dict()) if as_json else _print_forget(plan.to_dict(), stdout)
-            return
-        if not yes:
-            if as_json or not sys.stdin.isatty():
-                raise InputError(f"refusing to delete {plan.records} record(s) without --yes",
-                                 hint="add --yes, or --dry-run to look first")
-            _print_forget(plan.to_dict(), stderr)
-            if not typer.confirm(f"delete {plan.records} record(s) and their derived data for good?", err=True):
-                raise InputError("nothing deleted", hint="add --yes to skip the question")
-        result = engine.forget(ids=plan.ids)
-    if as_json:
-        emit_json(result.to_dict())
+    filters: dict[str, Any] = {"ids": named or None, "sessions": session or None, "agents": agent or None,
+                               "before": before}
+    plan = call(ctx, "forget", **filters, dry_run=True)
+    if not plan["records"]:
+        raise NotFoundError("no record matches these filters", hint="check them with `expengine show ID` or `stats`")
+    if dry_run:
+        emit_json(plan) if as_json else _print_forget(plan, stdout)
         return
-    stdout.print(f"deleted {result.records} records, {result.embeddings} embeddings, {result.history} history rows; "
-                 f"{result.units_updated} units lost sources, {result.units_deleted} units deleted; "
-                 f"{result.snapshots} snapshots rewritten")
+    if not yes:
+        if as_json or not sys.stdin.isatty():
+            raise InputError(f"refusing to delete {plan['records']} record(s) without --yes",
+                             hint="add --yes, or --dry-run to look first")
+        _print_forget(plan, stderr)
+        if not typer.confirm(f"delete {plan['records']} record(s) and their derived data for good?", err=True):
+            raise InputError("nothing deleted", hint="add --yes to skip the question")
+    result = call(ctx, "forget", ids=plan["ids"])
+    if as_json:
+        emit_json(result)
+        return
+    stdout.print(f"deleted {result['records']} records, {result['embeddings']} embeddings, {result['history']} history "
+                 f"rows; {result['units_updated']} units lost sources, {result['units_deleted']} units deleted; "
+                 f"{result['snapshots']} snapshots rewritten")
 
 
 def _read_ids(path: Optional[str]) -> list[str]:
@@ -195,8 +188,7 @@ def _print_forget(plan: dict[str, Any], console: Console) -> None:
 @app.command()
 def history(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """The growth curve over compaction runs: raw vs active records, units and tokens."""
-    with open_engine(ctx) as engine:
-        runs = engine.history()
+    runs = call(ctx, "history")["runs"]
     if as_json:
         emit_json({"runs": runs})
         return

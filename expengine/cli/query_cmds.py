@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from ..errors import InputError
-from .common import JSON_OPTION, app, emit_json, open_engine, stdout
+from .common import JSON_OPTION, app, call, emit_json, stdout
 
 FORMATS = ("prompt", "table")
 
@@ -45,41 +45,40 @@ def query(
     """Ranked knowledge units and memories for a situation. Example: expengine query "get_weather returns 429" """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint="use --format prompt or --format table")
-    with open_engine(ctx) as engine:
-        result = engine.query(
-            text, k=k, touch=not no_touch, agent=agent, category=category, kind=kind, outcome=outcome, since=since,
-            until=until, goal=goal, budget=budget, include_dormant=include_dormant, expand=expand,
-        )
+    result = call(ctx, "query", text=text, k=k, touch=not no_touch, agent=agent, category=category, kind=kind,
+                  outcome=outcome, since=since, until=until, goal=goal, budget=budget,
+                  include_dormant=include_dormant, expand=expand)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
     if (fmt or ("table" if sys.stdout.isatty() else "prompt")) == "prompt":
-        if result.prompt:
-            sys.stdout.write(result.prompt + "\n")
+        if result["prompt"]:
+            sys.stdout.write(result["prompt"] + "\n")
         return
     _print_table(result)
 
 
-def _print_table(result: Any) -> None:
+def _print_table(result: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
 
-    if not result.hits:
+    if not result["hits"]:
         stdout.print("no hits", style="dim")
         return
-    table = Table(title=f"query: {_short(result.query, 60)}  ({result.took_ms:.0f} ms)", box=box.SIMPLE_HEAD)
+    table = Table(title=f"query: {_short(result['query'], 60)}  ({result['took_ms']:.0f} ms)", box=box.SIMPLE_HEAD)
     for column in ("#", "id", "type", "score", "sim", "W", "rec", "util"):
         wraps = column in ("id", "type")
         table.add_column(column, no_wrap=not wraps, overflow="fold", justify="left" if wraps else "right")
     table.add_column("text (sources)", ratio=1, min_width=36, overflow="fold")
-    for n, hit in enumerate(result.hits, start=1):
-        p = hit.parts
-        text = _short(hit.text) + (f" ({len(hit.source_ids)} sources)" if len(hit.source_ids) > 1 else "")
-        for ev in hit.expanded:
-            text += f"\n  ↳ {_short(ev.id)} ({ev.state}): {_short(ev.text, 80)}"
-        kind = hit.kind if hit.state == "active" else f"{hit.kind} ({hit.state})"
-        table.add_row(str(n), _short(hit.id), f"{hit.type} {kind}", f"{hit.score:.3f}", f"{p.similarity:.2f}",
-                      f"{p.weight:.2f}", f"{p.recency:.2f}", f"{p.utility:+.2f}", text)
+    for n, hit in enumerate(result["hits"], start=1):
+        p, sources = hit["parts"], hit["source_ids"]
+        text = _short(hit["text"]) + (f" ({len(sources)} sources)" if len(sources) > 1 else "")
+        for ev in hit["expanded"]:
+            text += f"\n  ↳ {_short(ev['id'])} ({ev['state']}): {_short(ev['text'], 80)}"
+        kind = hit["kind"] if hit["state"] == "active" else f"{hit['kind']} ({hit['state']})"
+        table.add_row(str(n), _short(hit["id"]), f"{hit['type']} {kind}", f"{hit['score']:.3f}",
+                      f"{p['similarity']:.2f}", f"{p['weight']:.2f}", f"{p['recency']:.2f}", f"{p['utility']:+.2f}",
+                      text)
     stdout.print(table)
 
 
@@ -93,16 +92,16 @@ def feedback(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Report that a unit or memory helped or harmed; persistently harmful units are quarantined."""
-    with open_engine(ctx) as engine:
-        result = engine.feedback(item_id, helpful=helpful, note=note, restore=restore)
+    result = call(ctx, "feedback", id=item_id, helpful=helpful, note=note, restore=restore)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
     verdict = "no report" if helpful is None else ("helpful" if helpful else "harmful")
-    line = f"{result.type} {_short(result.id)}: {verdict} · utility {result.utility:+.2f} · status {result.status}"
-    if result.quarantined:
+    line = (f"{result['type']} {_short(result['id'])}: {verdict} · utility {result['utility']:+.2f} · "
+            f"status {result['status']}")
+    if result["quarantined"]:
         line += " · quarantined (excluded from query; restore with --restore)"
-    if result.restored:
+    if result["restored"]:
         line += " · restored"
     stdout.print(line)
 
@@ -114,32 +113,31 @@ def show(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Everything about one record or unit: scores, state, provenance, history."""
-    with open_engine(ctx) as engine:
-        result = engine.show(item_id)
+    result = call(ctx, "show", id=item_id)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
     from rich.table import Table
 
-    fields = Table(title=f"{result.type} {_short(result.id)}", show_header=False)
+    fields = Table(title=f"{result['type']} {_short(result['id'])}", show_header=False)
     fields.add_column("field", style="bold")
     fields.add_column("value")
-    for key, value in result.item.items():
+    for key, value in result["item"].items():
         if value not in (None, "", "[]"):
             fields.add_row(key, _short(str(value), 200))
-    for key, value in result.scores.items():
+    for key, value in result["scores"].items():
         fields.add_row(f"score: {key}", f"{value:.4g}")
-    if result.merged_into:
-        fields.add_row("merged into", result.merged_into)
-    if len(result.source_ids) > 1 or result.type == "unit":
-        fields.add_row("stands for", ", ".join(result.source_ids))
-    for unit in result.cited_by:
+    if result["merged_into"]:
+        fields.add_row("merged into", result["merged_into"])
+    if len(result["source_ids"]) > 1 or result["type"] == "unit":
+        fields.add_row("stands for", ", ".join(result["source_ids"]))
+    for unit in result["cited_by"]:
         fields.add_row("cited by", f"{unit['id']} ({unit['kind']}, {unit['status']}): {_short(unit['text'], 80)}")
-    for source in result.sources:
+    for source in result["sources"]:
         fields.add_row("source", f"{source['id']} ({source['state']}): {_short(source['text'], 80)}")
     stdout.print(fields)
-    if result.history:
+    if result["history"]:
         history = Table("when", "action", "detail", "run", title="history")
-        for row in result.history:
+        for row in result["history"]:
             history.add_row(str(row["happened_at"])[:19], row["action"], _short(row["detail"], 80), row["run_id"] or "")
         stdout.print(history)

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .common import JSON_OPTION, app, emit_json, open_engine, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
 
 
 @app.command()
@@ -19,23 +19,23 @@ def refine(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Turn changed clusters into grounded knowledge units. Example: expengine refine --dry-run"""
-    with open_engine(ctx) as engine:
-        report = engine.refine(dry_run=dry_run, max_llm_calls=max_llm_calls, time_limit_s=time_limit)
+    report = call(ctx, "refine", dry_run=dry_run, max_llm_calls=max_llm_calls, time_limit_s=time_limit)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json(report)
         return
     verb = "would write" if dry_run else "wrote"
+    by_method = report["units_by_method"]
     stdout.print(
-        f"{verb} {report.units_written} units ({report.units_by_method.get('llm', 0)} by the model, "
-        f"{report.units_by_method.get('template', 0)} from templates) from {report.clusters_refined} of "
-        f"{report.clusters_total} clusters · unchanged {report.clusters_unchanged} · superseded "
-        f"{report.units_superseded} · archived {report.archived} · {report.seconds:.1f} s"
+        f"{verb} {report['units_written']} units ({by_method.get('llm', 0)} by the model, "
+        f"{by_method.get('template', 0)} from templates) from {report['clusters_refined']} of "
+        f"{report['clusters_total']} clusters · unchanged {report['clusters_unchanged']} · superseded "
+        f"{report['units_superseded']} · archived {report['archived']} · {report['seconds']:.1f} s"
     )
-    if report.llm_error:
-        stderr.print(f"model unavailable, templates used: {report.llm_error}")
-    if report.clusters_left:
-        stderr.print(f"{len(report.clusters_left)} clusters left for the next cycle (budget)")
-    for unit in report.units[:20]:
+    if report["llm_error"]:
+        stderr.print(f"model unavailable, templates used: {report['llm_error']}")
+    if report["clusters_left"]:
+        stderr.print(f"{len(report['clusters_left'])} clusters left for the next cycle (budget)")
+    for unit in report["units"][:20]:
         stdout.print(f"  {unit['id']} [{unit['kind']}/{unit['method']}] {unit['text']}")
 
 
@@ -48,8 +48,7 @@ def units(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List knowledge units with support, confidence and utility."""
-    with open_engine(ctx) as engine:
-        rows = engine.units(agent=agent, status=status, kind=kind)
+    rows = call(ctx, "units", agent=agent, status=status, kind=kind)["units"]
     if as_json:
         emit_json({"units": rows})
         return
@@ -67,8 +66,7 @@ def units(
 def trace(ctx: typer.Context, unit_id: str = typer.Argument(..., help="A unit id (see `expengine units`)."),
           as_json: bool = JSON_OPTION) -> None:
     """Show a unit and every raw record it came from, archived ones included."""
-    with open_engine(ctx) as engine:
-        result = engine.trace(unit_id)
+    result = call(ctx, "trace", id=unit_id)
     if as_json:
         emit_json(result)
         return
@@ -78,7 +76,7 @@ def trace(ctx: typer.Context, unit_id: str = typer.Argument(..., help="A unit id
     stdout.print(unit["text"])
     table = Table("record", "ts", "state", "kind", "text")
     for r in result["records"]:
-        table.add_row(r["id"], f"{r['ts']:%Y-%m-%d %H:%M}", r["state"], r["kind"], r["text"][:100])
+        table.add_row(r["id"], str(r["ts"])[:16], r["state"], r["kind"], r["text"][:100])
     stdout.print(table)
     if result["missing_source_ids"]:
         stderr.print(f"missing sources: {', '.join(result['missing_source_ids'])}")

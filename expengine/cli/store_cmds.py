@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+import sys
+from pathlib import Path
+from typing import Any, List, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import RejectedLinesError
-from .common import JSON_OPTION, app, emit_json, open_engine, progress_enabled, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, open_engine, progress_enabled, server, stderr, stdout, store_dir
 
 
 @app.command()
@@ -22,58 +23,68 @@ def ingest(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Validate, redact, embed and store agent log events. Example: expengine ingest logs/*.jsonl"""
-    with open_engine(ctx) as engine:
-        if progress_enabled() and not as_json:
-            from rich.progress import Progress, SpinnerColumn, TextColumn
-
-            with Progress(SpinnerColumn(), TextColumn("{task.completed} events stored"), console=stderr, transient=True) as bar:
-                task = bar.add_task("ingest")
-                try:
-                    result = engine.ingest(paths, fmt=fmt, strict=strict, agent=agent,
-                                           on_progress=lambda n: bar.advance(task, n))
-                except RejectedLinesError:
-                    raise
-        else:
-            try:
-                result = engine.ingest(paths, fmt=fmt, strict=strict, agent=agent)
-            except RejectedLinesError as exc:
-                if as_json:
-                    emit_json({"error": exc.message})
-                raise
-    if result.warning:
-        stderr.print(f"warning: {escape(result.warning)}")
+    try:
+        result = _ingest(ctx, paths, format=fmt, strict=strict, agent=agent, progress=progress_enabled() and not as_json)
+    except RejectedLinesError as exc:
+        if as_json:
+            emit_json({"error": exc.message})
+        raise
+    if result.get("warning"):
+        stderr.print(f"warning: {result['warning']}")
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
     stdout.print(
-        f"read {result.read} · stored {result.stored} · duplicates {result.duplicates} · "
-        f"rejected {result.rejected} · redacted {result.redacted} ({result.seconds:.1f} s)"
+        f"read {result['read']} · stored {result['stored']} · duplicates {result['duplicates']} · "
+        f"rejected {result['rejected']} · redacted {result['redacted']} ({result['seconds']:.1f} s)"
     )
-    for reject in result.rejects[:10]:
-        stderr.print(f"  rejected {reject.file}:{reject.line}: {reject.error}")
-    if result.rejected > 10:
-        stderr.print(f"  … and {result.rejected - 10} more (see `expengine rejects`)")
+    for reject in result["rejects"][:10]:
+        stderr.print(f"  rejected {reject['file']}:{reject['line']}: {reject['error']}")
+    if result["rejected"] > 10:
+        stderr.print(f"  … and {result['rejected'] - 10} more (see `expengine rejects`)")
+
+
+def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any) -> Any:
+    """Through a server the paths go as absolute paths (the server reads them) and stdin as text."""
+    client = server(ctx)
+    if client is not None:
+        from ..errors import InputError
+
+        if "-" in paths and len(paths) > 1:
+            raise InputError("stdin (-) cannot be mixed with paths when a server runs", hint="ingest them separately")
+        body = {"text": sys.stdin.read()} if paths == ["-"] else {"paths": [str(Path(p).resolve()) for p in paths]}
+        return client.call("ingest", {**body, **args})
+    from ..service import ops
+
+    with open_engine(ctx) as engine:
+        if not progress:
+            return ops.run(engine, "ingest", {"paths": paths, **args})
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.completed} events stored"), console=stderr, transient=True) as bar:
+            task = bar.add_task("ingest")
+            return ops.run(engine, "ingest", {"paths": paths, **args}, on_progress=lambda n: bar.advance(task, n))
 
 
 @app.command()
 def stats(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """Counts of records by kind, agent and state; units; rejects; goals; size on disk."""
-    with open_engine(ctx) as engine:
-        result = engine.stats()
+    result = call(ctx, "stats")
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result)
         return
-    table = Table(title=f"store {result.store}", show_header=True)
+    table = Table(title=f"store {result['store']}", show_header=True)
     table.add_column("what")
     table.add_column("count", justify="right")
     for label, value in (
-        ("raw records", result.raw), ("active", result.active), ("dormant", result.dormant),
-        ("archived", result.archived), ("knowledge units", result.units), ("rejects", result.rejects),
-        ("active tokens", result.active_tokens), ("hot tokens / raw tokens", f"{result.hot_tokens} / {result.raw_tokens}"),
-        ("size on disk (KiB)", result.size_bytes // 1024),
+        ("raw records", result["raw"]), ("active", result["active"]), ("dormant", result["dormant"]),
+        ("archived", result["archived"]), ("knowledge units", result["units"]), ("rejects", result["rejects"]),
+        ("active tokens", result["active_tokens"]),
+        ("hot tokens / raw tokens", f"{result['hot_tokens']} / {result['raw_tokens']}"),
+        ("size on disk (KiB)", result["size_bytes"] // 1024),
     ):
         table.add_row(label, str(value))
-    for section, values in (("kind", result.by_kind), ("agent", result.by_agent), ("goal", result.goals)):
+    for section, values in (("kind", result["by_kind"]), ("agent", result["by_agent"]), ("goal", result["goals"])):
         for key, value in values.items():
             table.add_row(f"{section}: {key}", str(value))
     stdout.print(table)
@@ -86,8 +97,7 @@ def rejects(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List quarantined input lines with file, line and reason."""
-    with open_engine(ctx) as engine:
-        rows = engine.rejects(limit=limit)
+    rows = call(ctx, "rejects", limit=limit)["rejects"]
     if as_json:
         emit_json({"rejects": rows})
         return
@@ -103,8 +113,7 @@ def rejects(
 @app.command()
 def reindex(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """Rebuild the LanceDB index from DuckDB (the source of truth)."""
-    with open_engine(ctx) as engine:
-        result = engine.reindex()
+    result = call(ctx, "reindex")
     if as_json:
         emit_json(result)
     else:
@@ -118,8 +127,7 @@ app.add_typer(config_app, name="config")
 @config_app.command("show")
 def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """Print the effective configuration (defaults, config.toml, then --set overrides)."""
-    with open_engine(ctx) as engine:
-        data = engine.config.to_dict()
+    data = _config(ctx).to_dict()
     if as_json:
         emit_json(data)
         return
@@ -131,6 +139,15 @@ def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 @config_app.command("init")
 def config_init(ctx: typer.Context) -> None:
     """Write config.toml with every default (and any --set overrides) into the store folder."""
-    with open_engine(ctx) as engine:
-        path = engine.config.save(engine.store_dir)
-    stderr.print(f"wrote {path}")
+    folder = store_dir(ctx)
+    folder.mkdir(parents=True, exist_ok=True)
+    stderr.print(f"wrote {_config(ctx).save(folder)}")
+
+
+def _config(ctx: typer.Context) -> Any:
+    """The effective config needs no open store (so it also works while a server holds one)."""
+    from ..config import Config
+
+    base = Config.load(store_dir(ctx))
+    overrides = (ctx.obj or {}).get("overrides")
+    return base.with_overrides(overrides) if overrides else base

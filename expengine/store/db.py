@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
 from ..errors import LockedError, StoreError
 from .migrations import MIGRATIONS
 
@@ -18,15 +19,6 @@ DB_FILE = "expengine.duckdb"
 LANCE_DIR = "lance"
 LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
-
-
-def default_store_dir() -> Path:
-    """EXPENGINE_HOME, else the per-user data folder (XDG_DATA_HOME/expengine)."""
-    env = os.environ.get("EXPENGINE_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "expengine"
 
 
 def json_ids(value: str | None) -> list[str]:

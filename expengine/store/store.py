@@ -98,6 +98,15 @@ class Store:
         self.index.tokenizer = self.text_tokenizer
         return True
 
+    def reader(self) -> "Store":
+        """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Store writes)
+        and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
+        view = copy.copy(self)
+        view.con = self.con.cursor()
+        view.embeddings = EmbeddingCache(view.con, self.embedder)
+        view._depth = 0
+        return view
+
     def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None,
                     at: Any = None) -> None:
         """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""

@@ -1,0 +1,40 @@
+"""Service commands: serve (the store's long-lived server) and mcp (MCP tools over stdio)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import app, open_engine, store_dir
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    http: Optional[str] = typer.Option(
+        None, "--http", help="Also listen on TCP HOST:PORT (or PORT: 127.0.0.1), with the bearer token in serve.token."
+    ),
+    grace: float = typer.Option(30.0, "--grace", help="Seconds SIGTERM waits for a running write or compaction."),
+    max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Largest request body accepted (HTTP 413 above)."),
+) -> None:
+    """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
+    Listens on serve.sock in the store folder. Stop with SIGTERM."""
+    from ..service.server import serve as run
+    from ..service.server import setup_logging
+
+    setup_logging()
+    engine = open_engine(ctx)
+    try:
+        run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20))
+    finally:
+        engine.close()
+
+
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve the memory as MCP tools over stdio (memory_query, memory_ingest, memory_feedback, memory_show,
+    memory_stats). Uses a running `expengine serve` when there is one, else opens the store itself."""
+    from ..service.mcp_server import build
+
+    build(store_dir(ctx), lambda: open_engine(ctx)).run()

@@ -1,0 +1,109 @@
+"""Talk to a running `expengine serve` over its Unix socket (or TCP with the token).
+
+Imports only the standard library: a CLI call answered by the server must start in well under a
+second, so nothing here may pull in torch, DuckDB or LanceDB.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..errors import ExpengineError
+
+SOCKET_FILE = "serve.sock"
+TOKEN_FILE = "serve.token"
+HEALTH_TIMEOUT_S = 0.5
+BUSY_HEALTH_TIMEOUT_S = 10.0
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """http.client over AF_UNIX: the stdlib speaks HTTP/1.1, only the transport differs."""
+
+    def __init__(self, path: str, timeout: float | None):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.socket_path)
+        self.sock = sock
+
+
+def remote_error(status: int, body: Any) -> ExpengineError:
+    """The server's error as the exception direct mode would have raised, with the same exit code."""
+    err = (body or {}).get("error") if isinstance(body, dict) else None
+    err = err if isinstance(err, dict) else {}
+    cls = getattr(errors, str(err.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, ExpengineError)):
+        cls = ExpengineError
+    exc = cls(err.get("message") or f"the server answered HTTP {status}", hint=err.get("hint"))
+    exc.exit_code = int(err.get("exit_code") or 1)
+    return exc
+
+
+class Client:
+    """One server; `call(op, args)` returns the operation's JSON or raises its error."""
+
+    def __init__(self, *, socket_path: str | Path | None = None, url: str | None = None, token: str | None = None):
+        self.socket_path = str(socket_path) if socket_path else None
+        self.url, self.token = url, token
+
+    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
+        if self.socket_path:
+            return _UnixConnection(self.socket_path, timeout)
+        host, _, port = (self.url or "").removeprefix("http://").rstrip("/").rpartition(":")
+        return http.client.HTTPConnection(host, int(port), timeout=timeout)
+
+    def request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection(timeout)
+        try:
+            data = None if body is None else json.dumps(body).encode()
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        try:
+            return response.status, json.loads(raw or b"null")
+        except json.JSONDecodeError:
+            return response.status, {"error": {"message": raw.decode(errors="replace")[:200]}}
+
+    def health(self, timeout: float = HEALTH_TIMEOUT_S) -> dict[str, Any] | None:
+        """The server's /health answer, or None when nothing answers in time."""
+        try:
+            status, body = self.request("GET", "/health", timeout=timeout)
+        except OSError:
+            return None
+        return body if status == 200 and isinstance(body, dict) else None
+
+    def call(self, op: str, args: dict[str, Any] | None = None) -> Any:
+        """The operation's JSON; an error answer is raised as `remote_error` makes it."""
+        status, body = self.request("POST", f"/v1/{op}", args or {})
+        if status >= 400:
+            raise remote_error(status, body)
+        return body
+
+
+def find_server(store_dir: Path) -> Client | None:
+    """The server owning `store_dir`, if its socket exists and answers /health. A socket nobody listens
+    on (a killed server) is refused at once; a listening but busy server gets a longer second try."""
+    path = store_dir / SOCKET_FILE
+    if not path.exists():
+        return None
+    client = Client(socket_path=path)
+    try:
+        status, body = client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
+    except TimeoutError:
+        return client if client.health(timeout=BUSY_HEALTH_TIMEOUT_S) else None
+    except OSError:
+        return None
+    return client if status == 200 and isinstance(body, dict) else None
