@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError, NotFoundError
+from ..results import to_json
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -180,12 +181,12 @@ def parse(op: Op, payload: Any) -> Args:
 
 
 def dumps(op: Op, result: Any) -> str:
-    """The JSON text `--json` prints (datetimes as str, as `json.dumps(default=str)` always did)."""
+    """The JSON text `--json` prints, through the one serialiser (ISO-8601 `T` dates)."""
     if op.wrap:
         result = {op.wrap: [r.to_dict() if hasattr(r, "to_dict") else r for r in result]}
     elif hasattr(result, "to_dict"):
         result = result.to_dict()
-    return json.dumps(result, default=str, ensure_ascii=False)
+    return to_json(result)
 
 
 def run(engine: Engine, name: str, payload: Any, **hooks: Any) -> Any:
