@@ -84,19 +84,23 @@ def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = T
     for n in range(cycles):
         report = engine.compact(refine=refine, now=start + CYCLE_SPACING * (n + 1))
         steps = report.steps
-        summaries.append({
-            "cycle": n + 1,
-            "seconds": report.seconds,
-            "active": report.after.active,
-            "dormant": report.after.dormant,
-            "archived": report.after.archived,
-            "units": report.after.units,
-            "merged": report.after.merged,
-            "clustering": report.clustering,
-            "step_seconds": {name: step.get("seconds") for name, step in steps.items() if isinstance(step, dict)},
-            "refine": {k: steps.get("refine", {}).get(k) for k in ("clusters_refined", "units_written", "llm_calls",
-                                                                   "archived", "error", "llm_error")},
-        })
+        summaries.append(
+            {
+                "cycle": n + 1,
+                "seconds": report.seconds,
+                "active": report.after.active,
+                "dormant": report.after.dormant,
+                "archived": report.after.archived,
+                "units": report.after.units,
+                "merged": report.after.merged,
+                "clustering": report.clustering,
+                "step_seconds": {name: step.get("seconds") for name, step in steps.items() if isinstance(step, dict)},
+                "refine": {
+                    k: steps.get("refine", {}).get(k)
+                    for k in ("clusters_refined", "units_written", "llm_calls", "archived", "error", "llm_error")
+                },
+            }
+        )
     return summaries
 
 
@@ -105,9 +109,16 @@ def store_size(engine: Any) -> dict[str, Any]:
     stats = engine.stats()
     kept = stats.active + stats.units
     return {
-        "raw": stats.raw, "active": stats.active, "dormant": stats.dormant, "archived": stats.archived,
-        "units": stats.units, "active_plus_units": kept, "share_of_raw": round(kept / stats.raw, 4) if stats.raw else None,
-        "active_tokens": stats.active_tokens, "hot_tokens": stats.hot_tokens, "raw_tokens": stats.raw_tokens,
+        "raw": stats.raw,
+        "active": stats.active,
+        "dormant": stats.dormant,
+        "archived": stats.archived,
+        "units": stats.units,
+        "active_plus_units": kept,
+        "share_of_raw": round(kept / stats.raw, 4) if stats.raw else None,
+        "active_tokens": stats.active_tokens,
+        "hot_tokens": stats.hot_tokens,
+        "raw_tokens": stats.raw_tokens,
         "hot_share": stats.hot_share,
     }
 
@@ -126,8 +137,10 @@ class Stopwatch:
         return time.perf_counter() - self._started
 
     def to_dict(self) -> dict[str, float]:
-        return {**{k: round(v, 1) for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])},
-                "total": round(self.total(), 1)}
+        return {
+            **{k: round(v, 1) for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])},
+            "total": round(self.total(), 1),
+        }
 
 
 class _Section:
@@ -145,8 +158,10 @@ def table(headers: list[str], rows: Iterable[list[Any]]) -> str:
     """A plain Markdown table (readable in a terminal and pasteable into docs)."""
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
     lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
     return "\n".join(lines)
 
@@ -164,7 +179,7 @@ def update_doc_section(path: Path, name: str, body: str) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     block = f"{start}\n{body.strip()}\n{end}"
     if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end) :]
     else:
         text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,15 +194,30 @@ def write_json(path: Path, data: Any) -> None:
 def add_cycle_options(parser: Any, *, name: str, k_default: int, k_help: str) -> None:
     """The options both retrieval benchmarks share: cycles, budget, k, threads, model, overrides, output."""
     parser.add_argument("--cycles", type=int, default=3, help="compaction cycles (default: %(default)s)")
-    parser.add_argument("--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)")
+    parser.add_argument(
+        "--budget", type=int, default=1000, help="prompt budget in approx_tokens (default: %(default)s)"
+    )
     parser.add_argument("--k", type=int, default=k_default, help=k_help)
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the embedder (0: torch's default)")
     parser.add_argument("--llm", action="store_true", help="let the local model word units (default: templates only)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)")
-    parser.add_argument("--out", type=Path, default=RESULTS / f"{name}.json", help="JSON results (default: %(default)s)")
-    parser.add_argument("--docs", type=Path, default=None, metavar="MD",
-                        help=f"also write the tables into this Markdown file's {name} section (e.g. docs/benchmarks.md)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override for every store, e.g. --set query.gamma=0 (repeatable)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / f"{name}.json", help="JSON results (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        metavar="MD",
+        help=f"also write the tables into this Markdown file's {name} section (e.g. docs/benchmarks.md)",
+    )
 
 
 def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
@@ -206,17 +236,22 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
 
     sets = [x for key, value in overrides.items() for x in ("--set", f"{key}={value}")]
     port = 8700 + os.getpid() % 200
-    server = subprocess.Popen([sys.executable, "-m", "expengine", "--store", str(store), *sets, "serve", "--http",
-                               f"127.0.0.1:{port}"], cwd=REPO, stderr=subprocess.DEVNULL,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "expengine", "--store", str(store), *sets, "serve", "--http", f"127.0.0.1:{port}"],
+        cwd=REPO,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     try:
         deadline = time.monotonic() + timeout
         while find_server(store) is None:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit("the server did not start")
             time.sleep(0.1)
-        yield (Client(socket_path=store / SOCKET_FILE),
-               Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip()))
+        yield (
+            Client(socket_path=store / SOCKET_FILE),
+            Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip()),
+        )
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)

@@ -83,10 +83,9 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
     import pyarrow as pa
 
     from expengine import Engine
-    from expengine.store.embeddings import text_hash
-    from expengine.store.index import memory_rows
     from expengine.store.db import arrow_view, utcnow
-    from expengine.store.index import MEMORIES
+    from expengine.store.embeddings import text_hash
+    from expengine.store.index import MEMORIES, memory_rows
 
     rng = np.random.default_rng(seed)
     topics = max(1, n // 20)
@@ -104,25 +103,41 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
         words = " ".join(vocab[rng.integers(0, 5000, size=int(rng.integers(6, 16)))])
         text = f"topic {topic[i]} memory {i}: {words}"
         texts.append(text)
-        rows.append({
-            "id": f"syn-{i:07d}", "content_hash": text_hash(text), "agent": f"agent-{i % agents}",
-            "session": f"s{i // 50}", "ts": START + dt.timedelta(seconds=int(i)), "kind": "note", "content": text,
-            "text": text, "importance": float(rng.uniform(0.1, 0.9)), "category": str(categories[i % len(categories)]),
-            "protected": False, "ingested_at": now,
-        })
+        rows.append(
+            {
+                "id": f"syn-{i:07d}",
+                "content_hash": text_hash(text),
+                "agent": f"agent-{i % agents}",
+                "session": f"s{i // 50}",
+                "ts": START + dt.timedelta(seconds=int(i)),
+                "kind": "note",
+                "content": text,
+                "text": text,
+                "importance": float(rng.uniform(0.1, 0.9)),
+                "category": str(categories[i % len(categories)]),
+                "protected": False,
+                "ingested_at": now,
+            }
+        )
     engine = Engine(store=store, embedder=VectorsOnly(dim))
     con = engine.store.con
     for start in range(0, n, 20000):
-        chunk = rows[start:start + 20000]
+        chunk = rows[start : start + 20000]
         table_ = pa.Table.from_pylist(chunk)
         with arrow_view(con, "incoming", table_):
             con.execute(f"INSERT INTO records ({', '.join(table_.column_names)}) SELECT * FROM incoming")
-        emb = pa.table({"text_hash": [text_hash(t) for t in texts[start:start + 20000]],
-                        "model": [VectorsOnly.name] * len(chunk),
-                        "vector": list(vectors[start:start + 20000])})
+        emb = pa.table(
+            {
+                "text_hash": [text_hash(t) for t in texts[start : start + 20000]],
+                "model": [VectorsOnly.name] * len(chunk),
+                "vector": list(vectors[start : start + 20000]),
+            }
+        )
         with arrow_view(con, "incoming_vectors", emb):
-            con.execute("INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM incoming_vectors ON CONFLICT DO NOTHING")
-        engine.store.index.add(MEMORIES, memory_rows(chunk, vectors[start:start + 20000], dim), replace=False)
+            con.execute(
+                "INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM incoming_vectors ON CONFLICT DO NOTHING"
+            )
+        engine.store.index.add(MEMORIES, memory_rows(chunk, vectors[start : start + 20000], dim), replace=False)
     engine.store.index.refresh_text_index(MEMORIES)
     return engine
 
@@ -141,11 +156,16 @@ def synthetic(n: int) -> dict:
         finally:
             engine.close()
     return {
-        "memories": n, "build_seconds": round(build_s, 1), "cycle_seconds": report.seconds,
-        "dry_run_seconds": dry.seconds, "dry_run_share_of_cycle": round(dry.seconds / report.seconds, 3),
+        "memories": n,
+        "build_seconds": round(build_s, 1),
+        "cycle_seconds": report.seconds,
+        "dry_run_seconds": dry.seconds,
+        "dry_run_share_of_cycle": round(dry.seconds / report.seconds, 3),
         "dry_run_matches": dry.after == report.after,
         "step_seconds": {k: v.get("seconds") for k, v in report.steps.items()},
-        "clusters": report.after.clusters, "merged": report.after.merged, "active_after": report.after.active,
+        "clusters": report.after.clusters,
+        "merged": report.after.merged,
+        "active_after": report.after.active,
         "k_rule": report.steps["clusters"].get("k_rule"),
     }
 
@@ -156,8 +176,11 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, default=REPO / "sample_logs", help="folder of native JSONL logs")
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--synthetic", default="10000,100000", help="comma-separated store sizes; empty to skip")
-    parser.add_argument("--no-refine-variant", action="store_true",
-                        help="on the real data, only run cycles without refinement (default: both, refinement by templates)")
+    parser.add_argument(
+        "--no-refine-variant",
+        action="store_true",
+        help="on the real data, only run cycles without refinement (default: both, refinement by templates)",
+    )
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "compact.json")
     args = parser.parse_args()
@@ -168,30 +191,53 @@ def main() -> None:
         from common import load_embedder
 
         embedder = load_embedder()
-        for name, paths in (("tau-bench-airline", [str(args.tau)]), ("sample_logs", sorted(str(p) for p in args.logs.glob("*.jsonl")))):
+        for name, paths in (
+            ("tau-bench-airline", [str(args.tau)]),
+            ("sample_logs", sorted(str(p) for p in args.logs.glob("*.jsonl"))),
+        ):
             result = real_dataset(name, paths, cycles=args.cycles, variants=variants, embedder=embedder)
             results["datasets"].append(result)
             print(f"\n{name}: {result['raw']} raw records (ingest {result['ingest_seconds']} s)")
             for variant, data in result["variants"].items():
                 print(f"\n{name}, {variant}:")
-                print(table(["cycle", "active", "share", "units", "dormant", "archived", "merged", "seconds", "clustering"],
-                            [[s["cycle"], s["active"], round(s["active"] / result["raw"], 3), s["units"], s["dormant"],
-                              s["archived"], s["merged"], s["seconds"], s["clustering"][:40]] for s in data["cycles"]]))
+                print(
+                    table(
+                        ["cycle", "active", "share", "units", "dormant", "archived", "merged", "seconds", "clustering"],
+                        [
+                            [
+                                s["cycle"],
+                                s["active"],
+                                round(s["active"] / result["raw"], 3),
+                                s["units"],
+                                s["dormant"],
+                                s["archived"],
+                                s["merged"],
+                                s["seconds"],
+                                s["clustering"][:40],
+                            ]
+                            for s in data["cycles"]
+                        ],
+                    )
+                )
                 print("step seconds, cycle 1:", data["cycles"][0]["step_seconds"])
     for n in [int(x) for x in args.synthetic.split(",") if x.strip()]:
         result = synthetic(n)
         results["synthetic"].append(result)
-        print(f"\nsynthetic {n}: one cycle {result['cycle_seconds']} s, its dry run {result['dry_run_seconds']} s "
-              f"({result['dry_run_share_of_cycle']:.0%}, same after-counts: {result['dry_run_matches']}) "
-              f"(build {result['build_seconds']} s); "
-              f"steps {result['step_seconds']}; {result['clusters']} clusters, {result['merged']} merged, "
-              f"{result['active_after']} active")
+        print(
+            f"\nsynthetic {n}: one cycle {result['cycle_seconds']} s, its dry run {result['dry_run_seconds']} s "
+            f"({result['dry_run_share_of_cycle']:.0%}, same after-counts: {result['dry_run_matches']}) "
+            f"(build {result['build_seconds']} s); "
+            f"steps {result['step_seconds']}; {result['clusters']} clusters, {result['merged']} merged, "
+            f"{result['active_after']} active"
+        )
     tau = next((d for d in results["datasets"] if d["dataset"] == "tau-bench-airline"), None)
     shares = {v: d["active_share_after"].get(3) for v, d in (tau or {}).get("variants", {}).items()}
     results["targets"] = {
         "tau_active_share_after_3_cycles": shares,
         "tau_target_met": {v: share is not None and share <= 0.35 for v, share in shares.items()},
-        "cycle_100k_seconds": next((s["cycle_seconds"] for s in results["synthetic"] if s["memories"] == 100_000), None),
+        "cycle_100k_seconds": next(
+            (s["cycle_seconds"] for s in results["synthetic"] if s["memories"] == 100_000), None
+        ),
         "dry_run_below_cycle": {s["memories"]: s["dry_run_seconds"] < s["cycle_seconds"] for s in results["synthetic"]},
     }
     write_json(args.out, results)

@@ -25,7 +25,12 @@ sys.path.insert(0, str(REPO))
 
 
 def make_events(source: Path, n: int) -> list[dict]:
-    base = [json.loads(line) for f in sorted(source.glob("*.jsonl")) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    base = [
+        json.loads(line)
+        for f in sorted(source.glob("*.jsonl"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     events = []
     for i in range(n):
         event = json.loads(json.dumps(base[i % len(base)]))
@@ -57,12 +62,16 @@ def main() -> None:
     embedder.encode(["warm up the model once"] * 8)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "bench.jsonl"
-        log.write_text("\n".join(json.dumps(e) for e in make_events(args.source, args.records)) + "\n", encoding="utf-8")
+        log.write_text(
+            "\n".join(json.dumps(e) for e in make_events(args.source, args.records)) + "\n", encoding="utf-8"
+        )
         with Engine(store=Path(tmp) / "store", embedder=embedder) as engine:
             started = time.perf_counter()
             result = engine.ingest([str(log)])
             ingest_s = time.perf_counter() - started
-            texts = [t for (t,) in engine.store.con.execute("SELECT text FROM records ORDER BY ingested_at, id").fetchall()]
+            texts = [
+                t for (t,) in engine.store.con.execute("SELECT text FROM records ORDER BY ingested_at, id").fetchall()
+            ]
         started = time.perf_counter()
         for i in range(0, len(texts), 512):
             embedder.encode(texts[i : i + 512])
@@ -80,7 +89,9 @@ def main() -> None:
         "target_ratio": 0.8,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
     }
-    print(f"ingest:  {report['ingest_records_per_s']:8.1f} records/s ({report['stored']} in {report['ingest_seconds']} s)")
+    print(
+        f"ingest:  {report['ingest_records_per_s']:8.1f} records/s ({report['stored']} in {report['ingest_seconds']} s)"
+    )
     print(f"encoder: {report['encoder_texts_per_s']:8.1f} texts/s   ({len(texts)} in {report['encoder_seconds']} s)")
     print(f"ratio:   {report['ratio']:.3f} (target ≥ 0.80)")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -46,8 +46,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    CYCLE_SPACING, SHARED_DATA, Stopwatch, add_cycle_options, engine_overrides, finish_args, load_embedder, machine,
-    run_cycles, store_size, table, torch_threads, update_doc_section, words, write_json,
+    CYCLE_SPACING,
+    SHARED_DATA,
+    Stopwatch,
+    add_cycle_options,
+    engine_overrides,
+    finish_args,
+    load_embedder,
+    machine,
+    run_cycles,
+    store_size,
+    table,
+    torch_threads,
+    update_doc_section,
+    words,
+    write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
@@ -86,7 +99,9 @@ def parse_session_time(text: str) -> dt.datetime:
     try:
         return dt.datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y")
     except ValueError as exc:
-        raise ValueError(f"unexpected LoCoMo session date-time {text!r} (expected e.g. '1:56 pm on 8 May, 2023')") from exc
+        raise ValueError(
+            f"unexpected LoCoMo session date-time {text!r} (expected e.g. '1:56 pm on 8 May, 2023')"
+        ) from exc
 
 
 def conversation_turns(sample: dict[str, Any], *, max_sessions: int | None = None) -> list[Turn]:
@@ -99,15 +114,31 @@ def conversation_turns(sample: dict[str, Any], *, max_sessions: int | None = Non
             content = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 content += f" (shared image: {turn['blip_caption']})"
-            turns.append(Turn(record_id=f"{sample_id}:{turn['dia_id']}", dia_id=turn["dia_id"],
-                              ts=start + dt.timedelta(seconds=offset), session=f"{sample_id}:session_{number}",
-                              content=content))
+            turns.append(
+                Turn(
+                    record_id=f"{sample_id}:{turn['dia_id']}",
+                    dia_id=turn["dia_id"],
+                    ts=start + dt.timedelta(seconds=offset),
+                    session=f"{sample_id}:session_{number}",
+                    content=content,
+                )
+            )
     return turns
 
 
 def native_events(turns: list[Turn], agent: str) -> list[dict[str, Any]]:
-    return [{"id": t.record_id, "ts": t.ts.isoformat(), "kind": "message", "agent": agent, "session": t.session,
-             "role": "user", "content": t.content} for t in turns]
+    return [
+        {
+            "id": t.record_id,
+            "ts": t.ts.isoformat(),
+            "kind": "message",
+            "agent": agent,
+            "session": t.session,
+            "role": "user",
+            "content": t.content,
+        }
+        for t in turns
+    ]
 
 
 def normalise_evidence(raw: list[Any], known: set[str]) -> tuple[list[str], list[str]]:
@@ -126,8 +157,9 @@ def normalise_evidence(raw: list[Any], known: set[str]) -> tuple[list[str], list
     return list(dict.fromkeys(ids)), malformed
 
 
-def conversation_questions(sample: dict[str, Any], known: set[str], *, limit: int | None = None,
-                           truncated: bool = False) -> list[Question]:
+def conversation_questions(
+    sample: dict[str, Any], known: set[str], *, limit: int | None = None, truncated: bool = False
+) -> list[Question]:
     """Questions of categories 1-4; on a truncated conversation, only those whose evidence is all kept."""
     questions = []
     for qa in sample["qa"]:
@@ -136,16 +168,23 @@ def conversation_questions(sample: dict[str, Any], known: set[str], *, limit: in
         evidence, malformed = normalise_evidence(qa.get("evidence") or [], known)
         if truncated and (malformed or not evidence):
             continue
-        questions.append(Question(text=qa["question"], answer=str(qa["answer"]), category=qa["category"],
-                                  evidence=evidence, malformed=malformed))
+        questions.append(
+            Question(
+                text=qa["question"],
+                answer=str(qa["answer"]),
+                category=qa["category"],
+                evidence=evidence,
+                malformed=malformed,
+            )
+        )
     return questions[:limit]
 
 
 # --- scoring one prompt -------------------------------------------------------------------------------
 def score_prompt(question: Question, prompt: str, found: set[str], shown: set[str], sample_id: str) -> dict[str, Any]:
     prefix = sample_id + ":"
-    found_dia = {i[len(prefix):] for i in found if i.startswith(prefix)}
-    shown_dia = {i[len(prefix):] for i in shown if i.startswith(prefix)}
+    found_dia = {i[len(prefix) :] for i in found if i.startswith(prefix)}
+    shown_dia = {i[len(prefix) :] for i in shown if i.startswith(prefix)}
     gold = question.evidence
     answer_words = list(dict.fromkeys(words(question.answer)))
     prompt_words = set(words(prompt))
@@ -157,7 +196,9 @@ def score_prompt(question: Question, prompt: str, found: set[str], shown: set[st
     }
 
 
-def measure_engine(engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int) -> list[dict[str, Any]]:
+def measure_engine(
+    engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int
+) -> list[dict[str, Any]]:
     """Ask every question without reinforcing anything; score the hits that fit in the budget."""
     from expengine.textutil import approx_tokens
 
@@ -174,8 +215,12 @@ def measure_engine(engine: Any, questions: list[Question], sample_id: str, *, bu
                 found.add(evidence.id)
                 shown.add(evidence.id)
         row = score_prompt(question, result.prompt, found, shown, sample_id)
-        row.update(tokens=approx_tokens(result.prompt), units=sum(h.type == "unit" for h in result.hits),
-                   memories=sum(h.type == "memory" for h in result.hits), ms=result.took_ms)
+        row.update(
+            tokens=approx_tokens(result.prompt),
+            units=sum(h.type == "unit" for h in result.hits),
+            memories=sum(h.type == "memory" for h in result.hits),
+            ms=result.took_ms,
+        )
         scores.append(row)
     return scores
 
@@ -194,9 +239,22 @@ def measure_bm25(engine: Any, questions: list[Question], sample_id: str, *, budg
     scores = []
     for question in questions:
         ranked = np.argsort(-bm25.get_scores(words(question.text)), kind="stable")
-        hits = [Hit(id=rows[i][0], type="memory", text=rows[i][1], score=0.0, parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
-                    source_ids=[rows[i][0]], kind="message", state="active", agent=rows[i][3], category=rows[i][4],
-                    ts=rows[i][2]) for i in ranked[:200]]
+        hits = [
+            Hit(
+                id=rows[i][0],
+                type="memory",
+                text=rows[i][1],
+                score=0.0,
+                parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
+                source_ids=[rows[i][0]],
+                kind="message",
+                state="active",
+                agent=rows[i][3],
+                category=rows[i][4],
+                ts=rows[i][2],
+            )
+            for i in ranked[:200]
+        ]
         prompt, kept = render_prompt(hits, budget=budget)
         ids = {h.id for h in kept}
         row = score_prompt(question, prompt, ids, ids, sample_id)
@@ -218,7 +276,9 @@ def run_steps(engine: Any, steps: tuple[str, ...], cycles: int, start: dt.dateti
     engine.store.index.refresh_text_index(MEMORIES)
 
 
-def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Namespace, watch: Stopwatch) -> dict[str, Any]:
+def run_conversation(
+    sample: dict[str, Any], *, embedder: Any, args: argparse.Namespace, watch: Stopwatch
+) -> dict[str, Any]:
     from expengine import Engine
     from expengine.store.db import utcnow
 
@@ -227,9 +287,14 @@ def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Na
     known = {t.dia_id for t in turns}
     questions = conversation_questions(sample, known, limit=args.questions, truncated=args.sessions is not None)
     overrides = engine_overrides(args)
-    out: dict[str, Any] = {"sample_id": sample_id, "turns": len(turns), "questions": len(questions),
-                           "malformed_evidence": sorted({m for q in questions for m in q.malformed}), "methods": {},
-                           "sizes": {}}
+    out: dict[str, Any] = {
+        "sample_id": sample_id,
+        "turns": len(turns),
+        "questions": len(questions),
+        "malformed_evidence": sorted({m for q in questions for m in q.malformed}),
+        "methods": {},
+        "sizes": {},
+    }
     with tempfile.TemporaryDirectory(prefix=f"locomo-{sample_id}-") as tmp:
         log = Path(tmp) / f"{sample_id}.jsonl"
         log.write_text("\n".join(json.dumps(e) for e in native_events(turns, sample_id)) + "\n", encoding="utf-8")
@@ -240,8 +305,9 @@ def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Na
             with watch.section("baseline (BM25)"):
                 out["methods"]["BM25 over raw turns"] = measure_bm25(engine, questions, sample_id, budget=args.budget)
             with watch.section("queries"):
-                out["methods"]["expengine before compaction"] = measure_engine(engine, questions, sample_id,
-                                                                               budget=args.budget, k=args.k)
+                out["methods"]["expengine before compaction"] = measure_engine(
+                    engine, questions, sample_id, budget=args.budget, k=args.k
+                )
             out["sizes"]["expengine before compaction"] = store_size(engine)
             start = utcnow()
             if not args.no_ablation:
@@ -252,7 +318,9 @@ def run_conversation(sample: dict[str, Any], *, embedder: Any, args: argparse.Na
                         engine.restore(baseline_snapshot)
                         run_steps(engine, steps, args.cycles, start, label)
                     with watch.section("queries"):
-                        out["methods"][label] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
+                        out["methods"][label] = measure_engine(
+                            engine, questions, sample_id, budget=args.budget, k=args.k
+                        )
                     out["sizes"][label] = store_size(engine)
                 with watch.section("ablation cycles"):
                     engine.restore(baseline_snapshot)
@@ -276,7 +344,10 @@ def aggregate(conversations: list[dict[str, Any]]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for method in methods:
         rows = [r for c in conversations for r in c["methods"][method]]
-        groups = {"overall": rows, **{f"{n} {CATEGORIES[n]}": [r for r in rows if r["category"] == n] for n in CATEGORIES}}
+        groups = {
+            "overall": rows,
+            **{f"{n} {CATEGORIES[n]}": [r for r in rows if r["category"] == n] for n in CATEGORIES},
+        }
         entry: dict[str, Any] = {}
         for name, group in groups.items():
             entry[name] = {
@@ -292,10 +363,16 @@ def aggregate(conversations: list[dict[str, Any]]) -> dict[str, Any]:
             raw = sum(s["raw"] for s in sizes)
             kept = sum(s["active_plus_units"] for s in sizes)
             hot, raw_tokens = sum(s["hot_tokens"] for s in sizes), sum(s["raw_tokens"] for s in sizes)
-            entry["size"] = {"raw": raw, "active": sum(s["active"] for s in sizes), "units": sum(s["units"] for s in sizes),
-                             "active_plus_units": kept, "share_of_raw": round(kept / raw, 4) if raw else None,
-                             "hot_tokens": hot, "raw_tokens": raw_tokens,
-                             "hot_share": round(hot / raw_tokens, 4) if raw_tokens else None}
+            entry["size"] = {
+                "raw": raw,
+                "active": sum(s["active"] for s in sizes),
+                "units": sum(s["units"] for s in sizes),
+                "active_plus_units": kept,
+                "share_of_raw": round(kept / raw, 4) if raw else None,
+                "hot_tokens": hot,
+                "raw_tokens": raw_tokens,
+                "hot_share": round(hot / raw_tokens, 4) if raw_tokens else None,
+            }
         summary[method] = entry
     return summary
 
@@ -320,14 +397,28 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
         "answer_recall_kept": (ratio("answer_recall"), 0.90, True),
         "evidence_recall_over_bm25": (None if None in gain else round(gain[0] - gain[1], 4), 0.10, True),
     }
-    return {name: {"value": value, "target": f"{'>=' if at_least else '<='} {limit:.2f}",
-                   "met": None if value is None else (value >= limit if at_least else value <= limit)}
-            for name, (value, limit, at_least) in measured.items()}
+    return {
+        name: {
+            "value": value,
+            "target": f"{'>=' if at_least else '<='} {limit:.2f}",
+            "met": None if value is None else (value >= limit if at_least else value <= limit),
+        }
+        for name, (value, limit, at_least) in measured.items()
+    }
 
 
 def render_tables(summary: dict[str, Any]) -> str:
-    headers = ["method", "questions", "evidence recall", "evidence recall (shown)", "answer-token recall",
-               "prompt tokens", "unit hits", "store (active + units) / raw", "hot text / raw text"]
+    headers = [
+        "method",
+        "questions",
+        "evidence recall",
+        "evidence recall (shown)",
+        "answer-token recall",
+        "prompt tokens",
+        "unit hits",
+        "store (active + units) / raw",
+        "hot text / raw text",
+    ]
     blocks = []
     groups = ["overall", *(f"{n} {CATEGORIES[n]}" for n in CATEGORIES)]
     for group in groups:
@@ -336,16 +427,29 @@ def render_tables(summary: dict[str, Any]) -> str:
             g, size = entry[group], entry.get("size")
             store = f"{size['active']} + {size['units']} / {size['raw']} = {size['share_of_raw']:.2f}" if size else "—"
             hot = f"{size['hot_tokens']} / {size['raw_tokens']} = {size['hot_share']:.2f}" if size else "—"
-            rows.append([method, g["questions"], g["evidence_recall"], g["evidence_recall_shown"], g["answer_recall"],
-                         None if g["prompt_tokens"] is None else round(g["prompt_tokens"]), g["unit_hits"], store, hot])
+            rows.append(
+                [
+                    method,
+                    g["questions"],
+                    g["evidence_recall"],
+                    g["evidence_recall_shown"],
+                    g["answer_recall"],
+                    None if g["prompt_tokens"] is None else round(g["prompt_tokens"]),
+                    g["unit_hits"],
+                    store,
+                    hot,
+                ]
+            )
         title = "Overall" if group == "overall" else f"Category {group}"
         blocks.append(f"### {title}\n\n" + table(headers, rows))
     return "\n\n".join(blocks)
 
 
 def render_targets(checks: dict[str, Any]) -> str:
-    rows = [[name, check["value"], check["target"], {True: "met", False: "MISSED", None: "—"}[check["met"]]]
-            for name, check in checks.items()]
+    rows = [
+        [name, check["value"], check["target"], {True: "met", False: "MISSED", None: "—"}[check["met"]]]
+        for name, check in checks.items()
+    ]
     return table(["target", "measured", "wanted", ""], rows)
 
 
@@ -354,10 +458,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON (default: %(default)s)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
-    parser.add_argument("--sessions", type=int, default=None,
-                        help="only the first N sessions per conversation (keeps questions whose evidence is in them)")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=None,
+        help="only the first N sessions per conversation (keeps questions whose evidence is in them)",
+    )
     parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
-    add_cycle_options(parser, name="locomo", k_default=100, k_help="hits asked for before the budget cut (default: %(default)s)")
+    add_cycle_options(
+        parser, name="locomo", k_default=100, k_help="hits asked for before the budget cut (default: %(default)s)"
+    )
     return finish_args(parser, argv, script="locomo.py")
 
 
@@ -379,16 +489,24 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         conversations.append(run_conversation(sample, embedder=embedder, args=args, watch=watch))
         if echo:
             c = conversations[-1]
-            print(f"{c['sample_id']}: {c['turns']} turns, {c['questions']} questions, "
-                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+            print(
+                f"{c['sample_id']}: {c['turns']} turns, {c['questions']} questions, "
+                f"{time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
     summary = aggregate(conversations)
     checks = targets(summary)
     for c in conversations:  # per-question rows stay in memory; the JSON keeps each conversation's means
         c["methods"] = {method: entry["overall"] for method, entry in aggregate([c]).items()}
     report = {
-        "benchmark": "locomo", "data": str(args.data), "machine": machine(),
+        "benchmark": "locomo",
+        "data": str(args.data),
+        "machine": machine(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "summary": summary, "targets": checks, "seconds": watch.to_dict(), "conversations": conversations,
+        "summary": summary,
+        "targets": checks,
+        "seconds": watch.to_dict(),
+        "conversations": conversations,
     }
     write_json(args.out, report)
     text = render_report(report)
@@ -403,14 +521,16 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
 def render_report(report: dict[str, Any]) -> str:
     seconds = ", ".join(f"{k} {v}" for k, v in report["seconds"].items())
     conversations = report["conversations"]
-    return "\n\n".join([
-        f"`{report['settings']['command']}`: {len(conversations)} conversations, "
-        f"{sum(c['turns'] for c in conversations)} turns, {sum(c['questions'] for c in conversations)} questions "
-        f"({report['machine']}).",
-        render_tables(report["summary"]),
-        "### Targets\n\n" + render_targets(report["targets"]),
-        f"Seconds: {seconds}.",
-    ])
+    return "\n\n".join(
+        [
+            f"`{report['settings']['command']}`: {len(conversations)} conversations, "
+            f"{sum(c['turns'] for c in conversations)} turns, {sum(c['questions'] for c in conversations)} questions "
+            f"({report['machine']}).",
+            render_tables(report["summary"]),
+            "### Targets\n\n" + render_targets(report["targets"]),
+            f"Seconds: {seconds}.",
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,16 @@ def parallel_events(user: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         for n, pair in enumerate(zip(cn_turns, en_turns)):
             for field, role in (("query", "user"), ("response", "assistant")):
                 for lang, turn in zip(("cn", "en"), pair):
-                    out[lang].append({"id": f"{date}:{n}:{field}", "ts": f"{date}T12:{n:02d}:0{int(role == 'assistant')}",
-                                      "kind": "message", "role": role, "agent": "companion", "content": turn[field]})
+                    out[lang].append(
+                        {
+                            "id": f"{date}:{n}:{field}",
+                            "ts": f"{date}T12:{n:02d}:0{int(role == 'assistant')}",
+                            "kind": "message",
+                            "role": role,
+                            "agent": "companion",
+                            "content": turn[field],
+                        }
+                    )
     return out
 
 
@@ -70,8 +78,12 @@ def run(data: Path, users: int | None, k: int, cn_model: str) -> dict[str, Any]:
             for engine in stores.values():
                 engine.close()
         print(f"user {index}: agreement so far {sum(agree) / len(agree):.3f}", file=sys.stderr)
-    return {"cn_model": cn_model, f"agreement@{k}": round(sum(agree) / len(agree), 3), "questions": len(agree),
-            "cn_ingest_records_per_s": round(texts / seconds, 1)}
+    return {
+        "cn_model": cn_model,
+        f"agreement@{k}": round(sum(agree) / len(agree), 3),
+        "questions": len(agree),
+        "cn_ingest_records_per_s": round(texts / seconds, 1),
+    }
 
 
 def main() -> None:

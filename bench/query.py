@@ -36,7 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    REPO, RESULTS, SHARED_DATA, TEMPLATE_ONLY, load_embedder, machine, served, table, write_json,
+    REPO,
+    RESULTS,
+    SHARED_DATA,
+    TEMPLATE_ONLY,
+    load_embedder,
+    machine,
+    served,
+    table,
+    write_json,
 )
 
 AGENTS = ("support-bot", "coding-assistant", "companion", "locomo")
@@ -55,7 +63,12 @@ def real_texts(logs: Path, locomo: Path, unique: int) -> tuple[list[str], list[s
     if locomo.exists():
         for conv in json.loads(locomo.read_text(encoding="utf-8")):
             c = conv["conversation"]
-            texts += [f"{t['speaker']}: {t['text']}" for k, v in c.items() if k.startswith("session_") and isinstance(v, list) for t in v]
+            texts += [
+                f"{t['speaker']}: {t['text']}"
+                for k, v in c.items()
+                if k.startswith("session_") and isinstance(v, list)
+                for t in v
+            ]
             questions += [qa["question"] for qa in conv["qa"]]
     distinct = list(dict.fromkeys(texts))
     random.Random(7).shuffle(distinct)
@@ -82,26 +95,41 @@ def build_store(store: Path, n: int, texts: list[str], vectors, embedder) -> dic
             noisy = vectors[base] + rng.normal(scale=0.02, size=(len(idx), vectors.shape[1])).astype(np.float32)
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
             rows = {
-                "id": [f"m{i}" for i in idx], "content_hash": [f"h{i}" for i in idx],
-                "agent": [AGENTS[i % len(AGENTS)] for i in idx], "session": [f"s{i // 50}" for i in idx],
+                "id": [f"m{i}" for i in idx],
+                "content_hash": [f"h{i}" for i in idx],
+                "agent": [AGENTS[i % len(AGENTS)] for i in idx],
+                "session": [f"s{i // 50}" for i in idx],
                 "goal_id": [f"g{i // 20}" if i % 3 == 0 else None for i in idx],
-                "ts": [now - dt.timedelta(minutes=int(n - i)) for i in idx], "kind": [KINDS[i % len(KINDS)] for i in idx],
+                "ts": [now - dt.timedelta(minutes=int(n - i)) for i in idx],
+                "kind": [KINDS[i % len(KINDS)] for i in idx],
                 "outcome": [("success", "failure", None)[i % 3] for i in idx],
                 "text": [f"{texts[b]} (variant {i})" for b, i in zip(base, idx)],
-                "importance": [0.5] * len(idx), "category": [("fact", "process", "chatter")[i % 3] for i in idx],
+                "importance": [0.5] * len(idx),
+                "category": [("fact", "process", "chatter")[i % 3] for i in idx],
                 "ingested_at": [now] * len(idx),
             }
             batch = pa.table(rows)
             with arrow_view(engine.store.con, "incoming", batch) as con:
                 con.execute(f"INSERT INTO records ({', '.join(batch.column_names)}) SELECT * FROM incoming")
-            lance = pa.table({**{k: rows[k] for k in ("id", "agent", "kind", "category", "outcome", "goal_id", "session", "ts", "text")},
-                              "state": ["active"] * len(idx),
-                              "vector": pa.FixedSizeListArray.from_arrays(pa.array(noisy.ravel()), embedder.dim)})
+            lance = pa.table(
+                {
+                    **{
+                        k: rows[k]
+                        for k in ("id", "agent", "kind", "category", "outcome", "goal_id", "session", "ts", "text")
+                    },
+                    "state": ["active"] * len(idx),
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(noisy.ravel()), embedder.dim),
+                }
+            )
             schema = memory_schema(embedder.dim)
             engine.store.index.add(MEMORIES, lance.select(schema.names).cast(schema), replace=False)
         written = time.perf_counter() - started
         indexes = refresh_indexes(engine.store)
-    return {"write_s": round(written, 1), "index_s": round(time.perf_counter() - started - written, 1), "indexes": indexes}
+    return {
+        "write_s": round(written, 1),
+        "index_s": round(time.perf_counter() - started - written, 1),
+        "indexes": indexes,
+    }
 
 
 class PrecomputedEmbedder:
@@ -152,9 +180,15 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters)[0])
         fused = {q: retrieve(db, q, precomputed.encode([q])[0], filters)[0] for q in queries}
         duck = timed(db, lambda d, q: rank(d, fused[q], filters))
-    return {"queries": len(queries), **_percentiles(total), "embed": _percentiles(embed),
-            "without_embedding": _percentiles(search), "lancedb_vector_and_fts": _percentiles(lance),
-            "duckdb_join_and_score": _percentiles(duck), "mean_hits": round(hits / 20, 2)}
+    return {
+        "queries": len(queries),
+        **_percentiles(total),
+        "embed": _percentiles(embed),
+        "without_embedding": _percentiles(search),
+        "lancedb_vector_and_fts": _percentiles(lance),
+        "duckdb_join_and_score": _percentiles(duck),
+        "mean_hits": round(hits / 20, 2),
+    }
 
 
 COLD_PROBE = r"""
@@ -182,8 +216,12 @@ def compact_store(store: Path, embedder) -> dict:
 
     with Engine(store=store, embedder=embedder, overrides=dict(TEMPLATE_ONLY)) as engine:
         report = engine.compact(refine=True)
-    return {"compact_s": report.seconds, "units": report.after.units, "active": report.after.active,
-            "dormant": report.after.dormant}
+    return {
+        "compact_s": report.seconds,
+        "units": report.after.units,
+        "active": report.after.active,
+        "dormant": report.after.dormant,
+    }
 
 
 def measure_server(store: Path, queries: list[str]) -> dict:
@@ -204,13 +242,20 @@ def measure_server(store: Path, queries: list[str]) -> dict:
 
 def measure_cold(store: Path, text: str) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run(["expengine", "--store", str(store), "query", text, "--no-touch", "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["expengine", "--store", str(store), "query", text, "--no-touch", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     wall = time.perf_counter() - t0
     assert json.loads(out.stdout)["hits"], "the cold query found nothing"
     t0 = time.perf_counter()
-    parts = json.loads(subprocess.run([sys.executable, "-c", COLD_PROBE, str(store), text], capture_output=True,
-                                      text=True, check=True).stdout)
+    parts = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", COLD_PROBE, str(store), text], capture_output=True, text=True, check=True
+        ).stdout
+    )
     probe_wall = time.perf_counter() - t0
     parts = {k: round(v, 2) for k, v in parts.items()}
     parts["interpreter_start_s"] = round(probe_wall - sum(parts.values()), 2)
@@ -243,20 +288,49 @@ def main() -> None:
             api = measure_api(store, queries, embedder)
             cold = measure_cold(store, queries[0])
             server = measure_server(store, queries)
-            report["sizes"][str(n)] = {"memories": n, **built, "compacted": compacted, "api": api, "server": server,
-                                       "cold_cli": cold}
+            report["sizes"][str(n)] = {
+                "memories": n,
+                **built,
+                "compacted": compacted,
+                "api": api,
+                "server": server,
+                "cold_cli": cold,
+            }
             print(f"{n}: {json.dumps(report['sizes'][str(n)])}", file=sys.stderr)
     write_json(args.out, report)
-    print(table(["memories", "units", "vector index", "p50 ms", "p95 ms", "embed p50/p95 ms", "rest p50/p95 ms",
-                 "socket p50/p95 ms", "HTTP p50/p95 ms", "cold CLI s", "cold dominated by"],
-                [[s["memories"], (s["compacted"] or {}).get("units", "-"), s["indexes"]["memories"]["vector_index"],
-                  s["api"]["p50_ms"], s["api"]["p95_ms"],
-                  f"{s['api']['embed']['p50_ms']}/{s['api']['embed']['p95_ms']}",
-                  f"{s['api']['without_embedding']['p50_ms']}/{s['api']['without_embedding']['p95_ms']}",
-                  f"{s['server']['socket']['p50_ms']}/{s['server']['socket']['p95_ms']}",
-                  f"{s['server']['http']['p50_ms']}/{s['server']['http']['p95_ms']}",
-                  s["cold_cli"]["cli_wall_s"], s["cold_cli"]["dominated_by"]]
-                 for s in report["sizes"].values()]))
+    print(
+        table(
+            [
+                "memories",
+                "units",
+                "vector index",
+                "p50 ms",
+                "p95 ms",
+                "embed p50/p95 ms",
+                "rest p50/p95 ms",
+                "socket p50/p95 ms",
+                "HTTP p50/p95 ms",
+                "cold CLI s",
+                "cold dominated by",
+            ],
+            [
+                [
+                    s["memories"],
+                    (s["compacted"] or {}).get("units", "-"),
+                    s["indexes"]["memories"]["vector_index"],
+                    s["api"]["p50_ms"],
+                    s["api"]["p95_ms"],
+                    f"{s['api']['embed']['p50_ms']}/{s['api']['embed']['p95_ms']}",
+                    f"{s['api']['without_embedding']['p50_ms']}/{s['api']['without_embedding']['p95_ms']}",
+                    f"{s['server']['socket']['p50_ms']}/{s['server']['socket']['p95_ms']}",
+                    f"{s['server']['http']['p50_ms']}/{s['server']['http']['p95_ms']}",
+                    s["cold_cli"]["cli_wall_s"],
+                    s["cold_cli"]["dominated_by"],
+                ]
+                for s in report["sizes"].values()
+            ],
+        )
+    )
     print(f"saved {args.out}")
 
 

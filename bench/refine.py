@@ -37,11 +37,17 @@ def locomo_events(path: Path, sample: int) -> list[dict]:
     while f"session_{n}" in conversation:
         when = dt.datetime.strptime(conversation[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
         for i, turn in enumerate(conversation[f"session_{n}"]):
-            events.append({
-                "id": f"{data['sample_id']}:{turn['dia_id']}", "ts": (when + dt.timedelta(seconds=i)).isoformat() + "Z",
-                "kind": "message", "agent": "locomo", "session": f"session_{n}", "role": "user",
-                "content": f"{turn['speaker']}: {turn['text']}",
-            })
+            events.append(
+                {
+                    "id": f"{data['sample_id']}:{turn['dia_id']}",
+                    "ts": (when + dt.timedelta(seconds=i)).isoformat() + "Z",
+                    "kind": "message",
+                    "agent": "locomo",
+                    "session": f"session_{n}",
+                    "role": "user",
+                    "content": f"{turn['speaker']}: {turn['text']}",
+                }
+            )
         n += 1
     return events
 
@@ -83,8 +89,10 @@ def run(name: str, store: Path, inputs: list[str], max_llm_calls: int, mode: str
         "seconds_per_llm_unit_attempt": round(first.seconds / max(1, first.units_written), 3),
         "archived_sources": first.archived + second.archived,
         "rejection_reasons_sample": first.rejection_reasons[:8],
-        "examples": [{k: u[k] for k in ("id", "kind", "method", "support", "confidence", "success_rate", "text")}
-                     for u in sorted(units, key=lambda u: (-u["support"], u["id"]))[:5]],
+        "examples": [
+            {k: u[k] for k in ("id", "kind", "method", "support", "confidence", "success_rate", "text")}
+            for u in sorted(units, key=lambda u: (-u["support"], u["id"]))[:5]
+        ],
     }
 
 
@@ -102,20 +110,27 @@ def main() -> None:
         results.append(run("tau_bench_airline", Path(tmp) / "tau", [str(args.tau)], args.max_llm_calls, args.mode))
         conversation = Path(tmp) / "locomo.jsonl"
         conversation.write_text("".join(json.dumps(e) + "\n" for e in locomo_events(args.locomo, args.sample)))
-        results.append(run(f"locomo_sample{args.sample}", Path(tmp) / "locomo", [str(conversation)],
-                           args.max_llm_calls, args.mode))
+        results.append(
+            run(f"locomo_sample{args.sample}", Path(tmp) / "locomo", [str(conversation)], args.max_llm_calls, args.mode)
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"max_llm_calls": args.max_llm_calls, "mode": args.mode, "results": results},
-                                   indent=2, default=str) + "\n")
+    args.out.write_text(
+        json.dumps({"max_llm_calls": args.max_llm_calls, "mode": args.mode, "results": results}, indent=2, default=str)
+        + "\n"
+    )
     for result in results:
-        print(f"\n== {result['dataset']}: {result['units_written']} units from {result['clusters']} clusters "
-              f"(llm {result['share_llm']:.0%}, template {result['share_template']:.0%}); "
-              f"{result['llm_calls']} model calls, {result['llm_failures_malformed_or_timeout']} malformed/timed out, "
-              f"{result['grounding_rejected']} rejected by grounding ({result['share_rejected_by_grounding']:.0%} of "
-              f"answers); {result['seconds_per_unit']} s per unit")
+        print(
+            f"\n== {result['dataset']}: {result['units_written']} units from {result['clusters']} clusters "
+            f"(llm {result['share_llm']:.0%}, template {result['share_template']:.0%}); "
+            f"{result['llm_calls']} model calls, {result['llm_failures_malformed_or_timeout']} malformed/timed out, "
+            f"{result['grounding_rejected']} rejected by grounding ({result['share_rejected_by_grounding']:.0%} of "
+            f"answers); {result['seconds_per_unit']} s per unit"
+        )
         for example in result["examples"]:
-            print(f"- [{example['kind']}/{example['method']}] support {example['support']}, "
-                  f"confidence {example['confidence']:.2f}: {example['text']}")
+            print(
+                f"- [{example['kind']}/{example['method']}] support {example['support']}, "
+                f"confidence {example['confidence']:.2f}: {example['text']}"
+            )
     print(f"\nsaved {args.out}")
 
 

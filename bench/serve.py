@@ -68,7 +68,9 @@ def timed_process(cmd: list[str]) -> dict[str, float]:
     """Wall and CPU seconds of one child process (CPU from the children's rusage delta)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -88,12 +90,18 @@ def latencies(call: Any, texts: list[str], n: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from expengine import Engine
+
     args = parse_args(argv)
     runs = select_runs(json.loads(args.data.read_text(encoding="utf-8")), tasks=args.tasks, trials=None)
     texts = list(dict.fromkeys(r["info"]["task"]["instruction"] for r in runs if r.get("info")))
     overrides = engine_overrides(args)
-    report: dict[str, Any] = {"benchmark": "serve", "machine": machine(), "runs": len(runs), "tasks": args.tasks,
-                              "refine": "llm" if args.llm else "templates"}
+    report: dict[str, Any] = {
+        "benchmark": "serve",
+        "machine": machine(),
+        "runs": len(runs),
+        "tasks": args.tasks,
+        "refine": "llm" if args.llm else "templates",
+    }
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         store = Path(tmp) / "store"
         log = Path(tmp) / "runs.json"
@@ -108,13 +116,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         with served(store, overrides) as (unix, tcp):
             report["server_start_s"] = round(time.perf_counter() - started, 2)
-            cold = [timed_process([*cli[:-len(sets) or None], "query", question, "--no-touch", "--json"])
-                    for _ in range(args.cold)]
-            report["cold_via_server"] = {"wall_s_median": round(statistics.median(c["wall_s"] for c in cold), 3),
-                                         "wall_s_min": min(c["wall_s"] for c in cold),
-                                         "cpu_s_median": round(statistics.median(c["cpu_s"] for c in cold), 3)}
+            cold = [
+                timed_process([*cli[: -len(sets) or None], "query", question, "--no-touch", "--json"])
+                for _ in range(args.cold)
+            ]
+            report["cold_via_server"] = {
+                "wall_s_median": round(statistics.median(c["wall_s"] for c in cold), 3),
+                "wall_s_min": min(c["wall_s"] for c in cold),
+                "cpu_s_median": round(statistics.median(c["cpu_s"] for c in cold), 3),
+            }
             latencies(unix.call, texts, 5)  # warm-up
-            idle = {"socket": latencies(unix.call, texts, args.queries), "http": latencies(tcp.call, texts, args.queries)}
+            idle = {
+                "socket": latencies(unix.call, texts, args.queries),
+                "http": latencies(tcp.call, texts, args.queries),
+            }
             report["idle_ms"] = {name: {"p50": pct(v, 0.5), "p95": pct(v, 0.95)} for name, v in idle.items()}
             report["during_compaction"] = during_compaction(unix, texts)
             report["p95_ratio"] = round(report["during_compaction"]["p95"] / report["idle_ms"]["socket"]["p95"], 2)
@@ -146,27 +161,45 @@ def during_compaction(client: Any, texts: list[str]) -> dict[str, Any]:
             failed += 1
     worker.join()
     report = outcome.get("report") or {}
-    return {"compaction_s": outcome.get("seconds"), "status": report.get("status"),
-            "units": (report.get("after") or {}).get("units"), "queries": len(lat), "failed": failed,
-            "p50": pct(lat, 0.5) if lat else None, "p95": pct(lat, 0.95) if lat else None}
+    return {
+        "compaction_s": outcome.get("seconds"),
+        "status": report.get("status"),
+        "units": (report.get("after") or {}).get("units"),
+        "queries": len(lat),
+        "failed": failed,
+        "p50": pct(lat, 0.5) if lat else None,
+        "p95": pct(lat, 0.95) if lat else None,
+    }
 
 
 def render(r: dict[str, Any]) -> str:
     d, idle = r["during_compaction"], r["idle_ms"]
     rows = [
         ["cold `expengine --direct query` (s)", f"{r['cold_direct']['wall_s']} wall, {r['cold_direct']['cpu_s']} CPU"],
-        ["cold `expengine query` via server (s)", (f"{r['cold_via_server']['wall_s_median']} wall (min "
-                                                   f"{r['cold_via_server']['wall_s_min']}), "
-                                                   f"{r['cold_via_server']['cpu_s_median']} CPU")],
+        [
+            "cold `expengine query` via server (s)",
+            (
+                f"{r['cold_via_server']['wall_s_median']} wall (min "
+                f"{r['cold_via_server']['wall_s_min']}), "
+                f"{r['cold_via_server']['cpu_s_median']} CPU"
+            ),
+        ],
         ["API query idle, Unix socket (ms)", f"p50 {idle['socket']['p50']}, p95 {idle['socket']['p95']}"],
         ["API query idle, HTTP + token (ms)", f"p50 {idle['http']['p50']}, p95 {idle['http']['p95']}"],
-        ["API query during compaction (ms)", (f"p50 {d['p50']}, p95 {d['p95']} ({d['queries']} answered, "
-                                              f"{d['failed']} failed, compaction {d['compaction_s']} s, "
-                                              f"{d['units']} units)")],
+        [
+            "API query during compaction (ms)",
+            (
+                f"p50 {d['p50']}, p95 {d['p95']} ({d['queries']} answered, "
+                f"{d['failed']} failed, compaction {d['compaction_s']} s, "
+                f"{d['units']} units)"
+            ),
+        ],
         ["p95 during / idle", str(r["p95_ratio"])],
     ]
-    return (f"tau-bench airline: {r['runs']} runs, {r['stored']} records; refinement by {r['refine']}; "
-            f"{r['machine']}\n" + table(["what", "measured"], rows))
+    return (
+        f"tau-bench airline: {r['runs']} runs, {r['stored']} records; refinement by {r['refine']}; "
+        f"{r['machine']}\n" + table(["what", "measured"], rows)
+    )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    SHARED_DATA, Stopwatch, add_cycle_options, engine_overrides, finish_args, load_embedder, machine, run_cycles,
-    store_size, table, torch_threads, update_doc_section, write_json,
+    SHARED_DATA,
+    Stopwatch,
+    add_cycle_options,
+    engine_overrides,
+    finish_args,
+    load_embedder,
+    machine,
+    run_cycles,
+    store_size,
+    table,
+    torch_threads,
+    update_doc_section,
+    write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -105,11 +116,16 @@ def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget
         from_elsewhere = [h for h in naming if not all(s.startswith(own) for s in h.source_ids)]
         rules = engine.query(instruction, k=k, touch=False, budget=budget, expand=False, kind="rule")
         entry.update(
-            hits=len(result.hits), units=sum(h.type == "unit" for h in result.hits),
-            found=bool(naming), found_unit=any(h.type == "unit" for h in naming),
-            found_memory=any(h.type == "memory" for h in naming), found_outside_own_run=bool(from_elsewhere),
+            hits=len(result.hits),
+            units=sum(h.type == "unit" for h in result.hits),
+            found=bool(naming),
+            found_unit=any(h.type == "unit" for h in naming),
+            found_memory=any(h.type == "memory" for h in naming),
+            found_outside_own_run=bool(from_elsewhere),
             found_asking_rules_only=any(names_tool(h.text, tools) for h in rules.hits),
-            first_match=None if not naming else {"id": naming[0].id, "type": naming[0].type, "text": naming[0].text[:200]},
+            first_match=None
+            if not naming
+            else {"id": naming[0].id, "type": naming[0].type, "text": naming[0].text[:200]},
             top_hits=[{"id": h.id, "type": h.type, "text": h.text[:120]} for h in result.hits[:3]],
         )
         checks.append(entry)
@@ -118,11 +134,17 @@ def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget
 
 def summarise_checks(checks: list[dict[str, Any]]) -> dict[str, Any]:
     asked = [c for c in checks if "skipped" not in c]
-    share = (lambda key: round(sum(c[key] for c in asked) / len(asked), 4) if asked else None)
-    return {"failed_runs": len(checks), "asked": len(asked), "skipped": len(checks) - len(asked),
-            "found": share("found"), "found_unit": share("found_unit"), "found_memory": share("found_memory"),
-            "found_outside_own_run": share("found_outside_own_run"),
-            "found_asking_rules_only": share("found_asking_rules_only")}
+    share = lambda key: round(sum(c[key] for c in asked) / len(asked), 4) if asked else None
+    return {
+        "failed_runs": len(checks),
+        "asked": len(asked),
+        "skipped": len(checks) - len(asked),
+        "found": share("found"),
+        "found_unit": share("found_unit"),
+        "found_memory": share("found_memory"),
+        "found_outside_own_run": share("found_outside_own_run"),
+        "found_asking_rules_only": share("found_asking_rules_only"),
+    }
 
 
 def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
@@ -134,8 +156,17 @@ def sample_units(engine: Any, n: int = SAMPLE_UNITS) -> list[dict[str, Any]]:
         if wording in seen:
             continue
         seen.add(wording)
-        picked.append({"id": unit["id"], "kind": unit["kind"], "method": unit["method"], "support": unit["support"],
-                       "confidence": unit["confidence"], "success_rate": unit["success_rate"], "text": unit["text"]})
+        picked.append(
+            {
+                "id": unit["id"],
+                "kind": unit["kind"],
+                "method": unit["method"],
+                "support": unit["support"],
+                "confidence": unit["confidence"],
+                "success_rate": unit["success_rate"],
+                "text": unit["text"],
+            }
+        )
         if len(picked) == n:
             break
     return picked
@@ -170,16 +201,20 @@ def lift(prompts: list[str], steps: list[tuple[str, str]], tools: set[str]) -> d
         named_next += tool in named
         named_other += len(named - {tool}) / max(len(tools) - 1, 1)
     n = max(len(steps), 1)
-    return {"steps": len(steps), "names_next": round(named_next / n, 4), "names_other": round(named_other / n, 4),
-            "lift": round((named_next - named_other) / n, 4)}
+    return {
+        "steps": len(steps),
+        "names_next": round(named_next / n, 4),
+        "names_other": round(named_other / n, 4),
+        "lift": round((named_next - named_other) / n, 4),
+    }
 
 
 def bm25_prompts(engine: Any, queries: list[str], *, budget: int) -> list[str]:
     """BM25 over the raw training records, rendered and cut like a query answer."""
     import numpy as np
+    from common import words
     from rank_bm25 import BM25Okapi
 
-    from common import words
     from expengine.query.render import render_prompt
     from expengine.query.search import Hit, ScoreParts
 
@@ -188,15 +223,35 @@ def bm25_prompts(engine: Any, queries: list[str], *, budget: int) -> list[str]:
     prompts = []
     for query in queries:
         ranked = np.argsort(-bm25.get_scores(words(query)), kind="stable")
-        hits = [Hit(id=rows[i][0], type="memory", text=rows[i][1], score=0.0, parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
-                    source_ids=[rows[i][0]], kind="message", state="active", agent=rows[i][3], category=rows[i][4],
-                    ts=rows[i][2]) for i in ranked[:50]]
+        hits = [
+            Hit(
+                id=rows[i][0],
+                type="memory",
+                text=rows[i][1],
+                score=0.0,
+                parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
+                source_ids=[rows[i][0]],
+                kind="message",
+                state="active",
+                agent=rows[i][3],
+                category=rows[i][4],
+                ts=rows[i][2],
+            )
+            for i in ranked[:50]
+        ]
         prompts.append(render_prompt(hits, budget=budget)[0])
     return prompts
 
 
-def leave_tasks_out(args: argparse.Namespace, runs: list[dict[str, Any]], embedder: Any, *, train_tasks: int = 30,
-                    k: int = 10, budget: int = 500) -> dict[str, Any]:
+def leave_tasks_out(
+    args: argparse.Namespace,
+    runs: list[dict[str, Any]],
+    embedder: Any,
+    *,
+    train_tasks: int = 30,
+    k: int = 10,
+    budget: int = 500,
+) -> dict[str, Any]:
     """Learn from the runs of the first `train_tasks` task ids (compacted `--cycles` times), evaluate on the
     others' successful runs, never ingested: does the prompt name the tool called next (lift over the rest)?"""
     from expengine import Engine
@@ -218,13 +273,22 @@ def leave_tasks_out(args: argparse.Namespace, runs: list[dict[str, Any]], embedd
             memory = [engine.query(q, k=k, touch=False, budget=budget).prompt for q in queries]
             rules = [engine.query(q, k=k, touch=False, budget=budget, kind="rule").prompt for q in queries]
             audit = audit_units(engine)
-    return {"train_runs": len(train), "held_out_runs": len(held), "k": k, "budget_tokens": budget,
-            "memory": lift(memory, steps, tools), "rules only": lift(rules, steps, tools),
-            "BM25 over raw training runs": baseline, "unit_audit": audit}
+    return {
+        "train_runs": len(train),
+        "held_out_runs": len(held),
+        "k": k,
+        "budget_tokens": budget,
+        "memory": lift(memory, steps, tools),
+        "rules only": lift(rules, steps, tools),
+        "BM25 over raw training runs": baseline,
+        "unit_audit": audit,
+    }
 
 
-CHATTER = re.compile(r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|have a (great|nice) day)\b|"
-                     r"could you (please )?provide your user id")
+CHATTER = re.compile(
+    r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|have a (great|nice) day)\b|"
+    r"could you (please )?provide your user id"
+)
 
 
 def audit_units(engine: Any, n: int = 20, seed: int = 7) -> dict[str, Any]:
@@ -234,9 +298,13 @@ def audit_units(engine: Any, n: int = 20, seed: int = 7) -> dict[str, Any]:
     units = engine.units(status="active")
     picked = random.Random(seed).sample(units, min(n, len(units)))
     chatter = [u for u in picked if CHATTER.search(u["text"] or "")]
-    return {"active_units": len(units), "sampled": len(picked), "chatter": len(chatter),
-            "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
-            "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked]}
+    return {
+        "active_units": len(units),
+        "sampled": len(picked),
+        "chatter": len(chatter),
+        "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
+        "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked],
+    }
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -244,9 +312,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="tau-bench runs JSON (default: %(default)s)")
     parser.add_argument("--tasks", type=int, default=None, help="only the runs of the first N task ids")
     parser.add_argument("--trials", type=int, default=None, help="only the first N trials of each task")
-    parser.add_argument("--holdout", action="store_true",
-                        help="also learn from tasks 0-29 and measure the next-tool lift on tasks 30-39 (never ingested)")
-    add_cycle_options(parser, name="tau", k_default=5, k_help="hits per query (default: %(default)s, the query default)")
+    parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="also learn from tasks 0-29 and measure the next-tool lift on tasks 30-39 (never ingested)",
+    )
+    add_cycle_options(
+        parser, name="tau", k_default=5, k_help="hits per query (default: %(default)s, the query default)"
+    )
     return finish_args(parser, argv, script="tau.py")
 
 
@@ -265,10 +338,15 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
     watch = Stopwatch()
     with watch.section("model load"):
         embedder = embedder or load_embedder()
-    report: dict[str, Any] = {"benchmark": "tau-bench airline", "data": str(args.data), "machine": machine(),
-                              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                              "runs": len(runs), "tasks": len({r.get("task_id") for r in runs}),
-                              "failed_runs": sum(1 for r in runs if r.get("reward", 0) <= 0)}
+    report: dict[str, Any] = {
+        "benchmark": "tau-bench airline",
+        "data": str(args.data),
+        "machine": machine(),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "runs": len(runs),
+        "tasks": len({r.get("task_id") for r in runs}),
+        "failed_runs": sum(1 for r in runs if r.get("reward", 0) <= 0),
+    }
     with tempfile.TemporaryDirectory(prefix="tau-bench-") as tmp:
         log = Path(tmp) / "runs.json"
         log.write_text(json.dumps(runs), encoding="utf-8")
@@ -285,8 +363,11 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             with watch.section("queries"):
                 after = failed_run_checks(engine, runs, k=args.k, budget=args.budget)
             report["merged_trials"] = merged_trials(engine)
-            report["failed_run_queries"] = {"before compaction": summarise_checks(before),
-                                            "after compaction": summarise_checks(after), "per_run_after": after}
+            report["failed_run_queries"] = {
+                "before compaction": summarise_checks(before),
+                "after compaction": summarise_checks(after),
+                "per_run_after": after,
+            }
             report["sample_units"] = sample_units(engine)
     if args.holdout:
         with watch.section("leave tasks out"):
@@ -303,42 +384,110 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
 
 
 def render(report: dict[str, Any]) -> str:
-    header = (f"`{report['settings']['command']}`: {report['runs']} runs of {report['tasks']} tasks, "
-              f"{report['failed_runs']} failed, {report['stored']} records ({report['machine']}).")
+    header = (
+        f"`{report['settings']['command']}`: {report['runs']} runs of {report['tasks']} tasks, "
+        f"{report['failed_runs']} failed, {report['stored']} records ({report['machine']})."
+    )
     ingest = report["sizes"]["after ingest"]
-    size_rows = [["after ingest", ingest["raw"], ingest["active"], ingest["dormant"], ingest["archived"], ingest["units"],
-                  ingest["share_of_raw"]]]
-    size_rows += [[f"after cycle {c['cycle']}", ingest["raw"], c["active"], c["dormant"], c["archived"], c["units"],
-                   round((c["active"] + c["units"]) / ingest["raw"], 4) if ingest["raw"] else None] for c in report["cycles"]]
-    blocks = [header, "### Store size\n\n" + table(["when", "raw", "active", "dormant", "archived", "units",
-                                           "(active + units) / raw"], size_rows)]
+    size_rows = [
+        [
+            "after ingest",
+            ingest["raw"],
+            ingest["active"],
+            ingest["dormant"],
+            ingest["archived"],
+            ingest["units"],
+            ingest["share_of_raw"],
+        ]
+    ]
+    size_rows += [
+        [
+            f"after cycle {c['cycle']}",
+            ingest["raw"],
+            c["active"],
+            c["dormant"],
+            c["archived"],
+            c["units"],
+            round((c["active"] + c["units"]) / ingest["raw"], 4) if ingest["raw"] else None,
+        ]
+        for c in report["cycles"]
+    ]
+    blocks = [
+        header,
+        "### Store size\n\n"
+        + table(["when", "raw", "active", "dormant", "archived", "units", "(active + units) / raw"], size_rows),
+    ]
     merged = report["merged_trials"]
-    blocks.append("### Repeated trials merged\n\n" + table(
-        ["what", "groups", "spanning 2+ trials of a task", f"tasks covered (of {report['tasks']})"],
-        [["merged survivors (records.merged_ids)", merged["merges"]["groups"], merged["merges"]["spanning_trials"],
-          merged["merges"]["tasks"]],
-         ["active units (source_ids)", merged["units"]["groups"], merged["units"]["spanning_trials"],
-          merged["units"]["tasks"]]]))
+    blocks.append(
+        "### Repeated trials merged\n\n"
+        + table(
+            ["what", "groups", "spanning 2+ trials of a task", f"tasks covered (of {report['tasks']})"],
+            [
+                [
+                    "merged survivors (records.merged_ids)",
+                    merged["merges"]["groups"],
+                    merged["merges"]["spanning_trials"],
+                    merged["merges"]["tasks"],
+                ],
+                [
+                    "active units (source_ids)",
+                    merged["units"]["groups"],
+                    merged["units"]["spanning_trials"],
+                    merged["units"]["tasks"],
+                ],
+            ],
+        )
+    )
     queries = report["failed_run_queries"]
-    blocks.append("### Failed runs: does a query from the task instruction name a gold tool?\n\n" + table(
-        ["when", "failed runs asked", "found", "in a unit", "in a memory", "not only from the run itself",
-         "asking for rules only (kind=rule)"],
-        [[when, q["asked"], q["found"], q["found_unit"], q["found_memory"], q["found_outside_own_run"],
-          q["found_asking_rules_only"]]
-         for when, q in ((w, queries[w]) for w in ("before compaction", "after compaction"))]))
-    units = "\n".join(f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
-                      for i, u in enumerate(report["sample_units"], 1))
+    blocks.append(
+        "### Failed runs: does a query from the task instruction name a gold tool?\n\n"
+        + table(
+            [
+                "when",
+                "failed runs asked",
+                "found",
+                "in a unit",
+                "in a memory",
+                "not only from the run itself",
+                "asking for rules only (kind=rule)",
+            ],
+            [
+                [
+                    when,
+                    q["asked"],
+                    q["found"],
+                    q["found_unit"],
+                    q["found_memory"],
+                    q["found_outside_own_run"],
+                    q["found_asking_rules_only"],
+                ]
+                for when, q in ((w, queries[w]) for w in ("before compaction", "after compaction"))
+            ],
+        )
+    )
+    units = "\n".join(
+        f"{i}. [{u['kind']}, support {u['support']}, {u['method']}] {u['text'][:300]}"
+        for i, u in enumerate(report["sample_units"], 1)
+    )
     blocks.append("### Sample units\n\n" + (units or "(none)"))
     held = report.get("leave_tasks_out")
     if held:
-        blocks.append(f"### Leave tasks out: learn from {held['train_runs']} runs, query at each tool call of the "
-                      f"successful held-out runs (k={held['k']}, {held['budget_tokens']}-token prompt)\n\n" + table(
-            ["method", "steps", "names the next tool", "names another tool (mean)", "lift"],
-            [[name, m["steps"], m["names_next"], m["names_other"], m["lift"]]
-             for name, m in ((n, held[n]) for n in ("memory", "rules only", "BM25 over raw training runs"))]))
+        blocks.append(
+            f"### Leave tasks out: learn from {held['train_runs']} runs, query at each tool call of the "
+            f"successful held-out runs (k={held['k']}, {held['budget_tokens']}-token prompt)\n\n"
+            + table(
+                ["method", "steps", "names the next tool", "names another tool (mean)", "lift"],
+                [
+                    [name, m["steps"], m["names_next"], m["names_other"], m["lift"]]
+                    for name, m in ((n, held[n]) for n in ("memory", "rules only", "BM25 over raw training runs"))
+                ],
+            )
+        )
         audit = held["unit_audit"]
-        blocks.append(f"Unit audit (tasks 0-29 store): {audit['chatter']} of {audit['sampled']} random active units "
-                      f"are chatter ({audit['active_units']} active units).")
+        blocks.append(
+            f"Unit audit (tasks 0-29 store): {audit['chatter']} of {audit['sampled']} random active units "
+            f"are chatter ({audit['active_units']} active units)."
+        )
     blocks.append("Seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()) + ".")
     return "\n\n".join(blocks)
 

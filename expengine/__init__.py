@@ -22,4 +22,13 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["Engine", "Config", "ExpengineError", "InputError", "LockedError", "ModelError", "NotFoundError", "StoreError"]
+__all__ = [
+    "Engine",
+    "Config",
+    "ExpengineError",
+    "InputError",
+    "LockedError",
+    "ModelError",
+    "NotFoundError",
+    "StoreError",
+]

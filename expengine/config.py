@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from .errors import InputError
 
@@ -110,6 +111,7 @@ class LessonsConfig:
 @dataclass
 class ChatterConfig:
     """A sentence seen in this many sessions (or this share of them), without a digit, is boilerplate."""
+
     min_sessions: int = 5
     session_share: float = 0.05
 

@@ -82,7 +82,9 @@ class Engine:
         try:
             self.store_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR") from exc
+            raise StoreError(
+                f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR"
+            ) from exc
         base = config or Config.load(self.store_dir)
         self.config = base.with_overrides(overrides) if overrides else base
         self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
@@ -200,7 +202,11 @@ class Engine:
 
     # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
     def compact(
-        self, *, dry_run: bool = False, refine: bool = True, max_llm_calls: int | None = None,
+        self,
+        *,
+        dry_run: bool = False,
+        refine: bool = True,
+        max_llm_calls: int | None = None,
         now: "dt.datetime | None" = None,
     ) -> "CompactReport":
         """One forgetting cycle (snapshot, then the declared steps); `now` fakes the clock."""
@@ -280,8 +286,13 @@ class Engine:
             return set_pinned(store, record_id, pinned=False)
 
     def forget(
-        self, *, ids: list[str] | None = None, sessions: list[str] | None = None, agents: list[str] | None = None,
-        before: Any = None, dry_run: bool = False,
+        self,
+        *,
+        ids: list[str] | None = None,
+        sessions: list[str] | None = None,
+        agents: list[str] | None = None,
+        before: Any = None,
+        dry_run: bool = False,
     ) -> "ForgetResult":
         """Delete the records all given filters match, with their derived rows, from the store and every
         snapshot (the only path that deletes ingested data); `dry_run` counts without deleting (the CLI's
@@ -310,10 +321,18 @@ class Engine:
         from .lifecycle.refine import refine_clusters
 
         with self.session() as store:
-            return refine_clusters(store, self._load_llm, dry_run=dry_run, run_id=run_id,
-                                   max_llm_calls=max_llm_calls, time_limit_s=time_limit_s)
+            return refine_clusters(
+                store,
+                self._load_llm,
+                dry_run=dry_run,
+                run_id=run_id,
+                max_llm_calls=max_llm_calls,
+                time_limit_s=time_limit_s,
+            )
 
-    def units(self, *, agent: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    def units(
+        self, *, agent: str | None = None, status: str | None = None, kind: str | None = None
+    ) -> list[dict[str, Any]]:
         """Knowledge units with every field, best first."""
         from .lifecycle.refine import list_units
 
@@ -349,9 +368,22 @@ class Engine:
         from .query.search import query
 
         with self.session() as store:
-            return query(store, text, k=k, touch=touch, budget=budget, expand=expand, agent=agent, category=category,
-                         kind=kind, outcome=outcome, since=since, until=until, goal=goal,
-                         include_dormant=include_dormant)
+            return query(
+                store,
+                text,
+                k=k,
+                touch=touch,
+                budget=budget,
+                expand=expand,
+                agent=agent,
+                category=category,
+                kind=kind,
+                outcome=outcome,
+                since=since,
+                until=until,
+                goal=goal,
+                include_dormant=include_dormant,
+            )
 
     def reinforce(self, result: Any) -> None:
         """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""

@@ -101,8 +101,12 @@ def command(store: Path, *args: str) -> list[str]:
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
 
 
 def run_to_end(cmd: list[str]) -> str | None:
@@ -162,8 +166,10 @@ def check_store(store: Path, expected_ids: set[str], embedder: Any = None) -> li
                 problems.append(f"duplicate ids in DuckDB {table}: {dupes}")
         raw = {r[0] for r in con.execute("SELECT id FROM records").fetchall()}
         if raw != expected_ids:
-            problems.append(f"raw count {len(raw)} != {len(expected_ids)} ingested "
-                            f"(missing {sorted(expected_ids - raw)[:3]}, extra {sorted(raw - expected_ids)[:3]})")
+            problems.append(
+                f"raw count {len(raw)} != {len(expected_ids)} ingested "
+                f"(missing {sorted(expected_ids - raw)[:3]}, extra {sorted(raw - expected_ids)[:3]})"
+            )
         states = dict(con.execute("SELECT id, state FROM records WHERE state IN ('active', 'dormant')").fetchall())
         units = {r[0] for r in con.execute("SELECT id FROM units WHERE status = 'active'").fetchall()}
         for uid, sources in con.execute("SELECT id, source_ids FROM units").fetchall():
@@ -206,8 +212,17 @@ def _query_answers(store: Path, embedder: Any) -> list[str]:
     return [] if isinstance(answer, dict) else ["query did not answer with a JSON object"]
 
 
-def run_phase(store: Path, phase: str, *, kills: int, rng: random.Random, slices: list[Path],
-              ingested: set[str], embedder: Any = None, log=print) -> Tally:
+def run_phase(
+    store: Path,
+    phase: str,
+    *,
+    kills: int,
+    rng: random.Random,
+    slices: list[Path],
+    ingested: set[str],
+    embedder: Any = None,
+    log=print,
+) -> Tally:
     """`kills` random SIGKILLs of `ingest` (one new slice each) or `compact`, each rerun and checked."""
     tally = Tally(phase=phase)
     next_slice = iter(slices)
@@ -258,8 +273,10 @@ def run_phase(store: Path, phase: str, *, kills: int, rng: random.Random, slices
             log(f"  kill {tally.kills} at {delay:.2f} s ({where}): FAILED {problems}")
         else:
             tally.healed += 1
-            log(f"  kill {tally.kills} at {delay:.2f} s ({where}): healed"
-                + (f" (after {tally.reruns_killed} killed reruns so far)" if tally.reruns_killed else ""))
+            log(
+                f"  kill {tally.kills} at {delay:.2f} s ({where}): healed"
+                + (f" (after {tally.reruns_killed} killed reruns so far)" if tally.reruns_killed else "")
+            )
     return tally
 
 
@@ -286,8 +303,11 @@ def main() -> int:
         prepare_store(store, slices, embedder)
         tallies = []
         if args.phase in ("ingest", "both"):
-            tallies.append(run_phase(store, "ingest", kills=args.kills, rng=rng, slices=slices, ingested=ingested,
-                                     embedder=embedder))
+            tallies.append(
+                run_phase(
+                    store, "ingest", kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder
+                )
+            )
         if args.phase == "compact":  # a store to compact: a few slices ingested without kills
             base = slices[-4:]
             if run_to_end(command(store, "ingest", *map(str, base), "--json")):
@@ -295,11 +315,17 @@ def main() -> int:
                 return 1
             ingested |= set().union(*map(slice_ids, base))
         if args.phase in ("compact", "both"):
-            tallies.append(run_phase(store, "compact", kills=args.kills, rng=rng, slices=slices, ingested=ingested,
-                                     embedder=embedder))
+            tallies.append(
+                run_phase(
+                    store, "compact", kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder
+                )
+            )
     seconds = time.monotonic() - started
-    summary = {"seed": args.seed, "seconds": round(seconds, 1),
-               "phases": [{k: v for k, v in t.__dict__.items()} for t in tallies]}
+    summary = {
+        "seed": args.seed,
+        "seconds": round(seconds, 1),
+        "phases": [{k: v for k, v in t.__dict__.items()} for t in tallies],
+    }
     print(json.dumps(summary, indent=2))
     return 1 if any(t.failures or t.kills < args.kills for t in tallies) else 0
 

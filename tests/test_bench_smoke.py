@@ -54,12 +54,19 @@ def test_malformed_evidence_ids_are_normalised_or_reported(locomo):
 
 
 def test_turns_become_native_messages_with_captions(locomo):
-    sample = {"sample_id": "s1", "conversation": {
-        "session_2_date_time": "9:00 am on 2 June, 2023",
-        "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Look!", "blip_caption": "a photo of a cat"}],
-        "session_1_date_time": "8:00 pm on 1 June, 2023",
-        "session_1": [{"speaker": "Al", "dia_id": "D1:1", "text": "Hi"}, {"speaker": "Bo", "dia_id": "D1:2", "text": "Yo"}],
-    }, "qa": []}
+    sample = {
+        "sample_id": "s1",
+        "conversation": {
+            "session_2_date_time": "9:00 am on 2 June, 2023",
+            "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Look!", "blip_caption": "a photo of a cat"}],
+            "session_1_date_time": "8:00 pm on 1 June, 2023",
+            "session_1": [
+                {"speaker": "Al", "dia_id": "D1:1", "text": "Hi"},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Yo"},
+            ],
+        },
+        "qa": [],
+    }
     events = locomo.native_events(locomo.conversation_turns(sample), "s1")
     assert [e["id"] for e in events] == ["s1:D1:1", "s1:D1:2", "s1:D2:1"]
     assert events[1]["ts"] == "2023-06-01T20:00:01" and events[1]["session"] == "s1:session_1"
@@ -70,8 +77,9 @@ def test_turns_become_native_messages_with_captions(locomo):
 
 def test_recall_counts_gold_turns_and_answer_words(locomo):
     question = locomo.Question(text="q", answer="7 May 2023", category=2, evidence=["D1:3", "D1:4"])
-    row = locomo.score_prompt(question, "- [message, 2023-05-08] user: went on 7 May", {"c:D1:3", "c:D9:9", "x:D1:4"},
-                              set(), "c")
+    row = locomo.score_prompt(
+        question, "- [message, 2023-05-08] user: went on 7 May", {"c:D1:3", "c:D9:9", "x:D1:4"}, set(), "c"
+    )
     assert row["evidence_recall"] == 0.5  # D1:4 of another conversation does not count
     assert row["evidence_recall_shown"] == 0.0
     assert row["answer_recall"] == 1.0  # 7, may, 2023 all appear (case-insensitive)
@@ -103,7 +111,9 @@ def test_bad_override_is_a_clear_error(locomo):
     with pytest.raises(SystemExit, match="KEY=VALUE"):
         locomo.engine_overrides(locomo.parse_args(["--set", "query.gamma"]))
     assert locomo.engine_overrides(locomo.parse_args(["--set", "query.gamma=0"])) == {
-        "llm.mode": "template", "query.gamma": "0"}
+        "llm.mode": "template",
+        "query.gamma": "0",
+    }
     assert locomo.engine_overrides(locomo.parse_args(["--llm"])) == {}
 
 
@@ -118,8 +128,22 @@ def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):
 @pytest.mark.skipif(not LOCOMO_DATA.exists(), reason="../shared/data/locomo is not available")
 def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     out = tmp_path / "locomo.json"
-    args = locomo.parse_args(["--data", str(LOCOMO_DATA), "--conversations", "1", "--sessions", "3",
-                              "--questions", "10", "--out", str(out), "--docs", str(tmp_path / "b.md")])
+    args = locomo.parse_args(
+        [
+            "--data",
+            str(LOCOMO_DATA),
+            "--conversations",
+            "1",
+            "--sessions",
+            "3",
+            "--questions",
+            "10",
+            "--out",
+            str(out),
+            "--docs",
+            str(tmp_path / "b.md"),
+        ]
+    )
     report = locomo.run(args, embedder=embedder, echo=False)
     saved = json.loads(out.read_text(encoding="utf-8"))
     assert saved["summary"].keys() == report["summary"].keys()
@@ -137,9 +161,15 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     assert after["raw"] == conversation["turns"] and after["active_plus_units"] == after["active"] + after["units"]
     assert len(conversation["cycles"]) == 3
     assert conversation["methods"][methods[0]] == report["summary"][methods[0]]["overall"]  # one conversation
-    assert set(report["targets"]) == {"store_share_of_raw", "hot_text_share_of_raw", "answer_recall_vs_before",
-                                      "evidence_recall_shown_kept", "evidence_recall_kept", "answer_recall_kept",
-                                      "evidence_recall_over_bm25"}
+    assert set(report["targets"]) == {
+        "store_share_of_raw",
+        "hot_text_share_of_raw",
+        "answer_recall_vs_before",
+        "evidence_recall_shown_kept",
+        "evidence_recall_kept",
+        "answer_recall_kept",
+        "evidence_recall_over_bm25",
+    }
     assert after["hot_tokens"] > 0 and after["hot_share"] == round(after["hot_tokens"] / after["raw_tokens"], 4)
     page = (tmp_path / "b.md").read_text(encoding="utf-8")
     assert "<!-- locomo:start -->" in page and "### Overall" in page and "--conversations 1" in page
@@ -157,7 +187,9 @@ def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
     assert sizes["after compaction"]["active"] < sizes["after ingest"]["active"]
     assert len(report["cycles"]) == 3
     queries = report["failed_run_queries"]
-    assert queries["after compaction"]["failed_runs"] == sum(1 for c in queries["per_run_after"]) == report["failed_runs"]
+    assert (
+        queries["after compaction"]["failed_runs"] == sum(1 for c in queries["per_run_after"]) == report["failed_runs"]
+    )
     assert report["merged_trials"]["merges"]["tasks"] <= 2
     assert 0 < len(report["sample_units"]) <= 10
     assert all(u["text"] for u in report["sample_units"])

@@ -63,9 +63,19 @@ def test_compaction_puts_chatter_to_sleep_and_reports_hot_tokens(make_engine, wr
     start = dt.datetime(2026, 1, 1)
     events = []
     for n in range(6):
-        for i, (role, text) in enumerate([*STOCK, ("user", f"I need to cancel reservation XY{n}Q7 for my trip to Denver.")]):
-            events.append({"id": f"r{n}-{i}", "ts": (start + dt.timedelta(minutes=10 * n + i)).isoformat(),
-                           "kind": "message", "session": f"run-{n}", "role": role, "content": text})
+        for i, (role, text) in enumerate(
+            [*STOCK, ("user", f"I need to cancel reservation XY{n}Q7 for my trip to Denver.")]
+        ):
+            events.append(
+                {
+                    "id": f"r{n}-{i}",
+                    "ts": (start + dt.timedelta(minutes=10 * n + i)).isoformat(),
+                    "kind": "message",
+                    "session": f"run-{n}",
+                    "role": role,
+                    "content": text,
+                }
+            )
     engine.ingest([write_jsonl("runs.jsonl", events)])
     before = engine.stats()
     assert before.hot_tokens == before.raw_tokens > 0 and before.hot_share == 1.0

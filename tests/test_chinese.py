@@ -21,8 +21,17 @@ ZH = [
 
 
 def write_log(path: Path, texts: list[str]) -> Path:
-    rows = [{"id": f"r{i}", "kind": "message", "role": "user", "content": t, "agent": "a",
-             "ts": f"2024-01-01T00:00:{i:02d}"} for i, t in enumerate(texts)]
+    rows = [
+        {
+            "id": f"r{i}",
+            "kind": "message",
+            "role": "user",
+            "content": t,
+            "agent": "a",
+            "ts": f"2024-01-01T00:00:{i:02d}",
+        }
+        for i, t in enumerate(texts)
+    ]
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
     return path
 
@@ -87,8 +96,15 @@ def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
     assert facts("我现在住在杭州。") == ["用户住在杭州"]
     assert facts("我对花生过敏，请注意。") == ["用户对花生过敏"]
     assert facts("我不喜欢香菜") == ["用户不喜欢香菜"]
-    draft = Draft(kind="fact", category="fact", source_ids=["a", "b"], statement="用户住在杭州",
-                  as_of=dt.datetime(2024, 5, 1), previous_values=["上海"], agreeing=2)
+    draft = Draft(
+        kind="fact",
+        category="fact",
+        source_ids=["a", "b"],
+        statement="用户住在杭州",
+        as_of=dt.datetime(2024, 5, 1),
+        previous_values=["上海"],
+        agreeing=2,
+    )
     text = render_text(draft)
     assert text.startswith("截至2024-05-01，用户住在杭州（此前：上海") and text.endswith("。")
     assert not any(word in text for word in ("As of", "previously", "stated"))
@@ -98,8 +114,18 @@ def test_chinese_chatter_gets_low_importance() -> None:
     from expengine.ingest.rules import assess
 
     def category(text: str) -> str:
-        return assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
-                      has_goal=False, importance=None, category=None, confidence=None).category
+        return assess(
+            kind="message",
+            role="user",
+            content=text,
+            tool_error=None,
+            outcome=None,
+            goal_long_term=None,
+            has_goal=False,
+            importance=None,
+            category=None,
+            confidence=None,
+        ).category
 
     assert category("好的，谢谢！") == "chatter"
     assert category("你好") == "chatter"

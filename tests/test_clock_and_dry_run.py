@@ -13,8 +13,9 @@ WINDOW_H = 60  # not a multiple of a day, so the purge lands on the first night 
 
 
 def test_thirty_nightly_cycles_mark_observe_and_purge_on_the_cycle_clock(make_engine, write_jsonl):
-    engine = make_engine(overrides={"llm.mode": "template", "decay.observation_window_hours": str(WINDOW_H),
-                                    "decay.theta_purge": "0.2"})  # dormant by decay = light enough to purge
+    engine = make_engine(
+        overrides={"llm.mode": "template", "decay.observation_window_hours": str(WINDOW_H), "decay.theta_purge": "0.2"}
+    )  # dormant by decay = light enough to purge
     engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
     nights = [T0 + dt.timedelta(days=i) for i in range(30)]
     for night in nights:

@@ -31,18 +31,37 @@ def tool(rid, t, kind, name, *, goal_id, session="s1", args=None, result=None, e
         body["result"] = result
     if error is not None:
         body["error"] = error
-    return ev(rid, t, kind, session=session, goal_id=goal_id, role="assistant" if kind == "tool_call" else "tool", tool=body)
+    return ev(
+        rid, t, kind, session=session, goal_id=goal_id, role="assistant" if kind == "tool_call" else "tool", tool=body
+    )
 
 
 # A succeeded booking with a fixed rate-limit error, and a failed refund with a user correction.
 BOOKING = [
-    ev("b01", 0, "goal", goal_id="g1", goal={"id": "g1", "status": "open", "description": "Book a flight DEN->NRT on 2026-03-20"}),
+    ev(
+        "b01",
+        0,
+        "goal",
+        goal_id="g1",
+        goal={"id": "g1", "status": "open", "description": "Book a flight DEN->NRT on 2026-03-20"},
+    ),
     ev("b02", 1, "message", goal_id="g1", role="user", content="I need a flight from DEN to Tokyo NRT on 2026-03-20"),
     tool("b03", 2, "tool_call", "search_flights", goal_id="g1", args={"origin": "DEN", "destination": "NRT"}),
     tool("b04", 3, "tool_result", "search_flights", goal_id="g1", error="429 Too Many Requests: rate limited"),
-    tool("b05", 4, "tool_call", "search_flights", goal_id="g1", args={"origin": "DEN", "destination": "NRT", "retry": 1}),
-    tool("b06", 5, "tool_result", "search_flights", goal_id="g1", result={"flights": ["AS 1618 10:05", "AA 1139 13:30"]}),
-    ev("b07", 6, "message", goal_id="g1", role="assistant", content="Two options: AS 1618 at 10:05 or AA 1139 at 13:30."),
+    tool(
+        "b05", 4, "tool_call", "search_flights", goal_id="g1", args={"origin": "DEN", "destination": "NRT", "retry": 1}
+    ),
+    tool(
+        "b06", 5, "tool_result", "search_flights", goal_id="g1", result={"flights": ["AS 1618 10:05", "AA 1139 13:30"]}
+    ),
+    ev(
+        "b07",
+        6,
+        "message",
+        goal_id="g1",
+        role="assistant",
+        content="Two options: AS 1618 at 10:05 or AA 1139 at 13:30.",
+    ),
     ev("b08", 7, "message", goal_id="g1", role="user", content="the morning one please"),
     tool("b09", 8, "tool_call", "book_flight", goal_id="g1", args={"flight": "AS 1618"}),
     tool("b10", 9, "tool_result", "book_flight", goal_id="g1", result={"confirmation": "WGBVMS"}),
@@ -51,19 +70,51 @@ BOOKING = [
     ev("b13", 12, "outcome", goal_id="g1", outcome="success", content="Booked AS 1618 DEN->NRT, confirmation WGBVMS"),
 ]
 REFUND = [
-    ev("r01", 20, "goal", session="s2", goal_id="g2", goal={"id": "g2", "status": "open", "description": "Refund order W123"}),
+    ev(
+        "r01",
+        20,
+        "goal",
+        session="s2",
+        goal_id="g2",
+        goal={"id": "g2", "status": "open", "description": "Refund order W123"},
+    ),
     ev("r02", 21, "message", session="s2", goal_id="g2", role="user", content="please refund order W123"),
     tool("r03", 22, "tool_call", "request_refund", session="s2", goal_id="g2", args={"order": "W123"}),
-    tool("r04", 23, "tool_result", "request_refund", session="s2", goal_id="g2", error="order W123 is past the 30 day refund window"),
-    ev("r05", 24, "message", session="s2", goal_id="g2", role="user",
-       content="That's wrong, you must never start a refund before checking the order date"),
-    ev("r06", 25, "message", session="s2", goal_id="g2", role="assistant", content="Sorry about that, I will check dates first."),
+    tool(
+        "r04",
+        23,
+        "tool_result",
+        "request_refund",
+        session="s2",
+        goal_id="g2",
+        error="order W123 is past the 30 day refund window",
+    ),
+    ev(
+        "r05",
+        24,
+        "message",
+        session="s2",
+        goal_id="g2",
+        role="user",
+        content="That's wrong, you must never start a refund before checking the order date",
+    ),
+    ev(
+        "r06",
+        25,
+        "message",
+        session="s2",
+        goal_id="g2",
+        role="assistant",
+        content="Sorry about that, I will check dates first.",
+    ),
     ev("r07", 26, "outcome", session="s2", goal_id="g2", outcome="failure", content="refund refused: outside window"),
 ]
 CHATTER = [
     ev("c01", 30, "message", session="s3", role="user", content="hi"),
     ev("c02", 31, "message", session="s3", role="user", content="thanks!"),
-    ev("c03", 32, "note", session="s3", content="User u-101 prefers aisle seats on long flights", category="preference"),
+    ev(
+        "c03", 32, "note", session="s3", content="User u-101 prefers aisle seats on long flights", category="preference"
+    ),
 ]
 
 
@@ -85,7 +136,12 @@ def state_of(engine) -> dict[str, str]:
 
 def table_contents(engine) -> dict[str, list]:
     """Every row of every table, sorted: what 'unchanged in content' means."""
-    names = [n for (n,) in engine.store.con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()]
+    names = [
+        n
+        for (n,) in engine.store.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    ]
     return {n: sorted(map(repr, engine.store.con.execute(f"SELECT * FROM {n}").fetchall())) for n in sorted(names)}
 
 
@@ -94,15 +150,36 @@ def table_contents(engine) -> dict[str, list]:
 
 def test_decay_arithmetic_by_category_importance_pin_and_protection(make_engine, write_jsonl):
     engine = make_engine(overrides={"decay.theta_dormant": "0.9"})
-    engine.ingest([write_jsonl("d.jsonl", [
-        ev("fact", 0, "note", content="The office moved to Pier 39", category="fact", importance=0.5),
-        ev("proc", 1, "note", content="intermediate step 3 of 7", category="process", importance=0.4),
-        ev("chat", 2, "message", role="user", content="ok cool", category="chatter", importance=0.1),
-        ev("other", 3, "note", content="build 4411 shipped to staging", importance=0.5),
-        ev("important", 4, "note", content="database primary is db-7 in eu-west", category="fact", importance=0.9),
-        ev("protected", 5, "message", role="user", content="never share my password with anyone"),
-        ev("pinned", 6, "note", content="process note that the user pinned", category="process", importance=0.4),
-    ])])
+    engine.ingest(
+        [
+            write_jsonl(
+                "d.jsonl",
+                [
+                    ev("fact", 0, "note", content="The office moved to Pier 39", category="fact", importance=0.5),
+                    ev("proc", 1, "note", content="intermediate step 3 of 7", category="process", importance=0.4),
+                    ev("chat", 2, "message", role="user", content="ok cool", category="chatter", importance=0.1),
+                    ev("other", 3, "note", content="build 4411 shipped to staging", importance=0.5),
+                    ev(
+                        "important",
+                        4,
+                        "note",
+                        content="database primary is db-7 in eu-west",
+                        category="fact",
+                        importance=0.9,
+                    ),
+                    ev("protected", 5, "message", role="user", content="never share my password with anyone"),
+                    ev(
+                        "pinned",
+                        6,
+                        "note",
+                        content="process note that the user pinned",
+                        category="process",
+                        importance=0.4,
+                    ),
+                ],
+            )
+        ]
+    )
     engine.pin("pinned")
     report = engine.decay(dry_run=False)
     w = weights(engine)
@@ -140,11 +217,24 @@ def test_pin_and_unpin_errors_and_revival(store):
 
 def test_long_term_goal_slows_decay(make_engine, write_jsonl):
     engine = make_engine()
-    engine.ingest([write_jsonl("lt.jsonl", [
-        ev("g", 0, "goal", goal_id="lt", goal={"id": "lt", "status": "open", "description": "Track the user's diet", "long_term": True}),
-        ev("m", 1, "message", goal_id="lt", role="assistant", content="noted the lunch order"),
-        ev("x", 2, "message", role="assistant", content="noted the lunch order for the other team"),
-    ])])
+    engine.ingest(
+        [
+            write_jsonl(
+                "lt.jsonl",
+                [
+                    ev(
+                        "g",
+                        0,
+                        "goal",
+                        goal_id="lt",
+                        goal={"id": "lt", "status": "open", "description": "Track the user's diet", "long_term": True},
+                    ),
+                    ev("m", 1, "message", goal_id="lt", role="assistant", content="noted the lunch order"),
+                    ev("x", 2, "message", role="assistant", content="noted the lunch order for the other team"),
+                ],
+            )
+        ]
+    )
     engine.decay(dry_run=False)
     w = weights(engine)
     assert w["m"] == pytest.approx(0.99) and w["x"] == pytest.approx(0.97)
@@ -163,7 +253,9 @@ def test_goal_success_weakens_process_and_reinforces_lessons(store):
         assert w[rid] == pytest.approx(1 + cfg.delta_task_success), rid
     for rid in ("b02", "b03", "b07", "b08"):  # the request (the goal holds it), first failed call, in-between messages
         assert w[rid] == pytest.approx(cfg.goal_success_process_factor), rid
-    assert store.store.con.execute("SELECT handled_status FROM goals WHERE goal_id = 'g1'").fetchall()[0][0] == "succeeded"
+    assert (
+        store.store.con.execute("SELECT handled_status FROM goals WHERE goal_id = 'g1'").fetchall()[0][0] == "succeeded"
+    )
 
 
 def test_goal_failure_reinforces_what_explains_it(store):
@@ -203,10 +295,35 @@ def test_goal_success_can_put_process_to_sleep(make_engine, write_jsonl):
 # --- cluster pruning and merge ----------------------------------------------------------------------
 
 DUPLICATES = [
-    ev("d1", 0, "tool_result", role="tool", tool={"name": "get_weather", "error": "429 Too Many Requests, retry after 60 s"}),
-    ev("d2", 1, "tool_result", role="tool", tool={"name": "get_weather", "error": "429 Too Many Requests, retry after 60 s."}),
-    ev("d3", 2, "tool_result", role="tool", tool={"name": "get_weather", "error": "429 Too many requests, retry after 60 s"}),
-    ev("d4", 3, "tool_result", role="tool", importance=0.2, tool={"name": "get_weather", "error": "429 Too Many Requests - retry after 60 s"}),
+    ev(
+        "d1",
+        0,
+        "tool_result",
+        role="tool",
+        tool={"name": "get_weather", "error": "429 Too Many Requests, retry after 60 s"},
+    ),
+    ev(
+        "d2",
+        1,
+        "tool_result",
+        role="tool",
+        tool={"name": "get_weather", "error": "429 Too Many Requests, retry after 60 s."},
+    ),
+    ev(
+        "d3",
+        2,
+        "tool_result",
+        role="tool",
+        tool={"name": "get_weather", "error": "429 Too many requests, retry after 60 s"},
+    ),
+    ev(
+        "d4",
+        3,
+        "tool_result",
+        role="tool",
+        importance=0.2,
+        tool={"name": "get_weather", "error": "429 Too Many Requests - retry after 60 s"},
+    ),
 ]
 
 
@@ -215,7 +332,12 @@ def test_merge_keeps_provenance_and_never_absorbs_pinned(make_engine, write_json
     engine.ingest([write_jsonl("dup.jsonl", DUPLICATES + CHATTER)])
     engine.pin("d4")
     engine.prune_clusters(dry_run=False)
-    rows = {r[0]: r[1:] for r in engine.store.con.execute("SELECT id, state, merged_into, merged_ids, merged_count FROM records").fetchall()}
+    rows = {
+        r[0]: r[1:]
+        for r in engine.store.con.execute(
+            "SELECT id, state, merged_into, merged_ids, merged_count FROM records"
+        ).fetchall()
+    }
     survivor = "d4"  # pinned wins over importance and recency
     assert rows[survivor][0] == "active"
     assert json.loads(rows[survivor][2]) == ["d1", "d2", "d3"] and rows[survivor][3] == 4
@@ -223,7 +345,9 @@ def test_merge_keeps_provenance_and_never_absorbs_pinned(make_engine, write_json
         assert rows[rid][0] == "dormant" and rows[rid][1] == survivor
     members = {r for (r,) in engine.store.con.execute("SELECT record_id FROM cluster_members").fetchall()}
     assert {"d1", "d2", "d3", "d4"} <= members  # the absorbed stay listed, so a unit can name them
-    assert engine.store.con.execute("SELECT count(*) FROM history WHERE action = 'merge:absorbed'").fetchall()[0][0] == 3
+    assert (
+        engine.store.con.execute("SELECT count(*) FROM history WHERE action = 'merge:absorbed'").fetchall()[0][0] == 3
+    )
 
 
 def test_merge_accumulates_ids_across_runs(make_engine, write_jsonl):
@@ -234,16 +358,28 @@ def test_merge_accumulates_ids_across_runs(make_engine, write_jsonl):
     engine.ingest([write_jsonl("b.jsonl", DUPLICATES[2:3])])
     engine.prune_clusters(dry_run=False)
     survivor, merged, count = engine.store.con.execute(
-        "SELECT id, merged_ids, merged_count FROM records WHERE state = 'active' AND merged_count > 1").fetchall()[0]
+        "SELECT id, merged_ids, merged_count FROM records WHERE state = 'active' AND merged_count > 1"
+    ).fetchall()[0]
     assert count == 3 and set(json.loads(merged)) == {"d1", "d2", "d3"} - {survivor}
     assert first in json.loads(merged) or first == survivor
-    into = {r for (r,) in engine.store.con.execute("SELECT DISTINCT merged_into FROM records WHERE merged_into IS NOT NULL").fetchall()}
+    into = {
+        r
+        for (r,) in engine.store.con.execute(
+            "SELECT DISTINCT merged_into FROM records WHERE merged_into IS NOT NULL"
+        ).fetchall()
+    }
     assert into == {survivor}
 
 
 def test_near_duplicates_with_different_identifiers_are_not_merged(make_engine, write_jsonl):
     orders = [
-        ev(f"o{i}", i, "tool_result", role="tool", tool={"name": "lookup_order", "result": f"order W{oid} shipped to Oslo"})
+        ev(
+            f"o{i}",
+            i,
+            "tool_result",
+            role="tool",
+            tool={"name": "lookup_order", "result": f"order W{oid} shipped to Oslo"},
+        )
         for i, oid in enumerate(("4821", "7730", "4821"))
     ]
     engine = make_engine(overrides={"cluster.members_per_cluster": "50"})
@@ -255,7 +391,9 @@ def test_near_duplicates_with_different_identifiers_are_not_merged(make_engine, 
 
 
 PRUNE = [
-    ev("p1", 0, "message", role="user", content="My flight AS 1618 from Denver to Tokyo departs at 10:05 from gate B12"),
+    ev(
+        "p1", 0, "message", role="user", content="My flight AS 1618 from Denver to Tokyo departs at 10:05 from gate B12"
+    ),
     ev("p2", 1, "message", role="user", content="flight AS 1618 departs at 10:05"),
     ev("p3", 2, "message", role="user", content="Denver to Tokyo flight, gate B12"),
     ev("p4", 3, "message", role="user", content="My sister Ana's birthday is on June 4 and she loves tulips"),
@@ -309,9 +447,13 @@ def test_prune_dry_run_plans_without_writing(make_engine, write_jsonl):
 def test_purge_archives_only_after_the_observation_window(store):
     now = dt.datetime(2030, 1, 1)
     old, recent = now - dt.timedelta(hours=100), now - dt.timedelta(hours=1)
-    store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id IN ('c01', 'c02', 'b08')", [old])
+    store.store.con.execute(
+        "UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id IN ('c01', 'c02', 'b08')", [old]
+    )
     store.store.con.execute("UPDATE records SET last_access = ? WHERE id = 'c02'", [recent])  # used during the window
-    store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id = 'b07'", [recent])
+    store.store.con.execute(
+        "UPDATE records SET state = 'dormant', weight = 0.01, marked_at = ? WHERE id = 'b07'", [recent]
+    )
     store.store.con.execute("UPDATE records SET state = 'dormant', weight = 0.5, marked_at = ? WHERE id = 'b03'", [old])
     assert store.purge(dry_run=True, now=now).archived == 2
     report = store.purge(dry_run=False, now=now)
@@ -331,7 +473,9 @@ def test_forget_deletes_records_and_derived_rows(store):
     store.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
            VALUES ('u1', 'fact', 'User u-101 prefers aisle seats', 'preference', 'bot', 2, 0.9, '["c03", "c01"]', 'test', ?, ?),
-                  ('u2', 'fact', 'greeting', 'chatter', 'bot', 1, 0.9, '["c01"]', 'test', ?, ?)""", [now] * 4)
+                  ('u2', 'fact', 'greeting', 'chatter', 'bot', 1, 0.9, '["c01"]', 'test', ?, ?)""",
+        [now] * 4,
+    )
     hello = text_hash(store.store.con.execute("SELECT text FROM records WHERE id = 'c01'").fetchall()[0][0])
     result = store.forget(ids=["c01"])
     assert result.records == 1 and result.units_deleted == 1 and result.units_updated == 1
@@ -339,7 +483,10 @@ def test_forget_deletes_records_and_derived_rows(store):
     assert store.store.con.execute("SELECT count(*) FROM history WHERE item_id = 'c01'").fetchall()[0][0] == 0
     assert store.store.con.execute("SELECT count(*) FROM cluster_members WHERE record_id = 'c01'").fetchall()[0][0] == 0
     assert store.store.con.execute("SELECT count(*) FROM embeddings WHERE text_hash = ?", [hello]).fetchall()[0][0] == 0
-    assert store.store.con.execute("SELECT source_ids, support FROM units WHERE id = 'u1'").fetchall()[0] == ('["c03"]', 1)
+    assert store.store.con.execute("SELECT source_ids, support FROM units WHERE id = 'u1'").fetchall()[0] == (
+        '["c03"]',
+        1,
+    )
     assert store.store.con.execute("SELECT count(*) FROM units WHERE id = 'u2'").fetchall()[0][0] == 0
     assert store.store.index.count(MEMORIES, "id = 'c01'") == 0
     by_filter = store.forget(sessions=["s2"])
@@ -362,12 +509,17 @@ def test_forget_bad_input(store):
 
 def test_dry_run_changes_nothing(store):
     before = table_contents(store)
-    lance_before = sorted(store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"])
+    lance_before = sorted(
+        store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"]
+    )
     report = store.compact(dry_run=True, refine=False)
     assert report.dry_run and report.after.active < report.before.active  # the plan does something
     assert report.steps["goals"]["goals_handled"] == {"succeeded": 1, "failed": 1}
     assert table_contents(store) == before
-    assert sorted(store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"]) == lance_before
+    assert (
+        sorted(store.store.index.table(MEMORIES).to_arrow().select(["id", "state"]).to_pylist(), key=lambda r: r["id"])
+        == lance_before
+    )
     assert store.snapshots() == []
 
 
@@ -383,7 +535,12 @@ def test_snapshot_compact_restore_is_exact(store, embedder):
         if name not in ("runs", "history"):
             assert after[name] == before[name], name
     assert store.store.index.count(MEMORIES) == len(BOOKING + REFUND + CHATTER)
-    hits = store.store.index.table(MEMORIES).search(embedder.encode(["request_refund error: order W123 is past the 30 day refund window"])[0]).limit(3).to_list()
+    hits = (
+        store.store.index.table(MEMORIES)
+        .search(embedder.encode(["request_refund error: order W123 is past the 30 day refund window"])[0])
+        .limit(3)
+        .to_list()
+    )
     assert hits[0]["id"] == "r04"
     status = store.store.con.execute("SELECT status FROM runs WHERE id = ?", [report.run_id]).fetchall()[0][0]
     assert status == "rolled_back"

@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_compact import BOOKING, CHATTER, REFUND, state_of, weights
 from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
-
-from test_compact import BOOKING, CHATTER, REFUND, state_of, weights
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,9 +31,13 @@ def store_dir(make_engine, write_jsonl, tmp_path):
 
 def cli(store: Path, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *args], cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, **popen,
+        [sys.executable, "-m", "expengine", "--store", str(store), *args],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
     )
 
 
@@ -76,7 +79,9 @@ def test_kill_mid_run_is_rolled_back_by_the_next_run(store_dir, make_engine):
 def test_compact_finds_and_rolls_back_a_stale_run(store_dir, make_engine):
     engine = make_engine(store=store_dir)
     snapshot = engine.snapshot(reason="before compaction")
-    engine.store.con.execute("INSERT INTO runs VALUES ('run-killed', now(), NULL, FALSE, 'running', ?, NULL)", [snapshot.id])
+    engine.store.con.execute(
+        "INSERT INTO runs VALUES ('run-killed', now(), NULL, FALSE, 'running', ?, NULL)", [snapshot.id]
+    )
     engine.store.con.execute("UPDATE records SET weight = 0.01")  # what a killed run may leave
     report = engine.compact(refine=False)
     assert report.recovered == [{"run_id": "run-killed", "snapshot_id": snapshot.id, "action": "rolled back"}]
@@ -132,7 +137,9 @@ def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine,
     snapshot = engine.snapshot(reason="before compaction")
     from expengine.store.db import utcnow
 
-    engine.store.con.execute("INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id])
+    engine.store.con.execute(
+        "INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id]
+    )
     engine.store.con.execute("UPDATE records SET state = 'dormant' WHERE id = 'c01'")  # DuckDB changed, LanceDB not
     engine.ingest([write_jsonl("late.jsonl", [dict(CHATTER[2], id="late", content="User u-101 moved to Lisbon")])])
     recovered = engine.recover_interrupted()

@@ -7,20 +7,27 @@ import json
 from pathlib import Path
 
 import pytest
+from test_compact import BOOKING, CHATTER, REFUND, ev
 from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.errors import ExpengineError, NotFoundError
 from expengine.store.index import MEMORIES, UNITS
 
-from test_compact import BOOKING, CHATTER, REFUND, ev
-
 MARKER = "zqxvmarker4417"  # lower case: the full-text index stores tokens lower-cased
 SECRET = [
-    ev(f"p{i:02d}", 40 + i, "note", session="private", agent="bot", category="preference",
-       content=f"User u-555 {MARKER} prefers {seat} seats and {meal} meals on long flights")
-    for i, (seat, meal) in enumerate([("aisle", "vegan"), ("window", "kosher"), ("aisle", "vegan"),
-                                      ("exit row", "halal")])
+    ev(
+        f"p{i:02d}",
+        40 + i,
+        "note",
+        session="private",
+        agent="bot",
+        category="preference",
+        content=f"User u-555 {MARKER} prefers {seat} seats and {meal} meals on long flights",
+    )
+    for i, (seat, meal) in enumerate(
+        [("aisle", "vegan"), ("window", "kosher"), ("aisle", "vegan"), ("exit row", "halal")]
+    )
 ]
 OTHERS = BOOKING + REFUND + CHATTER
 
@@ -81,7 +88,9 @@ def test_forget_drops_a_unit_that_quotes_a_forgotten_record(make_engine, write_j
                                 updated)
            VALUES ('u-quote', 'fact', ?, 'preference', 'bot', 2, 0.9, '["p00", "c03"]', 'test', now(), now()),
                   ('u-plain', 'fact', 'User u-101 prefers aisle seats', 'preference', 'bot', 2, 0.9, '["p00", "c03"]',
-                   'test', now(), now())""", [f"User u-555 {MARKER} prefers aisle seats"])
+                   'test', now(), now())""",
+        [f"User u-555 {MARKER} prefers aisle seats"],
+    )
     result = engine.forget(ids=["p00"])
     assert (result.units_deleted, result.units_updated) == (1, 1)
     units = {u["id"]: u for u in engine.units()}
@@ -93,7 +102,9 @@ def test_forget_filters_combine_with_and(make_engine, write_jsonl):
     engine.ingest([write_jsonl("log.jsonl", OTHERS + [dict(SECRET[0], agent="other-bot")])])
     plan = engine.forget(agents=["bot"], before="2026-03-01T09:05:00Z", dry_run=True)
     assert plan.dry_run and plan.ids == ["b01", "b02", "b03", "b04", "b05"]
-    assert engine.store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(OTHERS) + 1  # nothing deleted
+    assert (
+        engine.store.con.execute("SELECT count(*) FROM records").fetchall()[0][0] == len(OTHERS) + 1
+    )  # nothing deleted
     picked = engine.forget(sessions=["s1", "s3"], agents=["bot"], ids=["b01", "c01", "r01"], dry_run=True)
     assert picked.ids == ["b01", "c01"]
     assert engine.forget(agents=["other-bot"]).ids == ["p00"]

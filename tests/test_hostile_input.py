@@ -11,15 +11,14 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
+from test_refine import weather_session
 
 from expengine.cli import common, main
 from expengine.errors import InputError, NotFoundError
 
-from test_refine import weather_session
-
 MARKUP = "[/x] [bold]b[/bold] [link=http://e.x]l[/link] :smile:"
-ODD_AGENT = "o'dd \"agent\" \\ 🦜\nline"
-ODD_SESSION = "s'; DROP TABLE records; -- \\ \"🔥\"\n"
+ODD_AGENT = 'o\'dd "agent" \\ 🦜\nline'
+ODD_SESSION = 's\'; DROP TABLE records; -- \\ "🔥"\n'
 ODD_IDS = ["q'uote\"d", "back\\slash\\", "new\nline", "emoji 🦜🔥", "x" * 10_000, "[/x]"]
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(\+00:00)?$")
 DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d")
@@ -33,8 +32,17 @@ def hostile_events() -> list[dict[str, Any]]:
         event["id"] = ODD_IDS[n] if n < len(ODD_IDS) else event["id"] + MARKUP
         if "args" in event.get("tool", {}):
             event["tool"]["args"]["city"] = "[/x]"
-    events.append({"id": "m" + MARKUP, "ts": "2026-03-01T09:00:00Z", "kind": "message", "agent": MARKUP,
-                   "session": MARKUP, "role": "user", "content": f"weather in Boston {MARKUP}"})
+    events.append(
+        {
+            "id": "m" + MARKUP,
+            "ts": "2026-03-01T09:00:00Z",
+            "kind": "message",
+            "agent": MARKUP,
+            "session": MARKUP,
+            "role": "user",
+            "content": f"weather in Boston {MARKUP}",
+        }
+    )
     return events
 
 
@@ -84,12 +92,19 @@ def unit_id(store: Path) -> str:
 
 
 # --- markup prints verbatim -------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", [
-    ["rejects"], ["stats"], ["units"], ["snapshots"],
-    ["show", "m" + MARKUP], ["query", "weather in Boston", "--format", "table", "--no-touch", "-k", "20"],
-    ["query", "weather in Boston", "--format", "prompt", "--no-touch", "-k", "20"],
-    ["feedback", "m" + MARKUP, "--helpful", "--note", MARKUP],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["rejects"],
+        ["stats"],
+        ["units"],
+        ["snapshots"],
+        ["show", "m" + MARKUP],
+        ["query", "weather in Boston", "--format", "table", "--no-touch", "-k", "20"],
+        ["query", "weather in Boston", "--format", "prompt", "--no-touch", "-k", "20"],
+        ["feedback", "m" + MARKUP, "--helpful", "--note", MARKUP],
+    ],
+)
 def test_markup_like_text_prints_verbatim(store, wide, command):
     out = run(store, *command).stdout
     expected = "[/x]" if command[0] in ("rejects", "units") else MARKUP
@@ -129,9 +144,19 @@ def _strings(value: Any) -> list[str]:
 
 
 def test_every_reporting_command_prints_iso_t_dates(store):
-    commands = [["rejects"], ["units"], ["trace", unit_id(store)], ["history"], ["snapshots"], ["stats"],
-                ["show", "m" + MARKUP], ["show", unit_id(store)], ["query", "weather", "--no-touch"],
-                ["feedback", "m" + MARKUP, "--helpful"], ["compact", "--dry-run", "--no-refine"]]
+    commands = [
+        ["rejects"],
+        ["units"],
+        ["trace", unit_id(store)],
+        ["history"],
+        ["snapshots"],
+        ["stats"],
+        ["show", "m" + MARKUP],
+        ["show", unit_id(store)],
+        ["query", "weather", "--no-touch"],
+        ["feedback", "m" + MARKUP, "--helpful"],
+        ["compact", "--dry-run", "--no-refine"],
+    ]
     dates: list[str] = []
     for command in commands:
         lines = [line for line in run(store, *command, "--json").stdout.splitlines() if line.strip()]
@@ -164,9 +189,23 @@ def test_odd_ids_agents_and_sessions_work_end_to_end(store, make_engine):
 
 def test_odd_ids_through_the_cli(tmp_path, wide):
     log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps({"id": rid, "ts": "2026-03-01T09:00:00Z", "kind": "note", "agent": ODD_AGENT,
-                                       "session": ODD_SESSION, "content": f"note {n} about lanterns"}) + "\n"
-                           for n, rid in enumerate(ODD_IDS)), encoding="utf-8")
+    log.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": rid,
+                    "ts": "2026-03-01T09:00:00Z",
+                    "kind": "note",
+                    "agent": ODD_AGENT,
+                    "session": ODD_SESSION,
+                    "content": f"note {n} about lanterns",
+                }
+            )
+            + "\n"
+            for n, rid in enumerate(ODD_IDS)
+        ),
+        encoding="utf-8",
+    )
     store = tmp_path / "store"
     assert json.loads(run(store, "ingest", str(log), "--json").stdout)["stored"] == len(ODD_IDS)
     found = json.loads(run(store, "query", "lanterns", "--agent", ODD_AGENT, "-k", "10", "--json").stdout)
@@ -178,13 +217,19 @@ def test_odd_ids_through_the_cli(tmp_path, wide):
 
 
 # --- config types -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("toml, message", [
-    ("[decay]\ntheta_dormant = \"high\"\n", "config key decay.theta_dormant must be a number, got str 'high'"),
-    ("[cluster]\nmin_cluster_size = 2.5\n", "config key cluster.min_cluster_size must be an integer, got float 2.5"),
-    ("[ingest]\nredact = 1\n", "config key ingest.redact must be true or false, got int 1"),
-    ("[llm]\nmode = 3\n", "config key llm.mode must be a string, got int 3"),
-    ("[decay]\nlambda_by_category = { fact = \"x\" }\n", "config key decay.lambda_by_category must be a table"),
-])
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ('[decay]\ntheta_dormant = "high"\n', "config key decay.theta_dormant must be a number, got str 'high'"),
+        (
+            "[cluster]\nmin_cluster_size = 2.5\n",
+            "config key cluster.min_cluster_size must be an integer, got float 2.5",
+        ),
+        ("[ingest]\nredact = 1\n", "config key ingest.redact must be true or false, got int 1"),
+        ("[llm]\nmode = 3\n", "config key llm.mode must be a string, got int 3"),
+        ('[decay]\nlambda_by_category = { fact = "x" }\n', "config key decay.lambda_by_category must be a table"),
+    ],
+)
 def test_a_wrong_config_type_is_exit_2_naming_key_and_type(tmp_path, wide, toml, message):
     store = tmp_path / "store"
     store.mkdir()
@@ -193,12 +238,15 @@ def test_a_wrong_config_type_is_exit_2_naming_key_and_type(tmp_path, wide, toml,
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("decay.theta_dormant=high", "config key decay.theta_dormant must be a number, got 'high'"),
-    ("cluster.max_k=1.5", "config key cluster.max_k must be an integer, got '1.5'"),
-    ("ingest.redact=maybe", "config key ingest.redact must be true or false, got 'maybe'"),
-    ("decay.lambda_by_category=[1]", "config key decay.lambda_by_category must be a table of numbers, got list"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("decay.theta_dormant=high", "config key decay.theta_dormant must be a number, got 'high'"),
+        ("cluster.max_k=1.5", "config key cluster.max_k must be an integer, got '1.5'"),
+        ("ingest.redact=maybe", "config key ingest.redact must be true or false, got 'maybe'"),
+        ("decay.lambda_by_category=[1]", "config key decay.lambda_by_category must be a table of numbers, got list"),
+    ],
+)
 def test_a_wrong_set_value_is_exit_2_naming_key_and_type(tmp_path, wide, setting, message):
     result = run(tmp_path / "store", "--set", setting, "stats", code=InputError.exit_code)
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -18,16 +18,51 @@ REPO = Path(__file__).resolve().parents[1]
 TAU = REPO.parent / "shared" / "data" / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 
 GOOD = [
-    {"id": "r1", "ts": "2026-03-01T09:00:00Z", "kind": "goal", "agent": "bot", "session": "s1",
-     "goal": {"id": "g1", "status": "open", "description": "Get the weather in Oslo"}},
-    {"id": "r2", "ts": "2026-03-01T09:00:01Z", "kind": "tool_call", "agent": "bot", "session": "s1", "goal_id": "g1",
-     "tool": {"name": "get_weather", "args": {"city": "Oslo"}}},
-    {"id": "r3", "ts": "2026-03-01T09:00:02Z", "kind": "tool_result", "agent": "bot", "session": "s1", "goal_id": "g1",
-     "tool": {"name": "get_weather", "error": "429 Too Many Requests"}},
-    {"id": "r4", "ts": "2026-03-01T09:01:02Z", "kind": "message", "agent": "bot", "session": "s1", "role": "user",
-     "content": "Never call me at +1 415-555-0134, email jane@example.com instead"},
-    {"id": "r5", "ts": "2026-03-01T09:02:00Z", "kind": "outcome", "agent": "bot", "session": "s1", "goal_id": "g1",
-     "outcome": "success", "content": "forecast delivered"},
+    {
+        "id": "r1",
+        "ts": "2026-03-01T09:00:00Z",
+        "kind": "goal",
+        "agent": "bot",
+        "session": "s1",
+        "goal": {"id": "g1", "status": "open", "description": "Get the weather in Oslo"},
+    },
+    {
+        "id": "r2",
+        "ts": "2026-03-01T09:00:01Z",
+        "kind": "tool_call",
+        "agent": "bot",
+        "session": "s1",
+        "goal_id": "g1",
+        "tool": {"name": "get_weather", "args": {"city": "Oslo"}},
+    },
+    {
+        "id": "r3",
+        "ts": "2026-03-01T09:00:02Z",
+        "kind": "tool_result",
+        "agent": "bot",
+        "session": "s1",
+        "goal_id": "g1",
+        "tool": {"name": "get_weather", "error": "429 Too Many Requests"},
+    },
+    {
+        "id": "r4",
+        "ts": "2026-03-01T09:01:02Z",
+        "kind": "message",
+        "agent": "bot",
+        "session": "s1",
+        "role": "user",
+        "content": "Never call me at +1 415-555-0134, email jane@example.com instead",
+    },
+    {
+        "id": "r5",
+        "ts": "2026-03-01T09:02:00Z",
+        "kind": "outcome",
+        "agent": "bot",
+        "session": "s1",
+        "goal_id": "g1",
+        "outcome": "success",
+        "content": "forecast delivered",
+    },
 ]
 
 BAD_LINES = [
@@ -46,7 +81,7 @@ def test_good_lines_land_and_every_bad_line_is_quarantined_with_file_and_line(ma
     lines = []
     for good, (bad, _) in zip(GOOD, BAD_LINES):
         lines += [good, bad]
-    lines += [bad for bad, _ in BAD_LINES[len(GOOD):]]
+    lines += [bad for bad, _ in BAD_LINES[len(GOOD) :]]
     path = write_jsonl("mixed.jsonl", lines)
     engine = make_engine(overrides={"ingest.max_line_bytes": "2000"})
     result = engine.ingest([path])
@@ -192,8 +227,13 @@ def test_stats_json_contract(make_engine, write_jsonl):
 
 def _cli(*args, store, stdin=None):
     env = dict(os.environ, HF_HUB_OFFLINE="1", NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "expengine", "--store", str(store), *args], input=stdin,
-                          capture_output=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "expengine", "--store", str(store), *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_cli_reads_stdin_prints_one_json_object_and_exits_by_strictness(tmp_path):

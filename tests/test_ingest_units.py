@@ -47,11 +47,17 @@ def test_invalid_events_are_rejected_with_a_reason_naming_the_field(obj, fragmen
 def test_valid_event_of_each_kind_renders_its_substance():
     call = event_from_native({"ts": 1, "kind": "tool_call", "tool": {"name": "get_weather", "args": {"city": "Oslo"}}})
     assert render(call) == 'call get_weather({"city": "Oslo"})'
-    err = event_from_native({"ts": 1, "kind": "tool_result", "tool": {"name": "get_weather", "error": "429 Too Many Requests"}})
+    err = event_from_native(
+        {"ts": 1, "kind": "tool_result", "tool": {"name": "get_weather", "error": "429 Too Many Requests"}}
+    )
     assert render(err) == "get_weather error: 429 Too Many Requests"
-    goal = event_from_native({"ts": 1, "kind": "goal", "goal": {"id": "g1", "status": "succeeded", "description": "Book"}})
+    goal = event_from_native(
+        {"ts": 1, "kind": "goal", "goal": {"id": "g1", "status": "succeeded", "description": "Book"}}
+    )
     assert (goal.goal_id, render(goal)) == ("g1", "goal succeeded: Book")
-    fb = event_from_native({"ts": 1, "kind": "feedback", "feedback": {"signal": "negative", "target": "r1", "text": "wrong"}})
+    fb = event_from_native(
+        {"ts": 1, "kind": "feedback", "feedback": {"signal": "negative", "target": "r1", "text": "wrong"}}
+    )
     assert render(fb) == "feedback negative on r1: wrong"
     assert render(event_from_native({"ts": 1, "kind": "outcome", "outcome": "success"})) == "outcome success"
 
@@ -85,8 +91,18 @@ def test_redactor_can_be_disabled():
 
 
 def _assess(**kw):
-    base = dict(kind="message", role="user", content="", tool_error=None, outcome=None, goal_long_term=None,
-                has_goal=False, importance=None, category=None, confidence=None)
+    base = dict(
+        kind="message",
+        role="user",
+        content="",
+        tool_error=None,
+        outcome=None,
+        goal_long_term=None,
+        has_goal=False,
+        importance=None,
+        category=None,
+        confidence=None,
+    )
     base.update(kw)
     return assess(**base)
 

@@ -32,8 +32,9 @@ def test_random_kills_during_ingest_and_compaction_heal_on_rerun(tmp_path, embed
     ingested: set[str] = set()
     rng = random.Random(5)
     for phase in ("ingest", "compact"):
-        tally = kill_test.run_phase(store, phase, kills=3, rng=rng, slices=slices, ingested=ingested,
-                                    embedder=embedder, log=lambda *_: None)
+        tally = kill_test.run_phase(
+            store, phase, kills=3, rng=rng, slices=slices, ingested=ingested, embedder=embedder, log=lambda *_: None
+        )
         assert tally.failures == [] and tally.kills == 3
         assert tally.healed == tally.checks >= 1
     assert len(ingested) > 30  # slices landed, so the raw-count check compared real numbers
@@ -43,8 +44,23 @@ def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write
     """Each check can fail: duplicates, a wrong raw count, an unindexed memory, a missing source, a pending write."""
     kill_test = load_kill_test()
     engine = make_engine()
-    engine.ingest([write_jsonl("log.jsonl", [{"id": f"e{i}", "kind": "note", "agent": "bot", "content": f"note {i}",
-                                              "ts": "2026-03-01T09:00:00Z"} for i in range(4)])])
+    engine.ingest(
+        [
+            write_jsonl(
+                "log.jsonl",
+                [
+                    {
+                        "id": f"e{i}",
+                        "kind": "note",
+                        "agent": "bot",
+                        "content": f"note {i}",
+                        "ts": "2026-03-01T09:00:00Z",
+                    }
+                    for i in range(4)
+                ],
+            )
+        ]
+    )
     store, embedder = engine.store_dir, engine.embedder
     rows = engine.store.index.table("memories").to_arrow()
     engine.store.index.add("memories", rows.filter(pc.field("id") == "e0"), replace=False)
@@ -53,9 +69,16 @@ def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write
     engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created,
                                 updated)
-           VALUES ('u1', 'fact', 'x', 'note', 'bot', 1, 0.5, '["gone"]', 'test', now(), now())""")
+           VALUES ('u1', 'fact', 'x', 'note', 'bot', 1, 0.5, '["gone"]', 'test', now(), now())"""
+    )
     engine.close()
     problems = " | ".join(kill_test.check_store(store, {"e0", "e1", "e2", "e3", "e4"}, embedder))
-    for expected in ("duplicate ids in LanceDB memories", "raw count 4 != 5", "disagree with DuckDB",
-                     "cites missing records", "pending", "LanceDB units 0 != 1"):
+    for expected in (
+        "duplicate ids in LanceDB memories",
+        "raw count 4 != 5",
+        "disagree with DuckDB",
+        "cites missing records",
+        "pending",
+        "LanceDB units 0 != 1",
+    ):
         assert expected in problems

@@ -23,15 +23,28 @@ from expengine.lifecycle.refine.templates import Draft, rule_draft
 
 T0 = dt.datetime(2026, 3, 1, 9, 0)
 
-CANCEL = ["Hi, I need to cancel my reservation please.", "I want to cancel my upcoming trip to Boston.",
-          "Please cancel my flight booking, I can't travel anymore.", "Can you cancel reservation ABC123 for me?",
-          "I'd like to cancel my booking and get a refund.", "Cancel my flight to Denver, my plans changed.",
-          "I have to cancel the trip I booked last week.", "Hello! Please cancel my reservation for next Monday."]
-BOOK = ["I want to book a flight from New York to Seattle on May 20.", "Can you book me a one-way flight to Chicago?",
-        "I'd like to book a round trip from Boston to Miami.", "Please book a flight for two passengers to Denver.",
-        "Book me the cheapest flight from LA to Dallas next Friday."]
-BAGS = ["I need to add two checked bags to my reservation.", "Can I add an extra suitcase to my booking?",
-        "Please add one more checked bag to my trip."]
+CANCEL = [
+    "Hi, I need to cancel my reservation please.",
+    "I want to cancel my upcoming trip to Boston.",
+    "Please cancel my flight booking, I can't travel anymore.",
+    "Can you cancel reservation ABC123 for me?",
+    "I'd like to cancel my booking and get a refund.",
+    "Cancel my flight to Denver, my plans changed.",
+    "I have to cancel the trip I booked last week.",
+    "Hello! Please cancel my reservation for next Monday.",
+]
+BOOK = [
+    "I want to book a flight from New York to Seattle on May 20.",
+    "Can you book me a one-way flight to Chicago?",
+    "I'd like to book a round trip from Boston to Miami.",
+    "Please book a flight for two passengers to Denver.",
+    "Book me the cheapest flight from LA to Dallas next Friday.",
+]
+BAGS = [
+    "I need to add two checked bags to my reservation.",
+    "Can I add an extra suitcase to my booking?",
+    "Please add one more checked bag to my trip.",
+]
 
 
 # --- intents ------------------------------------------------------------------------------------------------
@@ -65,8 +78,17 @@ def test_procedure_is_read_from_successes_with_each_values_source():
             ("outcome", {"outcome": "success"}),
         ]
         for i, (kind, fields) in enumerate(steps):
-            records.append({"id": f"{s}/step{i}", "agent": "a", "session": s, "goal_id": s, "kind": kind,
-                            "ts": T0 + dt.timedelta(minutes=10 * n, seconds=i), **fields})
+            records.append(
+                {
+                    "id": f"{s}/step{i}",
+                    "agent": "a",
+                    "session": s,
+                    "goal_id": s,
+                    "kind": kind,
+                    "ts": T0 + dt.timedelta(minutes=10 * n, seconds=i),
+                    **fields,
+                }
+            )
     runs = build_runs(records)
     assert [r.succeeded for r in runs] == [True] * 3 and runs[0].opening_id == "s0/step0"
     steps = procedure(runs)
@@ -86,8 +108,17 @@ def planted_runs() -> list[Run]:
         calls = [Call("get_user_details", {"user_id": "u"}, {})]
         calls += [Call("get_reservation_details", {"reservation_id": "X"}, {})] if checked else []
         calls += [Call("cancel_reservation", {"reservation_id": "X"}, {})]
-        runs.append(Run(run_id=f"task1/trial{n}", agent="a", request="cancel my trip", succeeded=ok, calls=calls,
-                        opening_id=f"task1/trial{n}/step1", ended=T0 + dt.timedelta(hours=n)))
+        runs.append(
+            Run(
+                run_id=f"task1/trial{n}",
+                agent="a",
+                request="cancel my trip",
+                succeeded=ok,
+                calls=calls,
+                opening_id=f"task1/trial{n}/step1",
+                ended=T0 + dt.timedelta(hours=n),
+            )
+        )
     return runs
 
 
@@ -120,23 +151,41 @@ def test_lesson_is_a_do_rule_with_its_evidence_runs():
 
 
 def lesson(action: str, support: int, hour: int, feature: str = "calls:cancel_reservation") -> Draft:
-    return Draft(kind="rule", category="lesson", source_ids=[f"r{i}" for i in range(support)],
-                 condition="For requests like 'cancel my trip'", action=action, subject=feature,
-                 as_of=T0 + dt.timedelta(hours=hour))
+    return Draft(
+        kind="rule",
+        category="lesson",
+        source_ids=[f"r{i}" for i in range(support)],
+        condition="For requests like 'cancel my trip'",
+        action=action,
+        subject=feature,
+        as_of=T0 + dt.timedelta(hours=hour),
+    )
 
 
 def test_a_lesson_is_superseded_by_one_with_more_or_fresher_support():
-    old = {"id": "u-old", "cluster_key": "intent:a:task1", "condition": "For requests like 'cancel my trip'",
-           "action": "do not call cancel_reservation", "subject": "calls:cancel_reservation", "support": 6,
-           "as_of": T0 + dt.timedelta(hours=5)}
-    stronger = decide(lesson("call cancel_reservation", 12, 5), cluster_key="intent:a:task9", new_id="u-new",
-                      existing=[old])
+    old = {
+        "id": "u-old",
+        "cluster_key": "intent:a:task1",
+        "condition": "For requests like 'cancel my trip'",
+        "action": "do not call cancel_reservation",
+        "subject": "calls:cancel_reservation",
+        "support": 6,
+        "as_of": T0 + dt.timedelta(hours=5),
+    }
+    stronger = decide(
+        lesson("call cancel_reservation", 12, 5), cluster_key="intent:a:task9", new_id="u-new", existing=[old]
+    )
     assert stronger.new_active and stronger.losers == ["u-old"]
-    weaker = decide(lesson("call cancel_reservation", 3, 1), cluster_key="intent:a:task9", new_id="u-new",
-                    existing=[old])
+    weaker = decide(
+        lesson("call cancel_reservation", 3, 1), cluster_key="intent:a:task9", new_id="u-new", existing=[old]
+    )
     assert not weaker.new_active and weaker.winner == "u-old"
-    other_feature = decide(lesson("call get_reservation_details", 3, 1, "calls:get_reservation_details"),
-                           cluster_key="intent:a:task9", new_id="u-new", existing=[old])
+    other_feature = decide(
+        lesson("call get_reservation_details", 3, 1, "calls:get_reservation_details"),
+        cluster_key="intent:a:task9",
+        new_id="u-new",
+        existing=[old],
+    )
     assert other_feature.new_active and other_feature.losers == []  # a different lesson, no conflict
 
 
@@ -144,8 +193,19 @@ def chat_run(task: int, trial: int, request: str, calls: list[str], reward: floa
     traj = [{"role": "system", "content": "policy"}, {"role": "user", "content": request}]
     for n, tool in enumerate(calls):
         call_id = f"c{n}"
-        traj.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": tool, "arguments": '{"reservation_id": "ZFA04Y"}'}}]})
+        traj.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": tool, "arguments": '{"reservation_id": "ZFA04Y"}'},
+                    }
+                ],
+            }
+        )
         traj.append({"role": "tool", "tool_call_id": call_id, "name": tool, "content": '{"status": "ok"}'})
     traj.append({"role": "assistant", "content": "Done."})
     return {"task_id": task, "trial": trial, "reward": reward, "traj": traj}
@@ -167,8 +227,9 @@ def test_lessons_are_written_by_refinement_and_traceable_with_trace(tmp_path, em
         assert learned["action"].startswith("call get_reservation_details")
         assert "succeeded 4 of 4" in learned["text"] and "succeeded 0 of 4" in learned["text"]
         traced = engine.trace(learned["id"])
-        assert sorted(r["id"] for r in traced["records"]) == sorted(f"task{t}/trial{n}/step1" for t in (1, 2)
-                                                                    for n in range(4))
+        assert sorted(r["id"] for r in traced["records"]) == sorted(
+            f"task{t}/trial{n}/step1" for t in (1, 2) for n in range(4)
+        )
         assert traced["missing_source_ids"] == [] and traced["history"][0]["action"] == "refined"
         hits = engine.query("please cancel my booking, I cannot fly", k=3, touch=False).hits
         assert any(h.type == "unit" and "cancel_reservation" in h.text for h in hits)
@@ -188,17 +249,41 @@ def coding_session(n: int, module: str, package: str | None, *, fix_works: bool)
         ("tool_result", "run_tests", {"tool_error": f"ModuleNotFoundError: No module named '{module}'"}),
         *(install if package else []),
         ("tool_call", "run_tests", {"tool_args": '{"cmd": "pytest -x"}'}),
-        ("tool_result", "run_tests", {"tool_result" if fix_works else "tool_error":
-                                      "12 passed" if fix_works else f"No module named '{module}'"}),
+        (
+            "tool_result",
+            "run_tests",
+            {"tool_result" if fix_works else "tool_error": "12 passed" if fix_works else f"No module named '{module}'"},
+        ),
     ]
-    return [{"id": f"{s}-{i}", "agent": "coder", "session": s, "goal_id": None, "ts": base + dt.timedelta(seconds=i),
-             "kind": kind, "role": "tool", "content": None, "text": "", "tool_name": tool, "tool_args": None,
-             "tool_result": None, "tool_error": None, "outcome": None, "feedback_signal": None, "category": "tool",
-             **fields} for i, (kind, tool, fields) in enumerate(rows)]
+    return [
+        {
+            "id": f"{s}-{i}",
+            "agent": "coder",
+            "session": s,
+            "goal_id": None,
+            "ts": base + dt.timedelta(seconds=i),
+            "kind": kind,
+            "role": "tool",
+            "content": None,
+            "text": "",
+            "tool_name": tool,
+            "tool_args": None,
+            "tool_result": None,
+            "tool_error": None,
+            "outcome": None,
+            "feedback_signal": None,
+            "category": "tool",
+            **fields,
+        }
+        for i, (kind, tool, fields) in enumerate(rows)
+    ]
 
 
 def test_errors_differing_only_in_a_module_name_form_one_rule_with_the_value_flowing_into_the_action():
-    assert generalise("ImportError: No module named 'jwt'") == ("ImportError: No module named <module>", {"module": "jwt"})
+    assert generalise("ImportError: No module named 'jwt'") == (
+        "ImportError: No module named <module>",
+        {"module": "jwt"},
+    )
     assert generalise("cannot open 'src/app.py': flight HAT030")[0] == "cannot open <file>: flight <id>"
     modules = ["dotenv", "jwt", "requests", "yaml", "freezegun"]
     rows = [r for n, m in enumerate(modules) for r in coding_session(n, m, m, fix_works=True)]
@@ -218,7 +303,10 @@ def test_a_rule_never_recommends_a_path_that_failed():
     rows += [r for n in range(3, 5) for r in coding_session(n, "jwt", "PyJWT", fix_works=True)]
     errors = [r for r in rows if r["tool_error"]]
     draft = rule_draft(mine_cluster(errors, context=rows))
-    assert draft.action == "call pip_install(package=<module>), then rerun run_tests (respelled where needed, e.g. jwt → PyJWT)"
+    assert (
+        draft.action
+        == "call pip_install(package=<module>), then rerun run_tests (respelled where needed, e.g. jwt → PyJWT)"
+    )
     assert (draft.successes, draft.trials) == (2, 2)
     assert "failed again after: an immediate rerun (3x)" in draft.pitfall
     only_failures = [r for n in range(3) for r in coding_session(n, "jwt", None, fix_works=False)]

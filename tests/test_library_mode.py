@@ -15,8 +15,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_cli(store: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "expengine", "--store", str(store), "--wait", "5", *args], cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "expengine", "--store", str(store), "--wait", "5", *args],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -27,7 +31,11 @@ def test_an_engine_held_open_blocks_neither_cron_compact_nor_cli_queries(make_en
     store = tmp_path / "store"
     compact = subprocess.Popen(
         [sys.executable, "-m", "expengine", "--store", str(store), "--wait", "120", "compact", "--no-refine", "--json"],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     queried = run_cli(store, "--wait", "120", "query", "refund window", "--json", "--no-touch")
     out, err = compact.communicate(timeout=600)

@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from secrets_table import SECRETS
 
 from expengine.ingest.events import EventError, event_from_native
 from expengine.ingest.readers import read_items
 from expengine.ingest.redact import Redactor
-
-from secrets_table import SECRETS
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 NOW = dt.datetime(2026, 3, 1)
@@ -24,11 +23,29 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-FIELDS = ["ts", "kind", "id", "agent", "session", "role", "content", "tool", "goal", "outcome", "feedback",
-          "importance", "tags", "meta", "goal_id", "category"]
+FIELDS = [
+    "ts",
+    "kind",
+    "id",
+    "agent",
+    "session",
+    "role",
+    "content",
+    "tool",
+    "goal",
+    "outcome",
+    "feedback",
+    "importance",
+    "tags",
+    "meta",
+    "goal_id",
+    "category",
+]
 near_events = st.fixed_dictionaries(
-    {"ts": st.sampled_from(["2026-03-01T09:00:00Z", 1767225600, "yesterday", None, True]),
-     "kind": st.sampled_from(["message", "tool_call", "tool_result", "goal", "outcome", "feedback", "bogus", 3])},
+    {
+        "ts": st.sampled_from(["2026-03-01T09:00:00Z", 1767225600, "yesterday", None, True]),
+        "kind": st.sampled_from(["message", "tool_call", "tool_result", "goal", "outcome", "feedback", "bogus", 3]),
+    },
     optional={name: json_values for name in FIELDS[2:]},
 )
 lines = st.one_of(
@@ -129,8 +146,7 @@ def test_redacting_a_json_value_keeps_its_shape(value: Any):
 
 
 # --- rendering --------------------------------------------------------------------------------------------
-printable = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Co", "Cn", "Zl", "Zp")), min_size=1,
-                    max_size=80)
+printable = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Co", "Cn", "Zl", "Zp")), min_size=1, max_size=80)
 
 
 @FAST

@@ -29,44 +29,143 @@ def _ts(minutes: int) -> str:
 def _events() -> list[dict]:
     sb = {"agent": "support-bot", "session": "s1"}
     return [
-        {**sb, "id": "w1", "ts": _ts(1), "kind": "tool_result", "goal_id": "g1", "outcome": "failure", "category": "weather",
-         "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"}},
-        {**sb, "id": "w2", "ts": _ts(2), "kind": "tool_result", "goal_id": "g2", "outcome": "failure", "category": "weather",
-         "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"}},
-        {**sb, "id": "w3", "ts": _ts(3), "kind": "observation", "goal_id": "g1", "outcome": "success", "category": "weather",
-         "content": "waited 60 seconds after the 429 and retried get_weather; the forecast came back"},
-        {**sb, "id": "w4", "ts": _ts(4), "kind": "observation", "category": "weather",
-         "content": "get_weather rate limit is 60 requests per minute per API key"},
-        {**sb, "id": "f1", "ts": _ts(5), "kind": "message", "role": "user", "category": "booking",
-         "content": "I need a flight from Denver to Tokyo on March 20, morning departure"},
-        {**sb, "id": "f2", "ts": _ts(6), "kind": "tool_call", "category": "booking",
-         "tool": {"name": "search_flights", "args": {"from": "DEN", "to": "NRT", "date": "2026-03-20"}}},
-        {**sb, "id": "r1", "ts": _ts(7), "kind": "tool_call", "category": "refund",
-         "tool": {"name": "request_refund", "args": {"order": "A-77"}}},
-        {**sb, "id": "d1", "ts": _ts(8), "kind": "observation", "category": "weather",
-         "content": "the weather provider rotates API keys every Sunday night"},
-        {**sb, "id": "s1", "ts": _ts(9), "kind": "observation", "category": "weather",
-         "content": "get_weather returns 429 when called twice within a second"},
-        {**sb, "id": "s2", "ts": _ts(10), "kind": "observation", "category": "weather",
-         "content": "get_weather gives 429 if called twice within one second"},
-        {**sb, "id": "s3", "ts": _ts(11), "kind": "observation", "category": "weather",
-         "content": "calling get_weather twice in a second gives a 429"},
-        {"agent": "coding-assistant", "session": "c1", "id": "c1", "ts": _ts(12), "kind": "observation",
-         "category": "dependency", "content": "import dotenv failed: fixed by pip install python-dotenv, then tests passed"},
+        {
+            **sb,
+            "id": "w1",
+            "ts": _ts(1),
+            "kind": "tool_result",
+            "goal_id": "g1",
+            "outcome": "failure",
+            "category": "weather",
+            "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"},
+        },
+        {
+            **sb,
+            "id": "w2",
+            "ts": _ts(2),
+            "kind": "tool_result",
+            "goal_id": "g2",
+            "outcome": "failure",
+            "category": "weather",
+            "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"},
+        },
+        {
+            **sb,
+            "id": "w3",
+            "ts": _ts(3),
+            "kind": "observation",
+            "goal_id": "g1",
+            "outcome": "success",
+            "category": "weather",
+            "content": "waited 60 seconds after the 429 and retried get_weather; the forecast came back",
+        },
+        {
+            **sb,
+            "id": "w4",
+            "ts": _ts(4),
+            "kind": "observation",
+            "category": "weather",
+            "content": "get_weather rate limit is 60 requests per minute per API key",
+        },
+        {
+            **sb,
+            "id": "f1",
+            "ts": _ts(5),
+            "kind": "message",
+            "role": "user",
+            "category": "booking",
+            "content": "I need a flight from Denver to Tokyo on March 20, morning departure",
+        },
+        {
+            **sb,
+            "id": "f2",
+            "ts": _ts(6),
+            "kind": "tool_call",
+            "category": "booking",
+            "tool": {"name": "search_flights", "args": {"from": "DEN", "to": "NRT", "date": "2026-03-20"}},
+        },
+        {
+            **sb,
+            "id": "r1",
+            "ts": _ts(7),
+            "kind": "tool_call",
+            "category": "refund",
+            "tool": {"name": "request_refund", "args": {"order": "A-77"}},
+        },
+        {
+            **sb,
+            "id": "d1",
+            "ts": _ts(8),
+            "kind": "observation",
+            "category": "weather",
+            "content": "the weather provider rotates API keys every Sunday night",
+        },
+        {
+            **sb,
+            "id": "s1",
+            "ts": _ts(9),
+            "kind": "observation",
+            "category": "weather",
+            "content": "get_weather returns 429 when called twice within a second",
+        },
+        {
+            **sb,
+            "id": "s2",
+            "ts": _ts(10),
+            "kind": "observation",
+            "category": "weather",
+            "content": "get_weather gives 429 if called twice within one second",
+        },
+        {
+            **sb,
+            "id": "s3",
+            "ts": _ts(11),
+            "kind": "observation",
+            "category": "weather",
+            "content": "calling get_weather twice in a second gives a 429",
+        },
+        {
+            "agent": "coding-assistant",
+            "session": "c1",
+            "id": "c1",
+            "ts": _ts(12),
+            "kind": "observation",
+            "category": "dependency",
+            "content": "import dotenv failed: fixed by pip install python-dotenv, then tests passed",
+        },
     ]
 
 
-UNIT_TEXT = "When get_weather returns 429 Too Many Requests, wait 60 seconds and retry once; do not call it twice per second."
+UNIT_TEXT = (
+    "When get_weather returns 429 Too Many Requests, wait 60 seconds and retry once; do not call it twice per second."
+)
 
 
-def add_unit(engine, unit_id: str, text: str, sources: list[str], *, kind: str = "rule", agent: str = "support-bot",
-             category: str = "weather") -> None:
+def add_unit(
+    engine,
+    unit_id: str,
+    text: str,
+    sources: list[str],
+    *,
+    kind: str = "rule",
+    agent: str = "support-bot",
+    category: str = "weather",
+) -> None:
     now = utcnow()
     engine.store.con.execute(
         """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
            VALUES (?, ?, ?, ?, ?, ?, 0.8, ?, 'test', ?, ?)""",
-        [unit_id, kind, text, category, agent, len(sources), json.dumps(sources), now - dt.timedelta(days=10),
-         now - dt.timedelta(days=10)],
+        [
+            unit_id,
+            kind,
+            text,
+            category,
+            agent,
+            len(sources),
+            json.dumps(sources),
+            now - dt.timedelta(days=10),
+            now - dt.timedelta(days=10),
+        ],
     )
     engine.store.index.add(UNITS, unit_rows(engine.store, f"id = '{unit_id}'"))
     engine.store.index.refresh_text_index(UNITS)
@@ -103,7 +202,9 @@ def cli(store, *args: str):
 
 
 def dump(engine) -> list:
-    return [engine.store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")]
+    return [
+        engine.store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")
+    ]
 
 
 # --- contract and provenance -------------------------------------------------------------------
@@ -129,9 +230,13 @@ def test_json_shape_and_provenance_of_all_three_hit_types(store):
 
 
 def test_score_is_the_documented_formula(engine_on):
-    engine = engine_on(overrides={"query.alpha": 0.5, "query.beta": 0.3, "query.gamma": 0.15, "query.utility_weight": 0.05})
-    engine.store.con.execute("UPDATE records SET weight = 1.7, utility = 0.4, last_access = ? WHERE id = 'w3'",
-                       [utcnow() - dt.timedelta(hours=10)])
+    engine = engine_on(
+        overrides={"query.alpha": 0.5, "query.beta": 0.3, "query.gamma": 0.15, "query.utility_weight": 0.05}
+    )
+    engine.store.con.execute(
+        "UPDATE records SET weight = 1.7, utility = 0.4, last_access = ? WHERE id = 'w3'",
+        [utcnow() - dt.timedelta(hours=10)],
+    )
     hits = {h.id: h for h in engine.query("retry get_weather after 429", k=10, touch=False).hits}
     w3 = hits["w3"]
     assert w3.parts.weight == pytest.approx(1.7 / 2.7, abs=1e-5)
@@ -139,7 +244,9 @@ def test_score_is_the_documented_formula(engine_on):
     assert w3.parts.recency == pytest.approx(0.995**10, abs=1e-3)
     for h in hits.values():
         p = h.parts
-        assert h.score == pytest.approx(0.5 * p.similarity + 0.3 * p.weight + 0.15 * p.recency + 0.05 * p.utility, abs=1e-5)
+        assert h.score == pytest.approx(
+            0.5 * p.similarity + 0.3 * p.weight + 0.15 * p.recency + 0.05 * p.utility, abs=1e-5
+        )
 
 
 # --- ranking -----------------------------------------------------------------------------------
@@ -262,10 +369,13 @@ def test_touch_reinforces_the_hits(engine_on):
     hits = engine.query("get_weather 429 retry", k=5).hits
     memory = next(h for h in hits if h.type == "memory")
     weight, count, last = engine.store.con.execute(
-        "SELECT weight, access_count, last_access FROM records WHERE id = ?", [memory.id]).fetchall()[0]
+        "SELECT weight, access_count, last_access FROM records WHERE id = ?", [memory.id]
+    ).fetchall()[0]
     assert weight == pytest.approx(1.0 + engine.config.decay.delta_access)
     assert count == 1 and (utcnow() - last).total_seconds() < 60
-    unit_weight, used = engine.store.con.execute("SELECT weight, last_used FROM units WHERE id = 'u-weather'").fetchall()[0]
+    unit_weight, used = engine.store.con.execute(
+        "SELECT weight, last_used FROM units WHERE id = 'u-weather'"
+    ).fetchall()[0]
     assert "u-weather" in {h.id for h in hits}
     assert unit_weight == pytest.approx(1.1) and used is not None
     untouched = engine.store.con.execute("SELECT weight, access_count FROM records WHERE id = 'f2'").fetchall()[0]
@@ -307,10 +417,20 @@ def test_helpful_feedback_restores_a_quarantined_unit_when_net_helpful(engine_on
 
 def test_feedback_records_at_ingest_do_the_same(engine_on, write_jsonl):
     engine = engine_on(overrides={"refine.harmful_quarantine": 2})
-    events = [{"id": f"fb{i}", "ts": _ts(20 + i), "kind": "feedback", "agent": "support-bot",
-               "feedback": {"signal": "negative", "target": "u-weather", "text": "wrong wait time"}} for i in range(2)]
+    events = [
+        {
+            "id": f"fb{i}",
+            "ts": _ts(20 + i),
+            "kind": "feedback",
+            "agent": "support-bot",
+            "feedback": {"signal": "negative", "target": "u-weather", "text": "wrong wait time"},
+        }
+        for i in range(2)
+    ]
     engine.ingest([write_jsonl("feedback.jsonl", events)])
-    assert engine.store.con.execute("SELECT status, harmful FROM units WHERE id = 'u-weather'").fetchall() == [("quarantined", 2)]
+    assert engine.store.con.execute("SELECT status, harmful FROM units WHERE id = 'u-weather'").fetchall() == [
+        ("quarantined", 2)
+    ]
 
 
 # --- show --------------------------------------------------------------------------------------
@@ -373,18 +493,26 @@ def test_unit_recency_comes_from_its_sources_as_of_and_last_use_not_updated(engi
     assert unit_recency() == pytest.approx(0.995**hours, abs=1e-3) and unit_recency() < 0.1
     engine.store.con.execute("UPDATE units SET as_of = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=5)])
     assert unit_recency() == pytest.approx(0.995**5, abs=1e-3)
-    engine.store.con.execute("UPDATE units SET last_used = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=1)])
+    engine.store.con.execute(
+        "UPDATE units SET last_used = ? WHERE id = 'u-weather'", [utcnow() - dt.timedelta(hours=1)]
+    )
     assert unit_recency() == pytest.approx(0.995**1, abs=1e-3)
 
 
 def test_quoted_in_tolerates_labels_punctuation_and_clipped_tails():
     from expengine.query.render import quoted_in
 
-    source = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful, honestly life-changing for me."
-    assert quoted_in('- [fact] As of 2023-05-08 Caroline said: "I went to a LGBTQ support group yesterday and it was so '
-                     'powerful, honestly life-changing for me."', source)
-    assert quoted_in('- [fact] Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful, '
-                     'honestly…"', source)  # a clipped quote still carries most of it
+    source = (
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful, honestly life-changing for me."
+    )
+    assert quoted_in(
+        '- [fact] As of 2023-05-08 Caroline said: "I went to a LGBTQ support group yesterday and it was so '
+        'powerful, honestly life-changing for me."',
+        source,
+    )
+    assert quoted_in(
+        '- [fact] Caroline said: "I went to a LGBTQ support group yesterday and it was so powerful, honestly…"', source
+    )  # a clipped quote still carries most of it
     assert not quoted_in('- [fact] Caroline said: "I went to a LGBTQ support group yesterday…"', source)
     assert not quoted_in("- [fact] Caroline likes support groups.", source)
     assert not quoted_in("- [fact] ok thanks so much", "Mel: ok thanks")  # too short to call a quote
@@ -402,7 +530,9 @@ def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
     engine = engine_on(overrides={"query.alpha": 0.0, "query.gamma": 0.0})
     add_unit(engine, "u-flight", FLIGHT_FACT, ["f1", "f2"], kind="fact", category="booking")
     engine.store.con.execute("UPDATE units SET weight = 9 WHERE id = 'u-flight'")
-    f1_text, f2_text = (engine.store.con.execute(f"SELECT text FROM records WHERE id = '{i}'").fetchall()[0][0] for i in ("f1", "f2"))
+    f1_text, f2_text = (
+        engine.store.con.execute(f"SELECT text FROM records WHERE id = '{i}'").fetchall()[0][0] for i in ("f1", "f2")
+    )
 
     result = _flight_query(engine)
     unit = result.hits[0]
@@ -456,11 +586,24 @@ def test_identical_evidence_texts_are_shown_once():
     from expengine.query.search import Evidence, Hit, ScoreParts
 
     same = "get_weather error: 429 Too Many Requests"
-    unit = Hit(id="u1", type="unit", text="When get_weather returns 429: wait 60 s and retry.", score=1.0,
-               parts=ScoreParts(1, 1, 1, 0), source_ids=["e1", "e2", "e3"], kind="rule", state="active",
-               agent="bot", category="error", ts=None,
-               expanded=[Evidence("e1", same, "dormant", 0.9), Evidence("e2", same, "dormant", 0.9),
-                         Evidence("e3", "get_weather returned: sunny", "archived", 0.5)])
+    unit = Hit(
+        id="u1",
+        type="unit",
+        text="When get_weather returns 429: wait 60 s and retry.",
+        score=1.0,
+        parts=ScoreParts(1, 1, 1, 0),
+        source_ids=["e1", "e2", "e3"],
+        kind="rule",
+        state="active",
+        agent="bot",
+        category="error",
+        ts=None,
+        expanded=[
+            Evidence("e1", same, "dormant", 0.9),
+            Evidence("e2", same, "dormant", 0.9),
+            Evidence("e3", "get_weather returned: sunny", "archived", 0.5),
+        ],
+    )
     prompt, kept = render_prompt([unit], budget=None)
     assert prompt.count(same) == 1 and "sunny" in prompt
     assert kept[0].source_ids == ["e1", "e2", "e3"]

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from secrets_table import MUST_KEEP, SECRETS
 
 from expengine.ingest.redact import Redactor
 from expengine.ingest.rules import assess
-
-from secrets_table import MUST_KEEP, SECRETS
 
 TS = "2026-03-01T09:00:00Z"
 TAU = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau_bench_airline"
@@ -40,12 +39,21 @@ def test_no_false_positive_in_a_real_airline_log_but_its_emails():
 
 
 def test_a_secret_named_key_is_redacted_whole_at_any_depth_and_counts_are_not():
-    value = {"db": [{"password": "plainword", "AWS_SECRET_ACCESS_KEY": "abc", "user": "kim"}],
-             "max_tokens": 256, "token_count": 5, "tokens": ["a"], "passwordless": True}
+    value = {
+        "db": [{"password": "plainword", "AWS_SECRET_ACCESS_KEY": "abc", "user": "kim"}],
+        "max_tokens": 256,
+        "token_count": 5,
+        "tokens": ["a"],
+        "passwordless": True,
+    }
     out, n = Redactor().value(value)
-    assert out == {"db": [{"password": "[REDACTED:SECRET]", "AWS_SECRET_ACCESS_KEY": "[REDACTED:SECRET]",
-                           "user": "kim"}], "max_tokens": 256, "token_count": 5, "tokens": ["a"],
-                   "passwordless": True}
+    assert out == {
+        "db": [{"password": "[REDACTED:SECRET]", "AWS_SECRET_ACCESS_KEY": "[REDACTED:SECRET]", "user": "kim"}],
+        "max_tokens": 256,
+        "token_count": 5,
+        "tokens": ["a"],
+        "passwordless": True,
+    }
     assert n == 2
 
 
@@ -59,10 +67,20 @@ def _planted_log(path: Path) -> tuple[str, int]:
     lines, planted = [], 0
     for n, (kind, text, _) in enumerate(SECRETS):
         lines += [
-            {"id": f"m{n}", "ts": TS, "kind": "message", "role": "user", "content": f"note: {text}",
-             "meta": {"client": {"headers": [{"x-debug": text}]}, "tags": [text]}},
-            {"id": f"c{n}", "ts": TS, "kind": "tool_call", "tool": {"name": "deploy",
-                                                                     "args": {"env": {"vars": [{"v": text}]}}}},
+            {
+                "id": f"m{n}",
+                "ts": TS,
+                "kind": "message",
+                "role": "user",
+                "content": f"note: {text}",
+                "meta": {"client": {"headers": [{"x-debug": text}]}, "tags": [text]},
+            },
+            {
+                "id": f"c{n}",
+                "ts": TS,
+                "kind": "tool_call",
+                "tool": {"name": "deploy", "args": {"env": {"vars": [{"v": text}]}}},
+            },
             {"id": f"r{n}", "ts": TS, "kind": "tool_result", "tool": {"name": "deploy", "result": {"log": [text]}}},
             {"id": f"e{n}", "ts": TS, "kind": "tool_result", "tool": {"name": "deploy", "error": f"failed: {text}"}},
         ]
@@ -82,23 +100,44 @@ def test_planted_secrets_are_nowhere_in_the_store_folder(make_engine, tmp_path):
     engine.compact(refine=False)  # a snapshot copies the store: it must hold no secret either
     tables = [t for (t,) in engine.store.con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
     rows = [row for t in tables for row in engine.store.con.execute(f'SELECT * FROM "{t}"').fetchall()]
-    rows += [tuple(r.values()) for name in ("memories", "units") if engine.store.index.table(name) is not None
-             for r in engine.store.index.table(name).to_arrow().to_pylist()]
+    rows += [
+        tuple(r.values())
+        for name in ("memories", "units")
+        if engine.store.index.table(name) is not None
+        for r in engine.store.index.table(name).to_arrow().to_pylist()
+    ]
     dump = "\n".join(str(cell) for row in rows for cell in row if isinstance(cell, str))  # vectors hold digits
     engine.close()
     blobs = b"".join(p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file())
-    stored = [kind for kind, _, secret in SECRETS
-              if secret.encode() in blobs or secret in dump or secret.replace("\n", "\\n") in dump]
+    stored = [
+        kind
+        for kind, _, secret in SECRETS
+        if secret.encode() in blobs or secret in dump or secret.replace("\n", "\\n") in dump
+    ]
     assert stored == [], f"{len(stored)} of {len(SECRETS)} kinds ({planted} secrets planted) stored: {stored}"
     assert sum(result.redacted_by_kind.values()) >= planted
 
 
 def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
     engine = make_engine()
-    engine.ingest([write_jsonl("keep.jsonl", [
-        {"id": f"k{n}", "ts": TS, "kind": "tool_result", "content": text,
-         "tool": {"name": "get_reservation_details", "result": {"value": text}}, "meta": {"value": text}}
-        for n, text in enumerate(MUST_KEEP)])])
+    engine.ingest(
+        [
+            write_jsonl(
+                "keep.jsonl",
+                [
+                    {
+                        "id": f"k{n}",
+                        "ts": TS,
+                        "kind": "tool_result",
+                        "content": text,
+                        "tool": {"name": "get_reservation_details", "result": {"value": text}},
+                        "meta": {"value": text},
+                    }
+                    for n, text in enumerate(MUST_KEEP)
+                ],
+            )
+        ]
+    )
     rows = engine.store.con.execute("SELECT content, tool_result, meta, redactions FROM records ORDER BY id").fetchall()
     assert len(rows) == len(MUST_KEEP) and all(r[3] == 0 for r in rows)
     assert sorted(r[0] for r in rows) == sorted(MUST_KEEP)
@@ -107,19 +146,32 @@ def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
 
 # --- Chinese rules ----------------------------------------------------------------------------------------
 def _assess_user_message(text: str):
-    return assess(kind="message", role="user", content=text, tool_error=None, outcome=None, goal_long_term=None,
-                  has_goal=False, importance=None, category=None, confidence=None)
+    return assess(
+        kind="message",
+        role="user",
+        content=text,
+        tool_error=None,
+        outcome=None,
+        goal_long_term=None,
+        has_goal=False,
+        importance=None,
+        category=None,
+        confidence=None,
+    )
 
 
-@pytest.mark.parametrize("text, category", [
-    ("总是先确认订单号再退款", "safety"),
-    ("永远不要把用户的密码发给别人", "safety"),
-    ("绝不在周末部署", "safety"),
-    ("请记住：退款必须走协议流程", "safety"),
-    ("我不喜欢香菜", "preference"),
-    ("我讨厌早上开会", "preference"),
-    ("我对花生过敏", "preference"),
-])
+@pytest.mark.parametrize(
+    "text, category",
+    [
+        ("总是先确认订单号再退款", "safety"),
+        ("永远不要把用户的密码发给别人", "safety"),
+        ("绝不在周末部署", "safety"),
+        ("请记住：退款必须走协议流程", "safety"),
+        ("我不喜欢香菜", "preference"),
+        ("我讨厌早上开会", "preference"),
+        ("我对花生过敏", "preference"),
+    ],
+)
 def test_chinese_protected_phrases_raise_importance(text, category):
     a = _assess_user_message(text)
     assert a.protected and a.category == category and a.importance >= 0.9
@@ -133,9 +185,22 @@ def test_ordinary_chinese_is_not_protected(text):
 
 def test_chinese_secrets_never_stored(make_engine, write_jsonl):
     engine = make_engine()
-    engine.ingest([write_jsonl("cn.jsonl", [
-        {"id": "cn1", "ts": TS, "kind": "message", "role": "user",
-         "content": "我的手机号是13812345678，身份证号11010519491231002X，密码是abc12345。"}])])
+    engine.ingest(
+        [
+            write_jsonl(
+                "cn.jsonl",
+                [
+                    {
+                        "id": "cn1",
+                        "ts": TS,
+                        "kind": "message",
+                        "role": "user",
+                        "content": "我的手机号是13812345678，身份证号11010519491231002X，密码是abc12345。",
+                    }
+                ],
+            )
+        ]
+    )
     (content,) = engine.store.con.execute("SELECT content FROM records WHERE id = 'cn1'").fetchone()
     assert content == ("我的手机号是[REDACTED:CN_MOBILE]，身份证号[REDACTED:CN_ID]，密码是[REDACTED:PASSWORD]。")
     assert Redactor()("身份证号110105194912310021")[1] == 0  # a wrong check character is not an identity number

@@ -37,25 +37,69 @@ def at(minutes: int) -> str:
 def weather_session(n: int, *, rate_limited: bool) -> list[dict]:
     """One support session: get_weather, maybe a 429, an observation, a retry that works."""
     base, s = n * 100, f"s{n}"
-    events = [{"id": f"w{n}-call", "ts": at(base), "kind": "tool_call", "agent": "bot", "session": s,
-               "tool": {"name": "get_weather", "args": {"city": ["Boston", "Tokyo", "Austin", "Oslo"][n % 4], "units": "metric"}}}]
+    events = [
+        {
+            "id": f"w{n}-call",
+            "ts": at(base),
+            "kind": "tool_call",
+            "agent": "bot",
+            "session": s,
+            "tool": {
+                "name": "get_weather",
+                "args": {"city": ["Boston", "Tokyo", "Austin", "Oslo"][n % 4], "units": "metric"},
+            },
+        }
+    ]
     if rate_limited:
         events += [
-            {"id": f"w{n}-err", "ts": at(base + 1), "kind": "tool_result", "agent": "bot", "session": s,
-             "tool": {"name": "get_weather", "error": "HTTP 429 Too Many Requests - Retry-After: 60"}},
-            {"id": f"w{n}-obs", "ts": at(base + 2), "kind": "observation", "agent": "bot", "session": s,
-             "content": "get_weather rate limited (429); waiting 60 s before retrying."},
-            {"id": f"w{n}-retry", "ts": at(base + 3), "kind": "tool_call", "agent": "bot", "session": s,
-             "tool": {"name": "get_weather", "args": {"city": "Boston", "units": "metric"}}},
+            {
+                "id": f"w{n}-err",
+                "ts": at(base + 1),
+                "kind": "tool_result",
+                "agent": "bot",
+                "session": s,
+                "tool": {"name": "get_weather", "error": "HTTP 429 Too Many Requests - Retry-After: 60"},
+            },
+            {
+                "id": f"w{n}-obs",
+                "ts": at(base + 2),
+                "kind": "observation",
+                "agent": "bot",
+                "session": s,
+                "content": "get_weather rate limited (429); waiting 60 s before retrying.",
+            },
+            {
+                "id": f"w{n}-retry",
+                "ts": at(base + 3),
+                "kind": "tool_call",
+                "agent": "bot",
+                "session": s,
+                "tool": {"name": "get_weather", "args": {"city": "Boston", "units": "metric"}},
+            },
         ]
-    events.append({"id": f"w{n}-ok", "ts": at(base + 4), "kind": "tool_result", "agent": "bot", "session": s,
-                   "tool": {"name": "get_weather", "result": {"summary": "sunny", "high_c": 5}}})
+    events.append(
+        {
+            "id": f"w{n}-ok",
+            "ts": at(base + 4),
+            "kind": "tool_result",
+            "agent": "bot",
+            "session": s,
+            "tool": {"name": "get_weather", "result": {"summary": "sunny", "high_c": 5}},
+        }
+    )
     return events
 
 
 def user_says(rid: str, minutes: int, text: str, agent: str = "companion") -> dict:
-    return {"id": rid, "ts": at(minutes), "kind": "message", "agent": agent, "session": f"c{minutes // 1000}",
-            "role": "user", "content": text}
+    return {
+        "id": rid,
+        "ts": at(minutes),
+        "kind": "message",
+        "agent": agent,
+        "session": f"c{minutes // 1000}",
+        "role": "user",
+        "content": text,
+    }
 
 
 def write_jsonl(path, events) -> str:
@@ -124,29 +168,49 @@ def _rows(events: list[dict]) -> list[dict]:
     rows = []
     for e in events:
         tool = e.get("tool") or {}
-        rows.append({
-            "id": e["id"], "agent": e["agent"], "session": e.get("session"), "goal_id": None,
-            "ts": dt.datetime.fromisoformat(e["ts"][:-1]), "kind": e["kind"], "role": e.get("role"),
-            "content": e.get("content"), "text": e.get("content") or json.dumps(tool), "tool_name": tool.get("name"),
-            "tool_args": json.dumps(tool["args"]) if "args" in tool else None,
-            "tool_result": json.dumps(tool["result"]) if "result" in tool else None, "tool_error": tool.get("error"),
-            "outcome": None, "feedback_signal": None, "category": "tool", "pinned": False, "protected": False,
-            "state": "active",
-        })
+        rows.append(
+            {
+                "id": e["id"],
+                "agent": e["agent"],
+                "session": e.get("session"),
+                "goal_id": None,
+                "ts": dt.datetime.fromisoformat(e["ts"][:-1]),
+                "kind": e["kind"],
+                "role": e.get("role"),
+                "content": e.get("content"),
+                "text": e.get("content") or json.dumps(tool),
+                "tool_name": tool.get("name"),
+                "tool_args": json.dumps(tool["args"]) if "args" in tool else None,
+                "tool_result": json.dumps(tool["result"]) if "result" in tool else None,
+                "tool_error": tool.get("error"),
+                "outcome": None,
+                "feedback_signal": None,
+                "category": "tool",
+                "pinned": False,
+                "protected": False,
+                "state": "active",
+            }
+        )
     return rows
 
 
 def test_an_error_rule_acts_on_what_followed_and_counts_recoveries():
     from expengine.lifecycle.refine.templates import rule_draft
 
-    errors_only = [e for n in range(3) for e in weather_session(n, rate_limited=True)
-                   if e.get("tool", {}).get("error") or e["kind"] == "tool_call"]
+    errors_only = [
+        e
+        for n in range(3)
+        for e in weather_session(n, rate_limited=True)
+        if e.get("tool", {}).get("error") or e["kind"] == "tool_call"
+    ]
     mined = mine_cluster(_rows(errors_only + [e for e in weather_session(9, rate_limited=True)]))
     if mined.error_results <= mined.ok_results:
         pytest.skip("this cluster is not error-dominated")
     draft = rule_draft(mined)
     assert draft.condition.startswith("When get_weather fails with 'HTTP 429")
-    assert draft.action == "note 'get_weather rate limited (429); waiting 60 s before retrying.', then rerun get_weather"
+    assert (
+        draft.action == "note 'get_weather rate limited (429); waiting 60 s before retrying.', then rerun get_weather"
+    )
     best = mined.errors[0].best_path()
     assert (draft.successes, draft.trials) == (best.recovered, best.count) == (1, 1)  # one session has its context
 
@@ -164,8 +228,15 @@ def test_mining_counts_tools_values_errors_and_what_followed():
 
 
 def test_fact_extraction_subject_attribute_and_noise():
-    row = {"id": "x", "kind": "message", "role": "user", "ts": T0, "category": "fact", "goal_id": None,
-           "content": "big news: I moved to San Francisco! new job at UCSF"}
+    row = {
+        "id": "x",
+        "kind": "message",
+        "role": "user",
+        "ts": T0,
+        "category": "fact",
+        "goal_id": None,
+        "content": "big news: I moved to San Francisco! new job at UCSF",
+    }
     (fact,) = extract_facts(row)
     assert (fact.subject, fact.attribute, fact.value, fact.single_valued) == ("the user", "home", "San Francisco", True)
     assert extract_facts(dict(row, content="I hate cilantro lol"))[0].attribute == "dislikes cilantro"
@@ -197,12 +268,12 @@ def test_grounding_accepts_a_concrete_grounded_rule(weather_mined):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"action": "call get_forecast(city=Boston)"}, "get_forecast"),            # invented tool
-        ({"action": "retry get_weather with region=EU"}, "EU"),                   # invented value
-        ({"pitfall": "HTTP 503 Service Unavailable"}, "503"),                       # invented error
-        ({"condition": "when the rule applies", "action": "call"}, "vague"),       # the SmolLM2 answer
+        ({"action": "call get_forecast(city=Boston)"}, "get_forecast"),  # invented tool
+        ({"action": "retry get_weather with region=EU"}, "EU"),  # invented value
+        ({"pitfall": "HTTP 503 Service Unavailable"}, "503"),  # invented error
+        ({"condition": "when the rule applies", "action": "call"}, "vague"),  # the SmolLM2 answer
         ({"action": "answer the question politely and quickly"}, "names no mined"),  # nothing concrete
-        ({"condition": 7}, "vague"),                                                # wrong type
+        ({"condition": 7}, "vague"),  # wrong type
     ],
 )
 def test_grounding_rejects_invented_or_vague_rules(weather_mined, change, reason):
@@ -220,21 +291,48 @@ def test_grounding_of_facts():
 
 # --- conflicts -------------------------------------------------------------------------------------------
 def _existing(**fields):
-    base = {"id": "u-old", "cluster_key": "k-old", "condition": "When get_weather returns 429", "action": "retry at once",
-            "subject": None, "attribute": None, "statement": None, "support": 5, "as_of": T0}
+    base = {
+        "id": "u-old",
+        "cluster_key": "k-old",
+        "condition": "When get_weather returns 429",
+        "action": "retry at once",
+        "subject": None,
+        "attribute": None,
+        "statement": None,
+        "support": 5,
+        "as_of": T0,
+    }
     return dict(base, **fields)
 
 
 def test_conflicting_rule_wins_only_with_more_or_fresher_support():
-    weaker = Draft(kind="rule", category="x", source_ids=["a", "b"], condition="When get_weather returns 429",
-                   action="wait 60 s", as_of=T0 - dt.timedelta(days=1))
+    weaker = Draft(
+        kind="rule",
+        category="x",
+        source_ids=["a", "b"],
+        condition="When get_weather returns 429",
+        action="wait 60 s",
+        as_of=T0 - dt.timedelta(days=1),
+    )
     lost = decide(weaker, cluster_key="k-new", new_id="u-new", existing=[_existing()])
     assert not lost.new_active and lost.winner == "u-old"
-    stronger = Draft(kind="rule", category="x", source_ids=list("abcdefg"), condition="When get_weather returns 429",
-                     action="wait 60 s", as_of=T0 - dt.timedelta(days=1))
+    stronger = Draft(
+        kind="rule",
+        category="x",
+        source_ids=list("abcdefg"),
+        condition="When get_weather returns 429",
+        action="wait 60 s",
+        as_of=T0 - dt.timedelta(days=1),
+    )
     assert decide(stronger, cluster_key="k-new", new_id="u-new", existing=[_existing()]).losers == ["u-old"]
-    fresher = Draft(kind="rule", category="x", source_ids=["a"], condition="when get_weather returns 429 ",
-                    action="wait 60 s", as_of=T0 + dt.timedelta(days=1))
+    fresher = Draft(
+        kind="rule",
+        category="x",
+        source_ids=["a"],
+        condition="when get_weather returns 429 ",
+        action="wait 60 s",
+        as_of=T0 + dt.timedelta(days=1),
+    )
     assert decide(fresher, cluster_key="k-new", new_id="u-new", existing=[_existing()]).losers == ["u-old"]
     other = Draft(kind="rule", category="x", source_ids=["a"], condition="To book a flight", action="x y z", as_of=T0)
     assert decide(other, cluster_key="k-new", new_id="u-new", existing=[_existing()]).losers == []
@@ -242,11 +340,25 @@ def test_conflicting_rule_wins_only_with_more_or_fresher_support():
 
 def test_newer_fact_about_the_same_subject_and_attribute_wins():
     old = _existing(subject="the user", attribute="home", statement="the user lives in Portland", as_of=T0)
-    newer = Draft(kind="fact", category="fact", source_ids=["a"], statement="the user lives in San Francisco",
-                  subject="the user", attribute="home", as_of=T0 + dt.timedelta(days=30))
+    newer = Draft(
+        kind="fact",
+        category="fact",
+        source_ids=["a"],
+        statement="the user lives in San Francisco",
+        subject="the user",
+        attribute="home",
+        as_of=T0 + dt.timedelta(days=30),
+    )
     assert decide(newer, cluster_key="k2", new_id="u-new", existing=[old]).losers == ["u-old"]
-    older = Draft(kind="fact", category="fact", source_ids=["a", "b"], statement="the user lives in Denver",
-                  subject="the user", attribute="home", as_of=T0 - dt.timedelta(days=30))
+    older = Draft(
+        kind="fact",
+        category="fact",
+        source_ids=["a", "b"],
+        statement="the user lives in Denver",
+        subject="the user",
+        attribute="home",
+        as_of=T0 - dt.timedelta(days=30),
+    )
     assert not decide(older, cluster_key="k2", new_id="u-new", existing=[old]).new_active
 
 
@@ -276,8 +388,8 @@ def test_template_refine_writes_grounded_traceable_rule_and_archives_process_sou
     assert store.store.index.count("units") == 1
     assert store.store.con.execute("SELECT count(*) FROM pending_index").fetchall()[0][0] == 0
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
-    assert states["w0-ok"] == "archived" and states["w0-call"] == "archived"   # process, now in the unit
-    assert states["w0-err"] == "active" and states["w0-obs"] == "active"       # lessons stay
+    assert states["w0-ok"] == "archived" and states["w0-call"] == "archived"  # process, now in the unit
+    assert states["w0-err"] == "active" and states["w0-obs"] == "active"  # lessons stay
     assert report.archived == sum(1 for s in states.values() if s == "archived")
     traced = store.trace(unit["id"])
     assert {r["id"] for r in traced["records"]} == set(ids) and traced["missing_source_ids"] == []
@@ -375,8 +487,10 @@ def test_newer_fact_supersedes_older_one_across_clusters(store, tmp_path):
     store.refine()
     portland = [u for u in store.units() if u["attribute"] == "home"]
     assert len(portland) == 1 and "Portland" in portland[0]["text"]
-    moved = [user_says("f9", 9000, "big news: I moved to San Francisco! new job at UCSF"),
-             user_says("f10", 9001, "love my new place, I live in San Francisco now")]
+    moved = [
+        user_says("f9", 9000, "big news: I moved to San Francisco! new job at UCSF"),
+        user_says("f10", 9001, "love my new place, I live in San Francisco now"),
+    ]
     store.ingest([write_jsonl(tmp_path / "moved.jsonl", moved)])
     set_clusters(store, {"new": ["f9", "f10", "f6"]}, "companion")
     store.refine()
@@ -419,7 +533,13 @@ def test_cli_units_and_trace_json(store):
     out = runner.invoke(app, ["--store", path, "units", "--json"])
     assert out.exit_code == 0, out.output
     listed = json.loads(out.stdout)["units"]
-    assert listed[0]["id"] == unit["id"] and set(listed[0]) >= {"support", "confidence", "utility", "source_ids", "method"}
+    assert listed[0]["id"] == unit["id"] and set(listed[0]) >= {
+        "support",
+        "confidence",
+        "utility",
+        "source_ids",
+        "method",
+    }
     out = runner.invoke(app, ["--store", path, "trace", unit["id"], "--json"])
     traced = json.loads(out.stdout)
     assert out.exit_code == 0 and len(traced["records"]) == unit["support"]
@@ -437,10 +557,11 @@ def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(
     assert unit["method"] in ("llm", "template")
     if unit["method"] == "template":  # the 135M model's wording failed a check: that must be on record
         assert report.llm_failures + report.grounding_rejected >= 1
-    mined_ok = check_rule({k: unit[k] for k in ("condition", "action", "expected_outcome", "pitfall")},
-                          mine_cluster(store.trace(unit["id"])["records"]),
-                          source_text(mine_cluster(store.trace(unit["id"])["records"]),
-                                      store.trace(unit["id"])["records"]))
+    mined_ok = check_rule(
+        {k: unit[k] for k in ("condition", "action", "expected_outcome", "pitfall")},
+        mine_cluster(store.trace(unit["id"])["records"]),
+        source_text(mine_cluster(store.trace(unit["id"])["records"]), store.trace(unit["id"])["records"]),
+    )
     assert mined_ok == [] or unit["method"] == "template"
     assert {r["id"] for r in store.trace(unit["id"])["records"]} == set(weather_ids(store))
 
@@ -448,9 +569,15 @@ def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(
 # --- store size: unchanged units, covered sources, digests, churn, duplicates ---------------------------------
 def conversation(tmp_path, store_engine, n: int = 4, prefix: str = "t", day: int = 10) -> list[str]:
     """Speaker-prefixed turns without tools, as LoCoMo is ingested."""
-    turns = [user_says(f"{prefix}{i}", day * 1000 + i, f"{['Caroline', 'Melanie'][i % 2]}: turn {i} about painting "
-                       f"the lake near Oslo, {'and a very long tail of words ' * 8 if i == 0 else ''}ok?.")
-             for i in range(n)]
+    turns = [
+        user_says(
+            f"{prefix}{i}",
+            day * 1000 + i,
+            f"{['Caroline', 'Melanie'][i % 2]}: turn {i} about painting "
+            f"the lake near Oslo, {'and a very long tail of words ' * 8 if i == 0 else ''}ok?.",
+        )
+        for i in range(n)
+    ]
     store_engine.ingest([write_jsonl(tmp_path / f"{prefix}.jsonl", turns)])
     return [t["id"] for t in turns]
 
@@ -463,7 +590,10 @@ def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(
     report = store.refine()
     (digest,) = [u for u in store.units() if u["attribute"] == "digest"]
     assert digest["source_ids"] == ids and digest["support"] == 4 and digest["kind"] == "fact"
-    assert digest["text"].startswith("[2026-03-08] Caroline: turn 0 about painting") and "| Melanie: turn 1" in digest["text"]
+    assert (
+        digest["text"].startswith("[2026-03-08] Caroline: turn 0 about painting")
+        and "| Melanie: turn 1" in digest["text"]
+    )
     assert digest["text"].index("turn 1") < digest["text"].index("turn 2") < digest["text"].index("turn 3")
     assert "…" in digest["text"] and len(digest["text"]) < 4 * store.config.refine.digest_quote_chars + 40  # clipped
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE id LIKE 't%'").fetchall())

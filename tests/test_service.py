@@ -41,8 +41,11 @@ def free_port() -> int:
 def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """A server process, returned once its socket answers /health (polled, with a deadline)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *TEMPLATES, "serve", *args], cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "expengine", "--store", str(store), *TEMPLATES, "serve", *args],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     deadline = time.monotonic() + 300
@@ -79,8 +82,15 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
     with Engine(store=store, embedder=embedder) as engine:
         engine.ingest([str(log)])
         record_id = engine.store.con.execute("SELECT id FROM records ORDER BY id LIMIT 1").fetchone()[0]
-    commands = [("query", QUERY, "--no-touch", "--json"), ("show", record_id, "--json"), ("stats", "--json"),
-                ("units", "--json"), ("history", "--json"), ("snapshots", "--json"), ("rejects", "--json")]
+    commands = [
+        ("query", QUERY, "--no-touch", "--json"),
+        ("show", record_id, "--json"),
+        ("stats", "--json"),
+        ("units", "--json"),
+        ("history", "--json"),
+        ("snapshots", "--json"),
+        ("rejects", "--json"),
+    ]
     direct = {c: invoke(store, *c, direct=True) for c in commands}
     port = free_port()
     child = start_server(store, "--http", f"127.0.0.1:{port}", "--max-body-mb", "0.01")
@@ -106,8 +116,25 @@ def test_cli_through_the_server_prints_what_direct_mode_prints(served: Any) -> N
 
 
 def test_a_query_through_the_server_imports_no_heavy_module(served: Any) -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "expengine", "--store", str(served[0]), "query",
-                           QUERY, "--no-touch", "--json"], cwd=REPO, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "expengine",
+            "--store",
+            str(served[0]),
+            "query",
+            QUERY,
+            "--no-touch",
+            "--json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(done.stdout)["hits"]
     imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
     assert not imported & {"torch", "duckdb", "lancedb", "pyarrow", "numpy", "sentence_transformers", "starlette"}
@@ -163,8 +190,18 @@ def test_queries_and_an_ingest_during_a_compaction(served: Any, tmp_path: Path) 
     client = served[1]
     before = client.call("stats")["raw"]
     extra = tmp_path / "extra.jsonl"
-    extra.write_text(json.dumps({"ts": "2026-03-02T10:00:00Z", "kind": "message", "role": "user", "session": "s9",
-                                 "content": "Please always send the itinerary by email."}) + "\n")
+    extra.write_text(
+        json.dumps(
+            {
+                "ts": "2026-03-02T10:00:00Z",
+                "kind": "message",
+                "role": "user",
+                "session": "s9",
+                "content": "Please always send the itinerary by email.",
+            }
+        )
+        + "\n"
+    )
     outcome: dict[str, Any] = {}
 
     def compact() -> None:
@@ -173,7 +210,9 @@ def test_queries_and_an_ingest_during_a_compaction(served: Any, tmp_path: Path) 
     worker = threading.Thread(target=compact)
     worker.start()
     answers, failures = 0, []
-    ingest = threading.Thread(target=lambda: outcome.setdefault("ingest", client.call("ingest", {"paths": [str(extra)]})))
+    ingest = threading.Thread(
+        target=lambda: outcome.setdefault("ingest", client.call("ingest", {"paths": [str(extra)]}))
+    )
     ingest.start()
     while worker.is_alive() or answers < 3:
         try:
@@ -219,8 +258,12 @@ async def _mcp_session(store: Path, first: tuple[str, dict[str, Any]]) -> tuple[
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "expengine", "--store", str(store), "mcp"],
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=str(REPO))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "expengine", "--store", str(store), "mcp"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=str(REPO),
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = await session.list_tools()

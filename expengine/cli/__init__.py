@@ -8,10 +8,10 @@ import click
 import typer
 
 from ..errors import ExpengineError
-from .common import app, stderr, styled
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
 from . import compact_cmds, query_cmds, refine_cmds, service_cmds, store_cmds  # noqa: E402,F401
+from .common import app, stderr, styled
 
 
 def main() -> None:

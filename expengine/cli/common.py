@@ -35,7 +35,10 @@ JSON_OPTION = typer.Option(False, "--json", help="Print exactly one JSON object 
 def global_options(
     ctx: typer.Context,
     store: Optional[Path] = typer.Option(
-        None, "--store", envvar="EXPENGINE_HOME", help="Store folder (default: EXPENGINE_HOME or ~/.local/share/expengine)."
+        None,
+        "--store",
+        envvar="EXPENGINE_HOME",
+        help="Store folder (default: EXPENGINE_HOME or ~/.local/share/expengine).",
     ),
     wait: float = typer.Option(30.0, "--wait", help="Seconds to wait for a busy store (e.g. during compaction)."),
     set_: list[str] = typer.Option([], "--set", "-s", help="Override a config value for this run: section.key=value."),
@@ -48,7 +51,9 @@ def global_options(
     for item in set_:
         key, sep, value = item.partition("=")
         if not sep:
-            raise InputError(f"--set expects section.key=value, got {item!r}", hint="e.g. --set decay.theta_dormant=0.3")
+            raise InputError(
+                f"--set expects section.key=value, got {item!r}", hint="e.g. --set decay.theta_dormant=0.3"
+            )
         overrides[key.strip()] = value.strip()
     ctx.obj = {"store": store, "wait": wait, "overrides": overrides, "direct": direct}
 
@@ -64,6 +69,7 @@ def open_engine(ctx: typer.Context):
 def styled(*parts: str | tuple[str, str]) -> Text:
     """A line with some parts styled, e.g. styled(("error:", "bold red"), " ", message); text is never markup."""
     return Text.assemble(*parts)
+
 
 def store_dir(ctx: typer.Context) -> Path:
     from ..config import default_store_dir
@@ -81,8 +87,10 @@ def server(ctx: typer.Context) -> Any:
 
     client = find_server(store_dir(ctx))
     if client is not None and obj.get("overrides"):
-        raise InputError("--set cannot change a running server's config",
-                         hint="pass --set to `expengine serve`, or stop the server and add --direct")
+        raise InputError(
+            "--set cannot change a running server's config",
+            hint="pass --set to `expengine serve`, or stop the server and add --direct",
+        )
     return client
 
 

@@ -37,8 +37,18 @@ def _print_report(data: dict[str, Any]) -> None:
     title = "compaction plan (dry run, nothing changed)" if data["dry_run"] else f"compaction {data['run_id']}"
     table = Table("", "before", "after", title=title)
     before, after = data["before"], data["after"] or {}
-    for key in ("raw", "active", "dormant", "archived", "clusters", "merged", "units", "active_tokens", "hot_tokens",
-                "raw_tokens"):
+    for key in (
+        "raw",
+        "active",
+        "dormant",
+        "archived",
+        "clusters",
+        "merged",
+        "units",
+        "active_tokens",
+        "hot_tokens",
+        "raw_tokens",
+    ):
         table.add_row(key.replace("_", " "), str(before[key]), str(after.get(key, "")))
     stdout.print(table)
     steps = Table("step", "seconds", "what happened", title="steps")
@@ -63,15 +73,21 @@ def _step_summary(name: str, step: dict[str, Any]) -> str:
     if name == "decay":
         return f"{step['decayed']} decayed, {step['became_dormant']} dormant"
     if name == "goals":
-        return (f"goals {step['goals_handled']}: {step['process_weakened']} process weakened, "
-                f"{step['lessons_reinforced']} lessons and {step['failure_records_reinforced']} failure records reinforced, "
-                f"{step['became_dormant']} dormant")
+        return (
+            f"goals {step['goals_handled']}: {step['process_weakened']} process weakened, "
+            f"{step['lessons_reinforced']} lessons and {step['failure_records_reinforced']} failure records reinforced, "
+            f"{step['became_dormant']} dormant"
+        )
     if name == "chatter":
-        return f"{step['dormant']} chatter messages asleep ({step['boilerplate']} boilerplate, {step['no_content']} empty)"
+        return (
+            f"{step['dormant']} chatter messages asleep ({step['boilerplate']} boilerplate, {step['no_content']} empty)"
+        )
     if name == "clusters":
-        return (f"{step['records_clustered']} records in {step['clusters']} clusters; {step['merged_records']} merged into "
-                f"{step['merged_groups']} survivors; {step['dormant_covered']} covered and {step['dormant_empty']} empty "
-                f"went dormant; {step['kept_by_floor']} kept by the keep_ratio floor")
+        return (
+            f"{step['records_clustered']} records in {step['clusters']} clusters; {step['merged_records']} merged into "
+            f"{step['merged_groups']} survivors; {step['dormant_covered']} covered and {step['dormant_empty']} empty "
+            f"went dormant; {step['kept_by_floor']} kept by the keep_ratio floor"
+        )
     if name == "purge":
         return f"{step['archived']} archived, {step['waiting']} waiting out the observation window"
     if name == "snapshot":
@@ -91,20 +107,27 @@ def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
         return
     table = Table("id", "created (UTC)", "reason", "raw", "active", "MiB")
     for s in found:
-        table.add_row(s["id"], s["created"], s["reason"], str(s["raw"]), str(s["active"]), f"{s['size_bytes'] / 2**20:.1f}")
+        table.add_row(
+            s["id"], s["created"], s["reason"], str(s["raw"]), str(s["active"]), f"{s['size_bytes'] / 2**20:.1f}"
+        )
     stdout.print(table)
 
 
 @app.command()
-def restore(ctx: typer.Context, snapshot_id: str = typer.Argument(..., help="A snapshot id from `expengine snapshots`."),
-            as_json: bool = JSON_OPTION) -> None:
+def restore(
+    ctx: typer.Context,
+    snapshot_id: str = typer.Argument(..., help="A snapshot id from `expengine snapshots`."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Roll the store back to a snapshot (anything ingested after it is gone too)."""
     result = call(ctx, "restore", snapshot_id=snapshot_id)
     if as_json:
         emit_json(result)
         return
-    stdout.print(f"restored {result['snapshot_id']}: {result['raw_after']} records ({result['active_after']} active); "
-                 f"runs rolled back: {', '.join(result['runs_rolled_back']) or 'none'}")
+    stdout.print(
+        f"restored {result['snapshot_id']}: {result['raw_after']} records ({result['active_after']} active); "
+        f"runs rolled back: {', '.join(result['runs_rolled_back']) or 'none'}"
+    )
 
 
 @app.command()
@@ -128,8 +151,9 @@ def forget(
     ids_from: Optional[str] = typer.Option(None, "--ids-from", help="A file with one record id per line; - for stdin."),
     session: List[str] = typer.Option([], "--session", help="Records of this session (repeatable)."),
     agent: List[str] = typer.Option([], "--agent", help="Records of this agent (repeatable)."),
-    before: Optional[str] = typer.Option(None, "--before", help="Records whose event time is before this ISO date "
-                                         "or time (UTC)."),
+    before: Optional[str] = typer.Option(
+        None, "--before", help="Records whose event time is before this ISO date or time (UTC)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JSON_OPTION,
@@ -138,8 +162,12 @@ def forget(
     provenance (privacy requests). Filters combine with AND; through a running server too (never SQL).
     Example: expengine forget --agent bot --before 2026-01-01"""
     named = list(ids or []) + _read_ids(ids_from)
-    filters: dict[str, Any] = {"ids": named or None, "sessions": session or None, "agents": agent or None,
-                               "before": before}
+    filters: dict[str, Any] = {
+        "ids": named or None,
+        "sessions": session or None,
+        "agents": agent or None,
+        "before": before,
+    }
     plan = call(ctx, "forget", **filters, dry_run=True)
     if not plan["records"]:
         raise NotFoundError("no record matches these filters", hint="check them with `expengine show ID` or `stats`")
@@ -148,8 +176,10 @@ def forget(
         return
     if not yes:
         if as_json or not sys.stdin.isatty():
-            raise InputError(f"refusing to delete {plan['records']} record(s) without --yes",
-                             hint="add --yes, or --dry-run to look first")
+            raise InputError(
+                f"refusing to delete {plan['records']} record(s) without --yes",
+                hint="add --yes, or --dry-run to look first",
+            )
         _print_forget(plan, stderr)
         if not typer.confirm(f"delete {plan['records']} record(s) and their derived data for good?", err=True):
             raise InputError("nothing deleted", hint="add --yes to skip the question")
@@ -157,9 +187,11 @@ def forget(
     if as_json:
         emit_json(result)
         return
-    stdout.print(f"deleted {result['records']} records, {result['embeddings']} embeddings, {result['history']} history "
-                 f"rows; {result['units_updated']} units lost sources, {result['units_deleted']} units deleted; "
-                 f"{result['snapshots']} snapshots rewritten")
+    stdout.print(
+        f"deleted {result['records']} records, {result['embeddings']} embeddings, {result['history']} history "
+        f"rows; {result['units_updated']} units lost sources, {result['units_deleted']} units deleted; "
+        f"{result['snapshots']} snapshots rewritten"
+    )
 
 
 def _read_ids(path: Optional[str]) -> list[str]:
@@ -169,20 +201,30 @@ def _read_ids(path: Optional[str]) -> list[str]:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read --ids-from {path}: {exc.strerror}",
-                         hint="a text file with one record id per line") from exc
+        raise InputError(
+            f"cannot read --ids-from {path}: {exc.strerror}", hint="a text file with one record id per line"
+        ) from exc
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _print_forget(plan: dict[str, Any], console: Console) -> None:
-    table = Table("id", "agent", "session", "time", "text",
-                  title=f"would delete {plan['records']} records (first {len(plan['preview'])} shown)")
+    table = Table(
+        "id",
+        "agent",
+        "session",
+        "time",
+        "text",
+        title=f"would delete {plan['records']} records (first {len(plan['preview'])} shown)",
+    )
     for row in plan["preview"]:
         table.add_row(*(Text(str(row[key] or "")) for key in ("id", "agent", "session", "ts", "text")))
     console.print(table)
-    console.print(f"and {plan['embeddings']} embeddings, {plan['history']} history rows; {plan['units_updated']} "
-                  f"units would lose sources, {plan['units_deleted']} units would be deleted; "
-                  f"{plan['snapshots']} snapshots rewritten", markup=False)
+    console.print(
+        f"and {plan['embeddings']} embeddings, {plan['history']} history rows; {plan['units_updated']} "
+        f"units would lose sources, {plan['units_deleted']} units would be deleted; "
+        f"{plan['snapshots']} snapshots rewritten",
+        markup=False,
+    )
 
 
 @app.command()
@@ -197,11 +239,21 @@ def history(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
         return
     table = Table("run", "started (UTC)", "status", "raw", "active", "units", "tokens", "active share")
     for run in runs:
-        raw, active = run["raw"] or 0, run["active_after"] if run["active_after"] is not None else run["active_before"] or 0
+        raw, active = (
+            run["raw"] or 0,
+            run["active_after"] if run["active_after"] is not None else run["active_before"] or 0,
+        )
         bar = "█" * round(20 * active / raw) if raw else ""
-        table.add_row(run["run_id"], (run["started"] or "")[:19], run["status"], str(raw), str(active),
-                      _cell(run["units"]), _cell(run["tokens_after"]),
-                      f"{bar} {100 * active / raw:.0f}%" if raw else "")
+        table.add_row(
+            run["run_id"],
+            (run["started"] or "")[:19],
+            run["status"],
+            str(raw),
+            str(active),
+            _cell(run["units"]),
+            _cell(run["tokens_after"]),
+            f"{bar} {100 * active / raw:.0f}%" if raw else "",
+        )
     stdout.print(table)
 
 

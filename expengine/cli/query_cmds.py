@@ -27,27 +27,47 @@ def query(
     agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's memories and units."),
     category: Optional[str] = typer.Option(None, "--category", help="Only this category."),
     kind: Optional[str] = typer.Option(
-        None, "--kind", help="A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only)."
+        None,
+        "--kind",
+        help="A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only).",
     ),
     outcome: Optional[str] = typer.Option(None, "--outcome", help="success or failure (memories only)."),
     since: Optional[str] = typer.Option(None, "--since", help="Not older than this (ISO-8601, UTC)."),
     until: Optional[str] = typer.Option(None, "--until", help="Not newer than this (ISO-8601, UTC)."),
     goal: Optional[str] = typer.Option(None, "--goal", help="Only memories of this goal id."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Stop adding hits when the prompt text would pass this many tokens."),
+    budget: Optional[int] = typer.Option(
+        None, "--budget", help="Stop adding hits when the prompt text would pass this many tokens."
+    ),
     include_dormant: bool = typer.Option(False, "--include-dormant", help="Search dormant memories too."),
     expand: Optional[bool] = typer.Option(
         None, "--expand/--no-expand", help="Show a unit's sources most relevant to the query (default: on)."
     ),
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not reinforce the hits (the store is left unchanged)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="prompt or table (default: table on a terminal, else prompt)."),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", help="prompt or table (default: table on a terminal, else prompt)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Ranked knowledge units and memories for a situation. Example: expengine query "get_weather returns 429" """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint="use --format prompt or --format table")
-    result = call(ctx, "query", text=text, k=k, touch=not no_touch, agent=agent, category=category, kind=kind,
-                  outcome=outcome, since=since, until=until, goal=goal, budget=budget,
-                  include_dormant=include_dormant, expand=expand)
+    result = call(
+        ctx,
+        "query",
+        text=text,
+        k=k,
+        touch=not no_touch,
+        agent=agent,
+        category=category,
+        kind=kind,
+        outcome=outcome,
+        since=since,
+        until=until,
+        goal=goal,
+        budget=budget,
+        include_dormant=include_dormant,
+        expand=expand,
+    )
     if as_json:
         emit_json(result)
         return
@@ -76,9 +96,17 @@ def _print_table(result: dict[str, Any]) -> None:
         for ev in hit["expanded"]:
             text += f"\n  ↳ {_short(ev['id'])} ({ev['state']}): {_short(ev['text'], 80)}"
         kind = hit["kind"] if hit["state"] == "active" else f"{hit['kind']} ({hit['state']})"
-        table.add_row(str(n), _short(hit["id"]), f"{hit['type']} {kind}", f"{hit['score']:.3f}",
-                      f"{p['similarity']:.2f}", f"{p['weight']:.2f}", f"{p['recency']:.2f}", f"{p['utility']:+.2f}",
-                      text)
+        table.add_row(
+            str(n),
+            _short(hit["id"]),
+            f"{hit['type']} {kind}",
+            f"{hit['score']:.3f}",
+            f"{p['similarity']:.2f}",
+            f"{p['weight']:.2f}",
+            f"{p['recency']:.2f}",
+            f"{p['utility']:+.2f}",
+            text,
+        )
     stdout.print(table)
 
 
@@ -97,8 +125,10 @@ def feedback(
         emit_json(result)
         return
     verdict = "no report" if helpful is None else ("helpful" if helpful else "harmful")
-    line = (f"{result['type']} {_short(result['id'])}: {verdict} · utility {result['utility']:+.2f} · "
-            f"status {result['status']}")
+    line = (
+        f"{result['type']} {_short(result['id'])}: {verdict} · utility {result['utility']:+.2f} · "
+        f"status {result['status']}"
+    )
     if result["quarantined"]:
         line += " · quarantined (excluded from query; restore with --restore)"
     if result["restored"]:

@@ -14,8 +14,12 @@ from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
 def refine(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the units that would be written; change nothing."),
-    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Model calls this cycle (default: refine.max_llm_calls)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds this cycle may take (default: refine.time_limit_s)."),
+    max_llm_calls: Optional[int] = typer.Option(
+        None, "--max-llm-calls", help="Model calls this cycle (default: refine.max_llm_calls)."
+    ),
+    time_limit: Optional[float] = typer.Option(
+        None, "--time-limit", help="Seconds this cycle may take (default: refine.time_limit_s)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Turn changed clusters into grounded knowledge units. Example: expengine refine --dry-run"""
@@ -57,22 +61,35 @@ def units(
         return
     table = Table("id", "kind", "status", "support", "confidence", "utility", "method", "text")
     for u in rows:
-        table.add_row(u["id"], u["kind"], u["status"], str(u["support"]), f"{u['confidence']:.2f}",
-                      f"{u['utility']:.2f}", u["method"], u["text"][:100])
+        table.add_row(
+            u["id"],
+            u["kind"],
+            u["status"],
+            str(u["support"]),
+            f"{u['confidence']:.2f}",
+            f"{u['utility']:.2f}",
+            u["method"],
+            u["text"][:100],
+        )
     stdout.print(table)
 
 
 @app.command()
-def trace(ctx: typer.Context, unit_id: str = typer.Argument(..., help="A unit id (see `expengine units`)."),
-          as_json: bool = JSON_OPTION) -> None:
+def trace(
+    ctx: typer.Context,
+    unit_id: str = typer.Argument(..., help="A unit id (see `expengine units`)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Show a unit and every raw record it came from, archived ones included."""
     result = call(ctx, "trace", id=unit_id)
     if as_json:
         emit_json(result)
         return
     unit = result["unit"]
-    stdout.print(f"{unit['id']} [{unit['kind']}, {unit['status']}, {unit['method']}] support {unit['support']} "
-                 f"confidence {unit['confidence']:.2f}")
+    stdout.print(
+        f"{unit['id']} [{unit['kind']}, {unit['status']}, {unit['method']}] support {unit['support']} "
+        f"confidence {unit['confidence']:.2f}"
+    )
     stdout.print(unit["text"])
     table = Table("record", "ts", "state", "kind", "text")
     for r in result["records"]:

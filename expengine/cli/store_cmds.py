@@ -24,7 +24,9 @@ def ingest(
 ) -> None:
     """Validate, redact, embed and store agent log events. Example: expengine ingest logs/*.jsonl"""
     try:
-        result = _ingest(ctx, paths, format=fmt, strict=strict, agent=agent, progress=progress_enabled() and not as_json)
+        result = _ingest(
+            ctx, paths, format=fmt, strict=strict, agent=agent, progress=progress_enabled() and not as_json
+        )
     except RejectedLinesError as exc:
         if as_json:
             emit_json({"error": exc.message})
@@ -61,7 +63,9 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
             return ops.run(engine, "ingest", {"paths": paths, **args})
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        with Progress(SpinnerColumn(), TextColumn("{task.completed} events stored"), console=stderr, transient=True) as bar:
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.completed} events stored"), console=stderr, transient=True
+        ) as bar:
             task = bar.add_task("ingest")
             return ops.run(engine, "ingest", {"paths": paths, **args}, on_progress=lambda n: bar.advance(task, n))
 
@@ -77,8 +81,12 @@ def stats(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     table.add_column("what")
     table.add_column("count", justify="right")
     for label, value in (
-        ("raw records", result["raw"]), ("active", result["active"]), ("dormant", result["dormant"]),
-        ("archived", result["archived"]), ("knowledge units", result["units"]), ("rejects", result["rejects"]),
+        ("raw records", result["raw"]),
+        ("active", result["active"]),
+        ("dormant", result["dormant"]),
+        ("archived", result["archived"]),
+        ("knowledge units", result["units"]),
+        ("rejects", result["rejects"]),
         ("active tokens", result["active_tokens"]),
         ("hot tokens / raw tokens", f"{result['hot_tokens']} / {result['raw_tokens']}"),
         ("size on disk (KiB)", result["size_bytes"] // 1024),

@@ -87,7 +87,11 @@ def _opt_str(obj: dict[str, Any], key: str, where: str = "") -> str | None:
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and key in ("id", "session", "goal_id", "target"):
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and key in ("id", "session", "goal_id", "target")
+    ):
         return str(value)
     if not isinstance(value, str):
         raise EventError(f"`{where}{key}` must be a string, got {type(value).__name__}")

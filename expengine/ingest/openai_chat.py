@@ -71,9 +71,19 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             continue
         if role == "user" and not goal_opened and content:
             goal_opened = True
-            instruction = ((obj.get("info") or {}).get("task") or {}).get("instruction") if isinstance(obj.get("info"), dict) else None
-            yield new("goal", message, goal_status="open", goal_description=content, role="user",
-                      meta={"instruction": instruction} if instruction else {})
+            instruction = (
+                ((obj.get("info") or {}).get("task") or {}).get("instruction")
+                if isinstance(obj.get("info"), dict)
+                else None
+            )
+            yield new(
+                "goal",
+                message,
+                goal_status="open",
+                goal_description=content,
+                role="user",
+                meta={"instruction": instruction} if instruction else {},
+            )
             yield new("message", message, role="user", content=content)
             continue
         if role == "tool":
@@ -81,9 +91,16 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             call = latest_call.get(call_id or "")
             name = message.get("name") or (call.tool_name if call else None) or "tool"
             is_error = isinstance(content, str) and content.lower().startswith("error")
-            yield new("tool_result", message, role="tool", tool_name=name, tool_call_id=call_id,
-                      tool_error=content if is_error else None, tool_result=None if is_error else content,
-                      meta={"call_record": call.id} if call else {})
+            yield new(
+                "tool_result",
+                message,
+                role="tool",
+                tool_name=name,
+                tool_call_id=call_id,
+                tool_error=content if is_error else None,
+                tool_result=None if is_error else content,
+                meta={"call_record": call.id} if call else {},
+            )
             continue
         if role not in ("user", "assistant"):
             raise EventError(f"run {rid}: unknown role {role!r}")
@@ -97,8 +114,14 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             except json.JSONDecodeError:
                 args = {"_raw": raw_args}
             call_id = call.get("id")
-            event = new("tool_call", message, role="assistant", tool_name=function.get("name"), tool_args=args,
-                        tool_call_id=call_id)
+            event = new(
+                "tool_call",
+                message,
+                role="assistant",
+                tool_name=function.get("name"),
+                tool_args=args,
+                tool_call_id=call_id,
+            )
             if call_id:
                 latest_call[call_id] = event
             yield event
@@ -106,7 +129,17 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
     if outcome is not None:
         status = {"success": "succeeded", "failure": "failed"}.get(outcome, "open")
         reward = obj.get("reward")
-        yield new("goal", None, goal_status=status, goal_description=None, content=f"run {rid} finished",
-                  meta={"reward": reward} if reward is not None else {})
-        yield new("outcome", None, outcome=outcome, content=f"run {rid} ended in {outcome}"
-                  + (f" (reward {reward})" if reward is not None else ""))
+        yield new(
+            "goal",
+            None,
+            goal_status=status,
+            goal_description=None,
+            content=f"run {rid} finished",
+            meta={"reward": reward} if reward is not None else {},
+        )
+        yield new(
+            "outcome",
+            None,
+            outcome=outcome,
+            content=f"run {rid} ended in {outcome}" + (f" (reward {reward})" if reward is not None else ""),
+        )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import pyarrow as pa
 
 from ..errors import RejectedLinesError
+from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
@@ -19,7 +20,6 @@ from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
 from .scripts import SWITCH_SHARE, count_scripts, embedder_warning, shares, unreadable_share
-from ..results import Result
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -110,7 +110,11 @@ def _pick_embedder(store: "Store", batch: list[Event], letters: Counter[str]) ->
     most of the text is in scripts MiniLM cannot read (it then stays the store's model)."""
     before = sum(letters.values())
     count_scripts((render(ev) for ev in batch), letters)
-    if before or unreadable_share(letters) < SWITCH_SHARE or store.con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
+    if (
+        before
+        or unreadable_share(letters) < SWITCH_SHARE
+        or store.con.execute("SELECT count(*) FROM records").fetchall()[0][0]
+    ):
         return
     from ..models.embedder import MULTILINGUAL
 
@@ -123,15 +127,25 @@ def _reject(store: "Store", result: IngestResult, item: Item, redactor: Redactor
     raw, _ = redactor(item.raw or "")
     result.rejected += 1
     result.rejects.append(Reject(item.file, item.line, error or "rejected"))
-    store.con.execute("INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                      [item.file, item.line, error, (raw or "")[:10000], now])
+    store.con.execute(
+        "INSERT INTO rejects VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [item.file, item.line, error, (raw or "")[:10000], now],
+    )
 
 
 def _redact_event(ev: Event, redactor: Redactor) -> int:
     """Every field that holds what the agent said or saw, at any depth; ids, agents and sessions stay as given."""
     total = 0
-    for attr in ("content", "tool_error", "goal_description", "feedback_text", "tool_args", "tool_result", "meta",
-                 "tags"):
+    for attr in (
+        "content",
+        "tool_error",
+        "goal_description",
+        "feedback_text",
+        "tool_args",
+        "tool_result",
+        "meta",
+        "tags",
+    ):
         value, n = redactor.value(getattr(ev, attr))
         setattr(ev, attr, value)
         total += n
@@ -166,18 +180,37 @@ def _store_batch(
         result.redacted += 1 if redactions else 0
         rows.append(
             {
-                "id": rid, "content_hash": chash, "agent": ev.agent, "session": ev.session, "goal_id": ev.goal_id,
-                "ts": ev.ts, "kind": ev.kind, "role": ev.role, "content": ev.content,
-                "text": render(ev)[: cfg.max_content_chars], "tool_name": ev.tool_name,
-                "tool_args": as_text(ev.tool_args), "tool_result": as_text(ev.tool_result),
-                "tool_error": ev.tool_error, "tool_call_id": ev.tool_call_id, "goal_status": ev.goal_status,
-                "goal_description": ev.goal_description, "goal_long_term": ev.goal_long_term,
-                "outcome": ev.outcome, "feedback_signal": ev.feedback_signal, "feedback_target": ev.feedback_target,
-                "importance": a.importance, "category": a.category,
+                "id": rid,
+                "content_hash": chash,
+                "agent": ev.agent,
+                "session": ev.session,
+                "goal_id": ev.goal_id,
+                "ts": ev.ts,
+                "kind": ev.kind,
+                "role": ev.role,
+                "content": ev.content,
+                "text": render(ev)[: cfg.max_content_chars],
+                "tool_name": ev.tool_name,
+                "tool_args": as_text(ev.tool_args),
+                "tool_result": as_text(ev.tool_result),
+                "tool_error": ev.tool_error,
+                "tool_call_id": ev.tool_call_id,
+                "goal_status": ev.goal_status,
+                "goal_description": ev.goal_description,
+                "goal_long_term": ev.goal_long_term,
+                "outcome": ev.outcome,
+                "feedback_signal": ev.feedback_signal,
+                "feedback_target": ev.feedback_target,
+                "importance": a.importance,
+                "category": a.category,
                 "tags": json.dumps(ev.tags) if ev.tags else None,
                 "meta": json.dumps(ev.meta, ensure_ascii=False, default=str) if ev.meta else None,
-                "protected": a.protected, "redactions": redactions, "source_file": ev.source_file,
-                "source_line": ev.source_line, "ingested_at": now, "feedback_text": ev.feedback_text,
+                "protected": a.protected,
+                "redactions": redactions,
+                "source_file": ev.source_file,
+                "source_line": ev.source_line,
+                "ingested_at": now,
+                "feedback_text": ev.feedback_text,
             }
         )
     if not rows:
@@ -204,8 +237,14 @@ def _store_batch(
         if r["kind"] == "feedback" and r["feedback_target"]:
             from ..query.feedback import apply_feedback
 
-            apply_feedback(store, target=r["feedback_target"], helpful=r["feedback_signal"] == "positive",
-                           note=r["feedback_text"], source=r["id"], missing_ok=True)
+            apply_feedback(
+                store,
+                target=r["feedback_target"],
+                helpful=r["feedback_signal"] == "positive",
+                note=r["feedback_text"],
+                source=r["id"],
+                missing_ok=True,
+            )
     store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
     con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
     result.stored += len(fresh)
@@ -236,8 +275,16 @@ def _track_goal(store: "Store", r: dict) -> None:
                 opened = LEAST(goals.opened, excluded.opened),
                 updated = GREATEST(goals.updated, excluded.updated)
             """,
-            [r["goal_id"], r["agent"], r["session"], r["goal_description"], r["goal_status"] or "open",
-             bool(r["goal_long_term"]), r["ts"], r["ts"]],
+            [
+                r["goal_id"],
+                r["agent"],
+                r["session"],
+                r["goal_description"],
+                r["goal_status"] or "open",
+                bool(r["goal_long_term"]),
+                r["ts"],
+                r["ts"],
+            ],
         )
     elif r["kind"] == "outcome" and r["goal_id"] and r["outcome"] in ("success", "failure"):
         status = "succeeded" if r["outcome"] == "success" else "failed"

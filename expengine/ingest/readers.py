@@ -76,9 +76,7 @@ def _sniff(head: bytes) -> str:
         return "native"
 
 
-def read_items(
-    name: str, *, fmt: str, max_line_bytes: int, agent: str | None, now: dt.datetime
-) -> Iterator[Item]:
+def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, now: dt.datetime) -> Iterator[Item]:
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     label = "<stdin>" if name == "-" else name
@@ -144,7 +142,9 @@ def _read_chat_array(stream: IO[bytes], label: str, *, agent: str | None, now: d
         try:
             if not is_run(run):
                 raise EventError(f"run {index} has no `traj` or `messages` list")
-            events = list(events_from_run(run, index, agent=agent or "default", base_ts=now + dt.timedelta(seconds=index)))
+            events = list(
+                events_from_run(run, index, agent=agent or "default", base_ts=now + dt.timedelta(seconds=index))
+            )
         except EventError as exc:
             yield Item(label, index + 1, error=str(exc), raw=json.dumps(run)[:2000])
             continue

@@ -61,7 +61,9 @@ def _cn_id_ok(text: str) -> bool:
 def _aws_secret_ok(text: str) -> bool:
     """40 base64 characters with upper, lower and digits (a git SHA is lowercase hex; a path has many slashes)."""
     return (
-        any(c.isupper() for c in text) and any(c.islower() for c in text) and any(c.isdigit() for c in text)
+        any(c.isupper() for c in text)
+        and any(c.islower() for c in text)
+        and any(c.isdigit() for c in text)
         and text.count("/") <= 3
     )
 
@@ -81,45 +83,83 @@ _KEY_WORDS = ("pass", "pwd", "secret", "key", "token", "credential")
 
 # Order matters: specific kinds first, so a key inside `password=...` is labelled by its own kind.
 _KINDS: list[_Kind] = [
-    _Kind("PRIVATE_KEY", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.S), needs=("-----begin",)),
-    _Kind("URL_PASSWORD", re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]+:{_NOT_DONE}([^\s/@?#]+)@"), 1,
-          needs=("://",)),
+    _Kind(
+        "PRIVATE_KEY",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.S,
+        ),
+        needs=("-----begin",),
+    ),
+    _Kind(
+        "URL_PASSWORD",
+        re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]+:{_NOT_DONE}([^\s/@?#]+)@"),
+        1,
+        needs=("://",),
+    ),
     _Kind("JWT", re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"), needs=("eyj",)),
     _Kind("API_KEY", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), needs=("gh",)),
     _Kind("API_KEY", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), needs=("xox",)),
     _Kind("API_KEY", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), needs=("_live_", "_test_")),
-    _Kind("API_KEY", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
-          needs=("sk-", "pk-", "rk-")),
+    _Kind(
+        "API_KEY", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"), needs=("sk-", "pk-", "rk-")
+    ),
     _Kind("API_KEY", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), needs=("aiza",)),
     _Kind("API_KEY", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), needs=("akia", "asia")),
     _Kind("TOKEN", re.compile(rf"\b[Bb]earer\s+{_NOT_DONE}([A-Za-z0-9._\-+/=]{{16,}})"), 1, needs=("bearer",)),
     # key = value, key: value, "key": "value" (JSON in text); a prefix is fine (db_password=, AWS_SECRET_ACCESS_KEY:)
     # because `_` is not in the look-behind
-    _Kind("SECRET", re.compile(
-        rf"(?i)(?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[=:]\s*{_NOT_DONE}{_QUOTED_OR_WORD}"
-    ), 1, needs=_KEY_WORDS),
+    _Kind(
+        "SECRET",
+        re.compile(rf"(?i)(?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[=:]\s*{_NOT_DONE}{_QUOTED_OR_WORD}"),
+        1,
+        needs=_KEY_WORDS,
+    ),
     # a password stated in a sentence: "my password is hunter2.", "the passcode was 4417", "密码是abc123"
-    _Kind("PASSWORD", re.compile(
-        rf"(?i)\b(?:pass(?:word|code|phrase)|passwd|pwd)s?\s+(?:is|was|to|will be|should be)\s*:?\s+{_NOT_DONE}"
-        r"(\"[^\"]*\"|'[^']*'|\S+?)(?=[.,;!?)]*(?:\s|$))"
-    ), 1, needs=("pass", "pwd")),
-    _Kind("PASSWORD", re.compile(rf"(?:密码|密碼|口令)\s*(?:是|为|為|:|：)\s*{_NOT_DONE}([^\s，。；！,;!]+)"), 1,
-          needs=("密码", "密碼", "口令")),
-    _Kind("AWS_SECRET", re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), valid=_aws_secret_ok,
-          needs=_DIGITS),
+    _Kind(
+        "PASSWORD",
+        re.compile(
+            rf"(?i)\b(?:pass(?:word|code|phrase)|passwd|pwd)s?\s+(?:is|was|to|will be|should be)\s*:?\s+{_NOT_DONE}"
+            r"(\"[^\"]*\"|'[^']*'|\S+?)(?=[.,;!?)]*(?:\s|$))"
+        ),
+        1,
+        needs=("pass", "pwd"),
+    ),
+    _Kind(
+        "PASSWORD",
+        re.compile(rf"(?:密码|密碼|口令)\s*(?:是|为|為|:|：)\s*{_NOT_DONE}([^\s，。；！,;!]+)"),
+        1,
+        needs=("密码", "密碼", "口令"),
+    ),
+    _Kind(
+        "AWS_SECRET",
+        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        valid=_aws_secret_ok,
+        needs=_DIGITS,
+    ),
     _Kind("EMAIL", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs=("@",)),
-    _Kind("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"), valid=_iban_ok,
-          needs=_DIGITS),
+    _Kind(
+        "IBAN",
+        re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"),
+        valid=_iban_ok,
+        needs=_DIGITS,
+    ),
     _Kind("SSN", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"), needs=("-",)),
-    _Kind("CN_ID", re.compile(
-        r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
-    ), valid=_cn_id_ok, needs=_DIGITS),
+    _Kind(
+        "CN_ID",
+        re.compile(
+            r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
+        ),
+        valid=_cn_id_ok,
+        needs=_DIGITS,
+    ),
     _Kind("CARD", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), valid=_card_ok, needs=_DIGITS),
     _Kind("CN_MOBILE", re.compile(r"(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)"), needs=_DIGITS),
-    _Kind("PHONE", re.compile(
-        r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"), needs=_DIGITS),
+    _Kind(
+        "PHONE",
+        re.compile(r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"),
+        needs=_DIGITS,
+    ),
     _Kind("PHONE", re.compile(r"(?<![\w-])\+\d{1,3}[\s.-]?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}(?![\w-])"), needs=("+",)),
 ]
 
@@ -149,7 +189,7 @@ class Redactor:
                 replaced += 1
                 self.counts[kind.label] = self.counts.get(kind.label, 0) + 1
                 whole, start = match.group(0), match.start(kind.group) - match.start()
-                return whole[:start] + f"[REDACTED:{kind.label}]" + whole[start + len(found):]
+                return whole[:start] + f"[REDACTED:{kind.label}]" + whole[start + len(found) :]
 
             text = kind.pattern.sub(sub, text)
         return text, replaced

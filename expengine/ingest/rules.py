@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 # Chinese has no spaces, so its phrases match anywhere (no \b); each is specific enough not to occur by chance.
 _CN_STRONG_PREFERENCE = r"我不喜欢|我不愛|我不爱|讨厌|討厭|过敏|過敏|我更喜欢|偏好"
-_CN_SAFETY = (
-    r"总是|總是|永远不要|永遠不要|绝不|絕不|绝对不要|千万不要|千萬不要|务必|必须|不要再|密码|密碼|记住|記住|协议|協議|规定"
-)
+_CN_SAFETY = r"总是|總是|永远不要|永遠不要|绝不|絕不|绝对不要|千万不要|千萬不要|务必|必须|不要再|密码|密碼|记住|記住|协议|協議|规定"
 PROTECTED_PHRASES = re.compile(
     r"(?i)\b(always|never|password|protocol|must not|do not ever|i hate|i don'?t like|i do not like|"
     rf"allergic|i prefer|i love|don'?t ever)\b|{_CN_SAFETY}|{_CN_STRONG_PREFERENCE}"

@@ -55,5 +55,7 @@ def embedder_warning(model_name: str, counts: Counter[str]) -> str | None:
     share = unreadable_share(counts)
     if model_name != MODEL_NAMES[MINILM] or share < WARN_SHARE:
         return None
-    return (f"{share:.0%} of this text is not in Latin script, which the embedder {model_name} cannot read: "
-            f"set [embedder] model = \"multilingual\" in the store's config.toml, then run `expengine reindex`")
+    return (
+        f"{share:.0%} of this text is not in Latin script, which the embedder {model_name} cannot read: "
+        f'set [embedder] model = "multilingual" in the store\'s config.toml, then run `expengine reindex`'
+    )

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 # Words that greet, thank, agree, react or sign off: they say nothing about anyone or anything.
 CHATTER_WORDS: dict[str, frozenset[str]] = {
-    "en": frozenset("""
+    "en": frozenset(
+        """
         hi hello hey hiya yo greetings morning evening afternoon night bye goodbye cya later farewell cheers
         thanks thank thx ty appreciate appreciated welcome pleasure problem np worries
         ok okay okey sure yes yeah yep yup no nope nah alright right fine got gotcha understood noted
@@ -43,7 +44,8 @@ CHATTER_WORDS: dict[str, frozenset[str]] = {
         lol haha hahaha omg aww oh ah hmm um uh
         stop assistance assist help helpful anything else questions question feel free ask day safe travels
         hear chat talk talking catch soon care see meet nice know let please hold moment
-        """.split()),
+        """.split()
+    ),
 }
 # Stop words by language beyond sklearn's English list (`stop_words`); a language without one adds it here.
 STOP_WORDS: dict[str, frozenset[str]] = {"en": frozenset("s t m re ll ve d".split())}  # what "I'm", "you're" leave
@@ -79,7 +81,7 @@ def stop_words() -> frozenset[str]:
 def split_speaker(text: str) -> tuple[str | None, str]:
     """'Caroline: hi!' → ('Caroline', 'hi!')."""
     match = _SPEAKER.match(text)
-    return (match.group(1).strip(), text[match.end():]) if match else (None, text)
+    return (match.group(1).strip(), text[match.end() :]) if match else (None, text)
 
 
 def sentences(text: str) -> list[str]:
@@ -144,8 +146,9 @@ def detect(messages: list[Message], *, min_sessions: int, session_share: float) 
     return verdicts
 
 
-def sleep_chatter(store: "Store", *, dry_run: bool, run_id: str | None = None,
-                  now: dt.datetime | None = None) -> ChatterReport:
+def sleep_chatter(
+    store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+) -> ChatterReport:
     """Active chatter messages go dormant with category 'chatter' (so refinement never quotes them).
     Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay."""
     from ..store.state import set_state
@@ -165,8 +168,11 @@ def sleep_chatter(store: "Store", *, dry_run: bool, run_id: str | None = None,
             eligible.add(record_id)
     found: list[Verdict] = []
     for messages in by_agent.values():
-        found.extend(v for v in detect(messages, min_sessions=cfg.min_sessions, session_share=cfg.session_share)
-                     if v.id in eligible)
+        found.extend(
+            v
+            for v in detect(messages, min_sessions=cfg.min_sessions, session_share=cfg.session_share)
+            if v.id in eligible
+        )
     report.checked = len(rows)
     report.boilerplate = sum(v.rule == "boilerplate" for v in found)
     report.no_content = sum(v.rule == "no content" for v in found)
@@ -175,15 +181,15 @@ def sleep_chatter(store: "Store", *, dry_run: bool, run_id: str | None = None,
     if not dry_run and found:
         ids = [v.id for v in found]
         store.con.execute("UPDATE records SET category = 'chatter' WHERE id IN (SELECT unnest(?))", [ids])
-        report.dormant = set_state(store, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id,
-                                   now=now)
+        report.dormant = set_state(
+            store, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id, now=now
+        )
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
 # Categories ingest gives ordinary messages; lessons (error, outcome, feedback, preference, safety) never sleep.
 SLEEPABLE_CATEGORIES = ("chatter", "conversation", "process", "fact", "message", "note")
-
 
 
 class ChatterStep:

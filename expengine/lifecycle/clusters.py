@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
 from .common import examples
-from ..results import Result
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -51,7 +51,18 @@ STOPWORDS = frozenset(
     "whom when where why how all any some user assistant system tool call returned".split()
 )
 SHORT_PROCESS_WORDS = 8
-RECORD_FIELDS = ("id", "text", "category", "kind", "importance", "ts", "pinned", "protected", "merged_ids", "goal_status")
+RECORD_FIELDS = (
+    "id",
+    "text",
+    "category",
+    "kind",
+    "importance",
+    "ts",
+    "pinned",
+    "protected",
+    "merged_ids",
+    "goal_status",
+)
 
 
 @dataclass
@@ -99,8 +110,10 @@ def choose_k(n: int, store: "Store") -> int:
 
 def k_rule(store: "Store") -> str:
     cfg = store.config.cluster
-    return (f"k = ceil(n / {cfg.members_per_cluster}) per agent, capped at {cfg.max_k}; "
-            f"MiniBatchKMeans above {cfg.minibatch_above} records, KMeans below")
+    return (
+        f"k = ceil(n / {cfg.members_per_cluster}) per agent, capped at {cfg.max_k}; "
+        f"MiniBatchKMeans above {cfg.minibatch_above} records, KMeans below"
+    )
 
 
 def run_kmeans(vectors: np.ndarray, k: int, *, minibatch_above: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,8 +132,16 @@ def run_kmeans(vectors: np.ndarray, k: int, *, minibatch_above: int) -> tuple[np
             if len(vectors) > minibatch_above:
                 from sklearn.cluster import MiniBatchKMeans
 
-                model = MiniBatchKMeans(n_clusters=k, random_state=0, batch_size=1024, n_init=1, max_iter=10,
-                                        init="random", max_no_improvement=3, reassignment_ratio=0.0)
+                model = MiniBatchKMeans(
+                    n_clusters=k,
+                    random_state=0,
+                    batch_size=1024,
+                    n_init=1,
+                    max_iter=10,
+                    init="random",
+                    max_no_improvement=3,
+                    reassignment_ratio=0.0,
+                )
             else:
                 from sklearn.cluster import KMeans
 
@@ -135,16 +156,24 @@ def _survivor_order(rows: list[dict[str, Any]], members: np.ndarray) -> list[int
     """Local positions, best survivor first: pinned/protected, then higher importance, then most recent."""
     return sorted(
         range(len(members)),
-        key=lambda j: (not (rows[members[j]]["pinned"] or rows[members[j]]["protected"]), -rows[members[j]]["importance"],
-                       -rows[members[j]]["ts"].timestamp(), rows[members[j]]["id"]),
+        key=lambda j: (
+            not (rows[members[j]]["pinned"] or rows[members[j]]["protected"]),
+            -rows[members[j]]["importance"],
+            -rows[members[j]]["ts"].timestamp(),
+            rows[members[j]]["id"],
+        ),
     )
 
 
 def _carries_nothing(row: dict[str, Any], words: frozenset[str]) -> str | None:
     if row["category"] == "chatter":
         return "carries nothing: chatter"
-    if (row["goal_status"] == "succeeded" and row["kind"] == "message"
-            and row["category"] in ("process", "conversation") and len(words) <= SHORT_PROCESS_WORDS):
+    if (
+        row["goal_status"] == "succeeded"
+        and row["kind"] == "message"
+        and row["category"] in ("process", "conversation")
+        and len(words) <= SHORT_PROCESS_WORDS
+    ):
         return "carries nothing: short process message of a succeeded goal"
     return None
 
@@ -155,16 +184,29 @@ def plan_agent(store: "Store", rows: list[dict[str, Any]], vectors: np.ndarray, 
     labels, centroids = run_kmeans(vectors, choose_k(len(rows), store), minibatch_above=cfg.minibatch_above)
     words = [content_words(r["text"]) for r in rows]
     fixed = np.array([bool(r["pinned"] or r["protected"]) for r in rows], dtype=bool)
-    unit_best = (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
+    unit_best = (
+        (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
+    )
     order = np.argsort(labels, kind="stable")
     for members in np.split(order, np.flatnonzero(np.diff(labels[order])) + 1):
         if members.size:
-            _plan_cluster(plan, cfg, rows, members, vectors, centroids[int(labels[members[0]])], words, fixed, unit_best)
+            _plan_cluster(
+                plan, cfg, rows, members, vectors, centroids[int(labels[members[0]])], words, fixed, unit_best
+            )
     return plan
 
 
-def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np.ndarray, vectors: np.ndarray,
-                  centroid: np.ndarray, words: list[frozenset[str]], fixed: np.ndarray, unit_best: np.ndarray) -> None:
+def _plan_cluster(
+    plan: _Plan,
+    cfg: Any,
+    rows: list[dict[str, Any]],
+    members: np.ndarray,
+    vectors: np.ndarray,
+    centroid: np.ndarray,
+    words: list[frozenset[str]],
+    fixed: np.ndarray,
+    unit_best: np.ndarray,
+) -> None:
     """Merge, then prune by redundancy, inside one cluster (positions below are local to the cluster)."""
     threshold = cfg.merge_similarity
     local = vectors[members]
@@ -177,7 +219,9 @@ def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np
             continue
         group = np.flatnonzero((sims[a] >= threshold) & ~absorbed & ~local_fixed)
         survivor_ids = identifiers(words[members[a]])
-        group = np.array([j for j in group if j != a and identifiers(words[members[j]]) <= survivor_ids], dtype=np.int64)
+        group = np.array(
+            [j for j in group if j != a and identifiers(words[members[j]]) <= survivor_ids], dtype=np.int64
+        )
         if group.size:
             absorbed[group] = True
             plan.merges[rows[members[a]]["id"]] = [rows[members[j]]["id"] for j in group]
@@ -208,11 +252,15 @@ def _plan_cluster(plan: _Plan, cfg: Any, rows: list[dict[str, Any]], members: np
             kept_words |= words[i]
     ids = sorted(rows[int(m)]["id"] for m in members)
     medoid = rows[int(members[by_nearness[0]])]["id"]
-    plan.clusters.append({
-        "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
-        "size": len(ids), "centroid": centroid.tolist(),
-        "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16], "members": ids,
-    })
+    plan.clusters.append(
+        {
+            "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
+            "size": len(ids),
+            "centroid": centroid.tolist(),
+            "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16],
+            "members": ids,
+        }
+    )
 
 
 def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
@@ -229,7 +277,12 @@ def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
 
 
 def _unit_vectors(store: "Store", agent: str) -> np.ndarray:
-    texts = [t for (t,) in store.con.execute("SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]).fetchall()]
+    texts = [
+        t
+        for (t,) in store.con.execute(
+            "SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]
+        ).fetchall()
+    ]
     return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
 
 
@@ -238,7 +291,12 @@ def prune_clusters(
 ) -> ClusterReport:
     started = time.perf_counter()
     report = ClusterReport(k_rule=k_rule(store))
-    agents = [a for (a,) in store.con.execute("SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent").fetchall()]
+    agents = [
+        a
+        for (a,) in store.con.execute(
+            "SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent"
+        ).fetchall()
+    ]
     texts: dict[str, str] = {}
     for agent in agents:
         rows = _agent_rows(store, agent)
@@ -256,13 +314,17 @@ def prune_clusters(
         report.kept_by_floor += plan.kept_by_floor
         texts.update({r["id"]: r["text"] for r in rows})
         if len(report.merge_examples) < 5:
-            report.merge_examples += examples(plan.merges.items(), lambda kv: {
-                "survivor": kv[0], "text": texts[kv[0]], "absorbed": kv[1][:5], "count": len(kv[1])},
-                limit=5 - len(report.merge_examples))
+            report.merge_examples += examples(
+                plan.merges.items(),
+                lambda kv: {"survivor": kv[0], "text": texts[kv[0]], "absorbed": kv[1][:5], "count": len(kv[1])},
+                limit=5 - len(report.merge_examples),
+            )
         if len(report.dormant_examples) < 5:
             report.dormant_examples += examples(
                 list(plan.empty.items()) + list(plan.covered.items()),
-                lambda kv: {"id": kv[0], "text": texts[kv[0]], "why": kv[1]}, limit=5 - len(report.dormant_examples))
+                lambda kv: {"id": kv[0], "text": texts[kv[0]], "why": kv[1]},
+                limit=5 - len(report.dormant_examples),
+            )
         if not dry_run:
             _apply(store, agent, plan, run_id, now or utcnow())
     report.seconds = round(time.perf_counter() - started, 3)
@@ -274,9 +336,12 @@ def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.
     if plan.merges:
         survivors = list(plan.merges)
         absorbed_rows = [(a, s) for s, group in plan.merges.items() for a in group]
-        previous = dict(con.execute(
-            "SELECT id, merged_ids FROM records WHERE id IN (SELECT unnest(?))",
-            [survivors + [a for a, _ in absorbed_rows]]).fetchall())
+        previous = dict(
+            con.execute(
+                "SELECT id, merged_ids FROM records WHERE id IN (SELECT unnest(?))",
+                [survivors + [a for a, _ in absorbed_rows]],
+            ).fetchall()
+        )
         merged_lists = {}
         for survivor, group in plan.merges.items():
             ids = set(json.loads(previous.get(survivor) or "[]"))
@@ -285,21 +350,40 @@ def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.
                 ids.update(json.loads(previous.get(a) or "[]"))
             ids.discard(survivor)
             merged_lists[survivor] = sorted(ids)
-        table = pa.table({
-            "id": survivors, "merged_ids": [json.dumps(merged_lists[s]) for s in survivors],
-            "merged_count": [1 + len(merged_lists[s]) for s in survivors],
-        })
+        table = pa.table(
+            {
+                "id": survivors,
+                "merged_ids": [json.dumps(merged_lists[s]) for s in survivors],
+                "merged_count": [1 + len(merged_lists[s]) for s in survivors],
+            }
+        )
         with arrow_view(con, "survivors", table):
-            con.execute("UPDATE records SET merged_ids = s.merged_ids, merged_count = s.merged_count FROM survivors s WHERE records.id = s.id")
-            con.execute("INSERT INTO history SELECT id, ?, 'merge:survivor', 'stands for ' || merged_count || ' records', ? FROM survivors", [now, run_id])
+            con.execute(
+                "UPDATE records SET merged_ids = s.merged_ids, merged_count = s.merged_count FROM survivors s WHERE records.id = s.id"
+            )
+            con.execute(
+                "INSERT INTO history SELECT id, ?, 'merge:survivor', 'stands for ' || merged_count || ' records', ? FROM survivors",
+                [now, run_id],
+            )
         links = pa.table({"id": [a for a, _ in absorbed_rows], "survivor": [s for _, s in absorbed_rows]})
         with arrow_view(con, "absorbed", links):
             # the absorbed, and whatever they had absorbed before, now point at the new survivor
-            con.execute("UPDATE records SET merged_into = a.survivor, merged_ids = NULL, merged_count = 1 FROM absorbed a WHERE records.id = a.id")
+            con.execute(
+                "UPDATE records SET merged_into = a.survivor, merged_ids = NULL, merged_count = 1 FROM absorbed a WHERE records.id = a.id"
+            )
             con.execute("UPDATE records SET merged_into = a.survivor FROM absorbed a WHERE records.merged_into = a.id")
-            con.execute("INSERT INTO history SELECT id, ?, 'merge:absorbed', 'into ' || survivor, ? FROM absorbed", [now, run_id])
-        set_state(store, [a for a, _ in absorbed_rows], "dormant", reason="merged into a near-duplicate survivor (see merged_into)",
-                  run_id=run_id, now=now)
+            con.execute(
+                "INSERT INTO history SELECT id, ?, 'merge:absorbed', 'into ' || survivor, ? FROM absorbed",
+                [now, run_id],
+            )
+        set_state(
+            store,
+            [a for a, _ in absorbed_rows],
+            "dormant",
+            reason="merged into a near-duplicate survivor (see merged_into)",
+            run_id=run_id,
+            now=now,
+        )
     by_reason: dict[str, list[str]] = {}
     for rid, reason in list(plan.covered.items()) + list(plan.empty.items()):
         by_reason.setdefault(reason, []).append(rid)
@@ -310,21 +394,32 @@ def _apply(store: "Store", agent: str, plan: _Plan, run_id: str | None, now: dt.
 
 def _write_clusters(store: "Store", agent: str, plan: _Plan, now: dt.datetime) -> None:
     con = store.con
-    con.execute("DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent])
+    con.execute(
+        "DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent]
+    )
     con.execute("DELETE FROM clusters WHERE agent = ?", [agent])
     if not plan.clusters:
         return
-    clusters = pa.table({
-        "cluster_key": [c["cluster_key"] for c in plan.clusters], "agent": [agent] * len(plan.clusters),
-        "size": [c["size"] for c in plan.clusters], "centroid": [c["centroid"] for c in plan.clusters],
-        "signature": [c["signature"] for c in plan.clusters], "updated": [now] * len(plan.clusters),
-    })
-    members = pa.table({
-        "cluster_key": [c["cluster_key"] for c in plan.clusters for _ in c["members"]],
-        "record_id": [m for c in plan.clusters for m in c["members"]],
-    })
+    clusters = pa.table(
+        {
+            "cluster_key": [c["cluster_key"] for c in plan.clusters],
+            "agent": [agent] * len(plan.clusters),
+            "size": [c["size"] for c in plan.clusters],
+            "centroid": [c["centroid"] for c in plan.clusters],
+            "signature": [c["signature"] for c in plan.clusters],
+            "updated": [now] * len(plan.clusters),
+        }
+    )
+    members = pa.table(
+        {
+            "cluster_key": [c["cluster_key"] for c in plan.clusters for _ in c["members"]],
+            "record_id": [m for c in plan.clusters for m in c["members"]],
+        }
+    )
     with arrow_view(con, "new_clusters", clusters):
-        con.execute("INSERT INTO clusters SELECT cluster_key, agent, size, centroid::FLOAT[], signature, updated FROM new_clusters")
+        con.execute(
+            "INSERT INTO clusters SELECT cluster_key, agent, size, centroid::FLOAT[], signature, updated FROM new_clusters"
+        )
     with arrow_view(con, "new_members", members):
         con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")
 
@@ -348,8 +443,10 @@ def clustering_due(store: "Store", now: dt.datetime) -> tuple[bool, str]:
             return True, f"ran: {fresh} new records since the last clustering (≥ {cfg.interval_new_memories})"
         if hours >= cfg.interval_hours:
             return True, f"ran: {hours:.1f} h since the last clustering (≥ {cfg.interval_hours} h)"
-        return False, (f"skipped: {fresh} new records (< {cfg.interval_new_memories}) and {hours:.1f} h "
-                       f"(< {cfg.interval_hours} h) since the last clustering")
+        return False, (
+            f"skipped: {fresh} new records (< {cfg.interval_new_memories}) and {hours:.1f} h "
+            f"(< {cfg.interval_hours} h) since the last clustering"
+        )
     return True, "ran: first clustering of this store"
 
 

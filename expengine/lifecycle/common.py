@@ -18,7 +18,9 @@ def short(text: str | None) -> str:
     return text if len(text) <= EXAMPLE_CHARS else text[: EXAMPLE_CHARS - 1] + "…"
 
 
-def examples(rows: Iterable[Any], to_dict: Callable[[Any], dict[str, Any]], *, limit: int = EXAMPLES) -> list[dict[str, Any]]:
+def examples(
+    rows: Iterable[Any], to_dict: Callable[[Any], dict[str, Any]], *, limit: int = EXAMPLES
+) -> list[dict[str, Any]]:
     """The first few rows of a plan, as dicts with their text shortened, so a dry run can show them."""
     out: list[dict[str, Any]] = []
     for row in rows:

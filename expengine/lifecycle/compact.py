@@ -82,19 +82,27 @@ class CompactReport(Result):
 def hot_text(store: "Store") -> dict[str, Any]:
     """Tokens a default query can return (active memories' and active units' text) against all raw text."""
     con = store.con
-    memory, raw = (sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall()) for sql in (
-        "SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records"))
+    memory, raw = (
+        sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall())
+        for sql in ("SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records")
+    )
     units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
     hot = memory + units
-    return {"active_tokens": memory, "hot_tokens": hot, "raw_tokens": raw,
-            "hot_share": round(hot / raw, 4) if raw else None}
+    return {
+        "active_tokens": memory,
+        "hot_tokens": hot,
+        "raw_tokens": raw,
+        "hot_share": round(hot / raw, 4) if raw else None,
+    }
 
 
 def counts(store: "Store") -> Counts:
     con = store.con
     states = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     return Counts(
-        raw=int(sum(states.values())), active=int(states.get("active", 0)), dormant=int(states.get("dormant", 0)),
+        raw=int(sum(states.values())),
+        active=int(states.get("active", 0)),
+        dormant=int(states.get("dormant", 0)),
         archived=int(states.get("archived", 0)),
         clusters=int(con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]),
         merged=int(con.execute("SELECT count(*) FROM records WHERE merged_into IS NOT NULL").fetchall()[0][0]),
@@ -109,7 +117,9 @@ def recover_interrupted(store: "Store") -> list[dict[str, Any]]:
     Normally the store goes back to the run's snapshot. If records were ingested after the run
     started, a restore would lose them: then the half-done cycle is kept (every step is safe to
     repeat) and LanceDB is rebuilt from DuckDB so the two agree again."""
-    stale = store.con.execute("SELECT id, snapshot_id, started FROM runs WHERE status = 'running' ORDER BY started").fetchall()
+    stale = store.con.execute(
+        "SELECT id, snapshot_id, started FROM runs WHERE status = 'running' ORDER BY started"
+    ).fetchall()
     recovered = []
     available = {s.id for s in list_snapshots(store)}
     for run_id, snapshot_id, started in stale:
@@ -154,25 +164,40 @@ def compact(
     snap_started = time.perf_counter()
     snapshot = create_snapshot(store, reason="before compaction")
     run_id = "run-" + clock.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    report = CompactReport(run_id=run_id, dry_run=False, clock=clock.isoformat(), snapshot_id=snapshot.id,
-                           before=before, recovered=recovered)
-    report.steps["snapshot"] = {"id": snapshot.id, "size_bytes": snapshot.size_bytes,
-                                "seconds": round(time.perf_counter() - snap_started, 3)}
-    store.con.execute("INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id])
+    report = CompactReport(
+        run_id=run_id,
+        dry_run=False,
+        clock=clock.isoformat(),
+        snapshot_id=snapshot.id,
+        before=before,
+        recovered=recovered,
+    )
+    report.steps["snapshot"] = {
+        "id": snapshot.id,
+        "size_bytes": snapshot.size_bytes,
+        "seconds": round(time.perf_counter() - snap_started, 3),
+    }
+    store.con.execute(
+        "INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id]
+    )
     store.con.execute("CHECKPOINT")
     ctx = CycleContext(now=clock, run_id=run_id, llm=llm, refine=refine, max_llm_calls=max_llm_calls)
     try:
         _run_steps(store, report, ctx)
     except BaseException as exc:
         restore_snapshot(store, snapshot.id)
-        store.con.execute("UPDATE runs SET finished = ?, report = ? WHERE id = ?",
-                          [utcnow(), json.dumps({"error": str(exc) or type(exc).__name__}), run_id])
+        store.con.execute(
+            "UPDATE runs SET finished = ?, report = ? WHERE id = ?",
+            [utcnow(), json.dumps({"error": str(exc) or type(exc).__name__}), run_id],
+        )
         raise
     report.after = counts(store)
     report.status = "completed"
     report.seconds = round(time.perf_counter() - started, 3)
-    store.con.execute("UPDATE runs SET finished = ?, status = 'completed', report = ? WHERE id = ?",
-                      [utcnow(), json.dumps(report.to_dict(), default=str), run_id])
+    store.con.execute(
+        "UPDATE runs SET finished = ?, status = 'completed', report = ? WHERE id = ?",
+        [utcnow(), json.dumps(report.to_dict(), default=str), run_id],
+    )
     return report
 
 
@@ -192,8 +217,9 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _dry_run(store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls: int | None,
-             now: dt.datetime | None) -> CompactReport:
+def _dry_run(
+    store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls: int | None, now: dt.datetime | None
+) -> CompactReport:
     """Run the real cycle on a temporary copy of the store and report it; the store is not touched.
 
     The copy is a rolled-back DuckDB transaction with an empty scratch LanceDB (the steps never read
@@ -205,8 +231,9 @@ def _dry_run(store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls:
     stale = store.con.execute("SELECT id, snapshot_id FROM runs WHERE status = 'running'").fetchall()
     report.recovered = [{"run_id": r, "snapshot_id": s, "action": "would be rolled back first"} for r, s in stale]
     with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, store.rehearsal(Path(tmp)) as copy:
-        ctx = CycleContext(now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine,
-                           max_llm_calls=max_llm_calls)
+        ctx = CycleContext(
+            now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine, max_llm_calls=max_llm_calls
+        )
         _run_steps(copy, report, ctx)
         report.after = counts(copy)
     report.status = "dry-run"
@@ -223,14 +250,27 @@ def history(store: "Store") -> list[dict[str, Any]]:
     for run_id, started, finished, status, snapshot_id, report in rows:
         data = json.loads(report or "{}")
         before, after = data.get("before") or {}, data.get("after") or {}
-        out.append({
-            "run_id": run_id, "started": _iso(started), "finished": _iso(finished), "status": status,
-            "snapshot_id": snapshot_id, "raw": after.get("raw", before.get("raw")),
-            "active_before": before.get("active"), "active_after": after.get("active"),
-            "dormant": after.get("dormant"), "archived": after.get("archived"), "units": after.get("units"),
-            "tokens_before": before.get("active_tokens"), "tokens_after": after.get("active_tokens"),
-            "hot_tokens": after.get("hot_tokens"), "raw_tokens": after.get("raw_tokens"),
-            "hot_share": after.get("hot_share"),
-            "clustering": data.get("clustering"), "seconds": data.get("seconds"), "error": data.get("error"),
-        })
+        out.append(
+            {
+                "run_id": run_id,
+                "started": _iso(started),
+                "finished": _iso(finished),
+                "status": status,
+                "snapshot_id": snapshot_id,
+                "raw": after.get("raw", before.get("raw")),
+                "active_before": before.get("active"),
+                "active_after": after.get("active"),
+                "dormant": after.get("dormant"),
+                "archived": after.get("archived"),
+                "units": after.get("units"),
+                "tokens_before": before.get("active_tokens"),
+                "tokens_after": after.get("active_tokens"),
+                "hot_tokens": after.get("hot_tokens"),
+                "raw_tokens": after.get("raw_tokens"),
+                "hot_share": after.get("hot_share"),
+                "clustering": data.get("clustering"),
+                "seconds": data.get("seconds"),
+                "error": data.get("error"),
+            }
+        )
     return out

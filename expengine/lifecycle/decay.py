@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store.state import set_state
-from ..store.filters import sql_str
-from .common import examples, sql_float
 from ..results import Result
+from ..store.filters import sql_str
+from ..store.state import set_state
+from .common import examples, sql_float
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -39,7 +39,11 @@ def lambda_sql(store: "Store") -> str:
     by_category = " ".join(
         f"WHEN {sql_str(cat)} THEN {sql_float(lam)}" for cat, lam in sorted(cfg.lambda_by_category.items())
     )
-    base = f"(CASE r.category {by_category} ELSE {sql_float(cfg.lambda_global)} END)" if by_category else sql_float(cfg.lambda_global)
+    base = (
+        f"(CASE r.category {by_category} ELSE {sql_float(cfg.lambda_global)} END)"
+        if by_category
+        else sql_float(cfg.lambda_global)
+    )
     boosted = (
         f"({base} + CASE WHEN r.importance >= {sql_float(cfg.importance_threshold)} "
         f"THEN {sql_float(cfg.lambda_importance_boost)} ELSE 0 END)"
@@ -71,15 +75,24 @@ def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
         f"SELECT id, text, new_weight FROM ({calc}) c WHERE state = 'active' AND may_sleep AND new_weight < {theta} ORDER BY new_weight, id"
     ).fetchall()
     report = DecayReport(
-        decayed=int(n), became_dormant=len(sleepers), mean_weight_before=round(float(before), 4),
+        decayed=int(n),
+        became_dormant=len(sleepers),
+        mean_weight_before=round(float(before), 4),
         mean_weight_after=round(float(after), 4),
         examples=examples(sleepers, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}),
     )
     if not dry_run:
-        con.execute(f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight")
-        set_state(store, [r[0] for r in sleepers], "dormant",
-                  reason=f"decay: weight fell below theta_dormant {store.config.decay.theta_dormant}", run_id=run_id,
-                  now=now)
+        con.execute(
+            f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight"
+        )
+        set_state(
+            store,
+            [r[0] for r in sleepers],
+            "dormant",
+            reason=f"decay: weight fell below theta_dormant {store.config.decay.theta_dormant}",
+            run_id=run_id,
+            now=now,
+        )
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
 from .common import examples
-from ..results import Result
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -31,8 +31,21 @@ if TYPE_CHECKING:
 
 CORRECTION_CATEGORIES = ("preference", "safety", "feedback")
 PROCESS_CATEGORIES = ("process", "tool", "chatter", "conversation")
-FIELDS = ("id", "kind", "role", "text", "tool_name", "tool_error", "tool_call_id", "category", "protected",
-          "pinned", "feedback_signal", "weight", "state")
+FIELDS = (
+    "id",
+    "kind",
+    "role",
+    "text",
+    "tool_name",
+    "tool_error",
+    "tool_call_id",
+    "category",
+    "protected",
+    "pinned",
+    "feedback_signal",
+    "weight",
+    "state",
+)
 
 
 @dataclass
@@ -92,7 +105,10 @@ def classify_succeeded(records: list[dict[str, Any]]) -> tuple[set[str], set[str
         for r in records
         if r["id"] not in lessons
         and not (r["pinned"] or r["protected"])
-        and (r["kind"] in ("tool_call", "tool_result") or (r["kind"] == "message" and r["category"] in PROCESS_CATEGORIES))
+        and (
+            r["kind"] in ("tool_call", "tool_result")
+            or (r["kind"] == "message" and r["category"] in PROCESS_CATEGORIES)
+        )
     }
     return lessons, process
 
@@ -125,7 +141,7 @@ def _pending_goals(store: "Store") -> list[tuple]:
 def _linked_records(store: "Store", goal: tuple) -> list[dict[str, Any]]:
     goal_id, agent, session, _status, opened, updated = goal
     cursor = store.con.execute(
-        f"""SELECT {', '.join(FIELDS)} FROM records
+        f"""SELECT {", ".join(FIELDS)} FROM records
             WHERE state IN ('active', 'dormant')
               AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
             ORDER BY ts, id""",
@@ -157,7 +173,10 @@ def goal_cleanup(
         if status == "succeeded":
             lessons, process = classify_succeeded(records)
             for rid in process:
-                new_weight[rid], why[rid] = weight[rid] * cfg.goal_success_process_factor, f"process of succeeded goal {goal_id}"
+                new_weight[rid], why[rid] = (
+                    weight[rid] * cfg.goal_success_process_factor,
+                    f"process of succeeded goal {goal_id}",
+                )
             for rid in lessons:
                 new_weight[rid], why[rid] = weight[rid] + cfg.delta_task_success, f"lesson of succeeded goal {goal_id}"
             report.process_weakened += len(process)
@@ -165,12 +184,17 @@ def goal_cleanup(
         else:
             explain = classify_failed(records)
             for rid in explain:
-                new_weight[rid], why[rid] = weight[rid] + cfg.delta_task_failure_lesson, f"explains failed goal {goal_id}"
+                new_weight[rid], why[rid] = (
+                    weight[rid] + cfg.delta_task_failure_lesson,
+                    f"explains failed goal {goal_id}",
+                )
             report.failure_records_reinforced += len(explain)
     to_sleep = sorted(i for i, w in new_weight.items() if states[i] == "active" and w < cfg.theta_dormant)
     to_wake = sorted(i for i, w in new_weight.items() if states[i] == "dormant" and w >= cfg.theta_dormant)
     report.became_dormant, report.woke_up = len(to_sleep), len(to_wake)
-    report.examples = examples(sorted(new_weight), lambda i: {"id": i, "text": text[i], "weight": round(new_weight[i], 4), "why": why[i]})
+    report.examples = examples(
+        sorted(new_weight), lambda i: {"id": i, "text": text[i], "weight": round(new_weight[i], 4), "why": why[i]}
+    )
     if not dry_run and goals:
         _apply(store, new_weight, why, goals, run_id, now)
         set_state(store, to_sleep, "dormant", reason="goal succeeded: process memory", run_id=run_id, now=now)
@@ -179,8 +203,14 @@ def goal_cleanup(
     return report
 
 
-def _apply(store: "Store", new_weight: dict[str, float], why: dict[str, str], goals: list[tuple], run_id: str | None,
-           now: dt.datetime | None) -> None:
+def _apply(
+    store: "Store",
+    new_weight: dict[str, float],
+    why: dict[str, str],
+    goals: list[tuple],
+    run_id: str | None,
+    now: dt.datetime | None,
+) -> None:
     con = store.con
     ids = sorted(new_weight)
     table = pa.table({"id": ids, "w": [float(new_weight[i]) for i in ids], "why": [why[i] for i in ids]})

@@ -30,7 +30,8 @@ class IndexStep:
 
         started = time.perf_counter()
         moved = store.con.execute(
-            "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [ctx.run_id]).fetchall()[0][0]
+            "SELECT count(*) FROM history WHERE run_id = ? AND action LIKE 'state:%'", [ctx.run_id]
+        ).fetchall()[0][0]
         clustered = "skipped" not in ctx.reports.get("clusters", {})
         indexes = None
         if moved or clustered:

@@ -67,12 +67,20 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
         [cutoff, cutoff],
     ).fetchall()
     total = store.con.execute(f"SELECT count(*) FROM records WHERE {light}").fetchall()[0][0]
-    report = PurgeReport(archived=len(due), waiting=int(total) - len(due),
-                         examples=examples(due, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}))
+    report = PurgeReport(
+        archived=len(due),
+        waiting=int(total) - len(due),
+        examples=examples(due, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}),
+    )
     if not dry_run:
-        set_state(store, [r[0] for r in due], "archived",
-                  reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
-                  run_id=run_id, now=now)
+        set_state(
+            store,
+            [r[0] for r in due],
+            "archived",
+            reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
+            run_id=run_id,
+            now=now,
+        )
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -85,29 +93,38 @@ def parse_before(value: dt.datetime | str | None) -> dt.datetime | None:
         try:
             moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise InputError(f"--before expects an ISO date or time, got {value!r}",
-                             hint="e.g. --before 2026-01-31 or --before 2026-01-31T12:00:00Z") from None
+            raise InputError(
+                f"--before expects an ISO date or time, got {value!r}",
+                hint="e.g. --before 2026-01-31 or --before 2026-01-31T12:00:00Z",
+            ) from None
     if moment is not None and moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return moment
 
 
 def select_records(
-    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
-    agents: list[str] | None = None, before: dt.datetime | str | None = None,
+    store: "Store",
+    *,
+    ids: list[str] | None = None,
+    sessions: list[str] | None = None,
+    agents: list[str] | None = None,
+    before: dt.datetime | str | None = None,
 ) -> list[str]:
     """Ids of the records every given filter matches (they combine with AND); naming a missing id is an error."""
     moment = parse_before(before)
     if not (ids or sessions or agents or moment):
-        raise InputError("say what to forget: record ids, --ids-from, --session, --agent or --before",
-                         hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2")
+        raise InputError(
+            "say what to forget: record ids, --ids-from, --session, --agent or --before",
+            hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2",
+        )
     con = store.con
     clauses: list[str] = []
     params: list[Any] = []
     if ids:
         wanted = list(dict.fromkeys(ids))
-        found = {r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))",
-                                           [wanted]).fetchall()}
+        found = {
+            r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [wanted]).fetchall()
+        }
         missing = [i for i in wanted if i not in found]
         if missing:
             more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -159,10 +176,12 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     with arrow_view(con, "forget_ids", pa.table({"id": targets})):
         forgotten = con.execute(
             "SELECT text, content, tool_args, tool_result, tool_error, goal_description, goal_id FROM records "
-            "WHERE id IN (SELECT id FROM forget_ids)").fetchall()
+            "WHERE id IN (SELECT id FROM forget_ids)"
+        ).fetchall()
         result.records = len(forgotten)
         result.history = con.execute(
-            "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)").fetchall()[0][0]
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)"
+        ).fetchall()[0][0]
         con.execute("DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
@@ -173,8 +192,10 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     for rid, merged in con.execute("SELECT id, merged_ids FROM records WHERE merged_ids IS NOT NULL").fetchall():
         kept = [m for m in json_ids(merged) if m not in gone]
         if len(kept) != len(json_ids(merged)):
-            con.execute("UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?",
-                        [json.dumps(kept), 1 + len(kept), rid])
+            con.execute(
+                "UPDATE records SET merged_ids = ?, merged_count = ? WHERE id = ?",
+                [json.dumps(kept), 1 + len(kept), rid],
+            )
     emptied: list[str] = []
     for uid, sources, text in con.execute(f"SELECT id, source_ids, {UNIT_TEXT} FROM units").fetchall():
         cited = json_ids(sources)
@@ -192,12 +213,14 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     if emptied:
         con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
         result.history += con.execute(
-            "SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]).fetchall()[0][0]
+            "SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]
+        ).fetchall()[0][0]
         con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
     result.units_deleted = len(emptied)
     for goal_id in {row[6] for row in forgotten if row[6]}:
         left_in_goal, description = con.execute(
-            "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]).fetchall()[0]
+            "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]
+        ).fetchall()[0]
         if not left_in_goal:
             con.execute("DELETE FROM goals WHERE goal_id = ?", [goal_id])
         else:
@@ -206,7 +229,8 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
     orphans = sorted(hashes - {text_hash(t) for (t,) in texts})
     if orphans:
         result.embeddings = con.execute(
-            "SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]).fetchall()[0][0]
+            "SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]
+        ).fetchall()[0][0]
         con.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans])
     for run_id, report in con.execute("SELECT id, report FROM runs WHERE report IS NOT NULL").fetchall():
         data = json.loads(report)
@@ -217,8 +241,13 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
 
 
 def forget(
-    store: "Store", *, ids: list[str] | None = None, sessions: list[str] | None = None,
-    agents: list[str] | None = None, before: dt.datetime | str | None = None, dry_run: bool = False,
+    store: "Store",
+    *,
+    ids: list[str] | None = None,
+    sessions: list[str] | None = None,
+    agents: list[str] | None = None,
+    before: dt.datetime | str | None = None,
+    dry_run: bool = False,
 ) -> ForgetResult:
     """Delete records for real, with every row derived from them, from the store and from every snapshot.
 
@@ -230,10 +259,12 @@ def forget(
         return ForgetResult(dry_run=dry_run)
     con = store.con
     preview = examples(
-        con.execute("SELECT id, agent, session, ts, text FROM records WHERE id IN (SELECT unnest(?)) ORDER BY id",
-                    [targets]).fetchall(),
+        con.execute(
+            "SELECT id, agent, session, ts, text FROM records WHERE id IN (SELECT unnest(?)) ORDER BY id", [targets]
+        ).fetchall(),
         lambda r: {"id": r[0], "agent": r[1], "session": r[2], "ts": r[3].isoformat() if r[3] else None, "text": r[4]},
-        limit=PREVIEW)
+        limit=PREVIEW,
+    )
     snapshots = 0
     con.execute("BEGIN")
     try:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import duckdb
 
 from ..errors import InputError, NotFoundError
+from ..results import Result
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
-from ..results import Result
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -64,8 +64,11 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
     store.copy_files(tmp)
     counts = dict(store.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     info = SnapshotInfo(
-        id=snapshot_id, created=created.isoformat(timespec="microseconds"), reason=reason,
-        raw=int(sum(counts.values())), active=int(counts.get("active", 0)),
+        id=snapshot_id,
+        created=created.isoformat(timespec="microseconds"),
+        reason=reason,
+        raw=int(sum(counts.values())),
+        active=int(counts.get("active", 0)),
         size_bytes=sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()),
     )
     (tmp / META_FILE).write_text(json.dumps(info.to_dict()), encoding="utf-8")
@@ -143,13 +146,17 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     store.history_log(snapshot_id, "restore", {"runs_rolled_back": rolled_back})
     counts = dict(store.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     return RestoreResult(
-        snapshot_id=snapshot_id, raw_before=raw_before, raw_after=int(sum(counts.values())),
-        active_after=int(counts.get("active", 0)), runs_rolled_back=rolled_back,
+        snapshot_id=snapshot_id,
+        raw_before=raw_before,
+        raw_after=int(sum(counts.values())),
+        active_after=int(counts.get("active", 0)),
+        runs_rolled_back=rolled_back,
     )
 
 
 def forget_in_snapshots(
-    store: "Store", targets: list[str],
+    store: "Store",
+    targets: list[str],
     forget_rows: Callable[[duckdb.DuckDBPyConnection, list[str]], tuple[Any, list[str]]],
 ) -> int:
     """Delete records from every snapshot with `forget_rows`, leaving no copy in its files; returns how many.

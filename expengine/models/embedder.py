@@ -78,7 +78,9 @@ class SentenceTransformerEmbedder:
     def __init__(self, model_path: str = "", *, batch_size: int = 64):
         path = model_path or default_embedder_path()
         if not Path(path).exists():
-            raise ModelError(f"embedding model folder not found: {path}", hint="set embedder.model_path to a local folder")
+            raise ModelError(
+                f"embedding model folder not found: {path}", hint="set embedder.model_path to a local folder"
+            )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -91,9 +93,13 @@ class SentenceTransformerEmbedder:
 
             self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
         except Exception as exc:  # the library raises many types; all mean "cannot load"
-            raise ModelError(f"cannot load embedding model from {path}: {exc}", hint="is it a sentence-transformers folder?") from exc
+            raise ModelError(
+                f"cannot load embedding model from {path}: {exc}", hint="is it a sentence-transformers folder?"
+            ) from exc
         self.name = embedder_name(model_path)
-        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dimension = (
+            getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        )
         self.dim = int(dimension() or 0)
         self.batch_size = batch_size
 

@@ -27,9 +27,7 @@ class LLM(Protocol):
 
     name: str
 
-    def complete_json(
-        self, system: str, user: str, schema: dict, *, max_tokens: int, temperature: float
-    ) -> dict: ...
+    def complete_json(self, system: str, user: str, schema: dict, *, max_tokens: int, temperature: float) -> dict: ...
 
 
 # A model loaded only when first asked for (None: templates only); refinement calls it once a
@@ -83,7 +81,9 @@ class LlamaCppLLM:
                 choice: Any = chunk["choices"][0]
                 pieces.append(choice.get("delta", {}).get("content") or "")
                 if time.monotonic() > deadline:
-                    raise ModelError(f"the model did not answer within {self.timeout_s:.0f} s", hint="raise llm.timeout_s")
+                    raise ModelError(
+                        f"the model did not answer within {self.timeout_s:.0f} s", hint="raise llm.timeout_s"
+                    )
         except ModelError:
             raise
         except Exception as exc:  # a failure inside llama.cpp must not crash a compaction
@@ -111,8 +111,9 @@ def get_llm(config: "LLMConfig") -> LLM | None:
         return None
     key = (config.model_path, config.n_ctx, config.n_threads)
     if key not in _LOADED:
-        _LOADED[key] = LlamaCppLLM(config.model_path, n_ctx=config.n_ctx, n_threads=config.n_threads,
-                                   timeout_s=config.timeout_s)
+        _LOADED[key] = LlamaCppLLM(
+            config.model_path, n_ctx=config.n_ctx, n_threads=config.n_threads, timeout_s=config.timeout_s
+        )
     model = _LOADED[key]
     model.timeout_s = config.timeout_s
     return model

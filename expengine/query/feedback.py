@@ -22,7 +22,12 @@ UTILITY_STEP = 0.2
 
 
 def apply_feedback(
-    store: "Store", *, target: str, helpful: bool, note: str | None = None, source: str | None = None,
+    store: "Store",
+    *,
+    target: str,
+    helpful: bool,
+    note: str | None = None,
+    source: str | None = None,
     missing_ok: bool = False,
 ) -> dict[str, Any]:
     """Utility ±step on the unit or record `target`; returns what changed."""
@@ -90,8 +95,9 @@ class FeedbackResult(Result):
     restored: bool
 
 
-def give_feedback(store: "Store", item_id: str, *, helpful: bool | None, note: str | None = None,
-                  restore: bool = False) -> FeedbackResult:
+def give_feedback(
+    store: "Store", item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False
+) -> FeedbackResult:
     """What `expengine feedback` does: a helpful/harmful report, or an explicit restore of a unit."""
     if helpful is None and not restore:
         raise InputError("say --helpful or --harmful (or --restore for a quarantined unit)")
@@ -102,5 +108,13 @@ def give_feedback(store: "Store", item_id: str, *, helpful: bool | None, note: s
         change["restored"] = restore_unit(store, item_id, reason=note or "restored by the user") or change["restored"]
     table, state = ("units", "status") if change["type"] == "unit" else ("records", "state")
     utility, status = store.con.execute(f"SELECT utility, {state} FROM {table} WHERE id = ?", [item_id]).fetchall()[0]
-    return FeedbackResult(id=item_id, type=change["type"], helpful=helpful, delta=change["delta"], utility=utility,
-                          status=status, quarantined=change["quarantined"], restored=change["restored"])
+    return FeedbackResult(
+        id=item_id,
+        type=change["type"],
+        helpful=helpful,
+        delta=change["delta"],
+        utility=utility,
+        status=status,
+        quarantined=change["quarantined"],
+        restored=change["restored"],
+    )

@@ -140,8 +140,13 @@ class Filters:
 
     def memory_where(self) -> str:
         states = "('active', 'dormant')" if self.include_dormant else "('active')"
-        return " AND ".join([f"state IN {states}", *self._common("ts"),
-                             *_equals(kind=self.kind, outcome=self.outcome, goal_id=self.goal)])
+        return " AND ".join(
+            [
+                f"state IN {states}",
+                *self._common("ts"),
+                *_equals(kind=self.kind, outcome=self.outcome, goal_id=self.goal),
+            ]
+        )
 
     def unit_where(self) -> str:
         return " AND ".join(["status = 'active'", *self._common("ts"), *_equals(kind=self.kind)])
@@ -177,11 +182,21 @@ def make_filters(
     *, agent=None, category=None, kind=None, outcome=None, since=None, until=None, goal=None, include_dormant=False
 ) -> Filters:
     if kind is not None and kind not in RECORD_KINDS + UNIT_KINDS:
-        raise InputError(f"unknown kind {kind!r}", hint=f"use a record kind ({', '.join(RECORD_KINDS)}) or a unit kind (rule, fact)")
+        raise InputError(
+            f"unknown kind {kind!r}", hint=f"use a record kind ({', '.join(RECORD_KINDS)}) or a unit kind (rule, fact)"
+        )
     if outcome is not None and outcome not in OUTCOMES:
         raise InputError(f"unknown outcome {outcome!r}", hint=f"use one of {', '.join(OUTCOMES)}")
-    return Filters(agent=agent, category=category, kind=kind, outcome=outcome, since=as_time(since, "since"),
-                   until=as_time(until, "until"), goal=goal, include_dormant=include_dormant)
+    return Filters(
+        agent=agent,
+        category=category,
+        kind=kind,
+        outcome=outcome,
+        since=as_time(since, "since"),
+        until=as_time(until, "until"),
+        goal=goal,
+        include_dormant=include_dormant,
+    )
 
 
 def fts_text(text: str) -> str:
@@ -211,15 +226,26 @@ def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, li
     if table is None:
         return []
     rows = (
-        table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
-        .refine_factor(VECTOR_REFINE_FACTOR).where(where, prefilter=True).limit(limit).select(["id", "_distance"]).to_arrow()
+        table.search(vector, query_type="vector", vector_column_name="vector")
+        .distance_type("cosine")
+        .refine_factor(VECTOR_REFINE_FACTOR)
+        .where(where, prefilter=True)
+        .limit(limit)
+        .select(["id", "_distance"])
+        .to_arrow()
     )
     return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
 
 
 def _text_search(store: "Store", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
     def run(table) -> list[tuple[str, float]]:
-        rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"]).to_arrow()
+        rows = (
+            table.search(words, query_type="fts")
+            .where(where, prefilter=True)
+            .limit(limit)
+            .select(["id", "_score"])
+            .to_arrow()
+        )
         return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
 
     table = store.index.table(name)
@@ -258,19 +284,27 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
-def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+def retrieve(
+    store: "Store", text: str, vector: Any, filters: Filters
+) -> tuple[dict[tuple[str, str], float], np.ndarray]:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; and the
     query vector. `vector` is the vector or a callable that computes it: the full-text searches start
     first, so they run while the query is being embedded."""
     limit = store.config.query.candidates
-    tables = [(t, name, where) for t, name, where, wanted in (
-        ("memory", MEMORIES, filters.memory_where(), filters.search_memories),
-        ("unit", UNITS, filters.unit_where(), filters.search_units),
-    ) if wanted]
+    tables = [
+        (t, name, where)
+        for t, name, where, wanted in (
+            ("memory", MEMORIES, filters.memory_where(), filters.search_memories),
+            ("unit", UNITS, filters.unit_where(), filters.search_units),
+        )
+        if wanted
+    ]
     pool = _search_pool()
     store.index.db  # connect once, before the threads share it
     words = fts_text(text)
-    text_jobs = [(t, pool.submit(_text_search, store, name, words, where, limit)) for t, name, where in tables] if words else []
+    text_jobs = (
+        [(t, pool.submit(_text_search, store, name, words, where, limit)) for t, name, where in tables] if words else []
+    )
     vector = vector() if callable(vector) else vector
     vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
     vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
@@ -282,15 +316,41 @@ def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> tuple[
 
 
 # --- scoring -----------------------------------------------------------------------------------
-_MEMORY_COLUMNS = ("id", "kind", "agent", "category", "state", "ts", "last_access", "weight", "utility", "merged_ids", "text")
-_UNIT_COLUMNS = ("id", "kind", "agent", "category", "status", "updated", "as_of", "last_used", "weight", "utility",
-                 "source_ids", "text")
+_MEMORY_COLUMNS = (
+    "id",
+    "kind",
+    "agent",
+    "category",
+    "state",
+    "ts",
+    "last_access",
+    "weight",
+    "utility",
+    "merged_ids",
+    "text",
+)
+_UNIT_COLUMNS = (
+    "id",
+    "kind",
+    "agent",
+    "category",
+    "status",
+    "updated",
+    "as_of",
+    "last_used",
+    "weight",
+    "utility",
+    "source_ids",
+    "text",
+)
 
 
 def _lookup(store: "Store", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
     if not ids:
         return []
-    rows = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]).fetchall()
+    rows = store.con.execute(
+        f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]
+    ).fetchall()
     return [dict(zip(columns, r)) for r in rows]
 
 
@@ -307,7 +367,9 @@ def recency(base: float, now: dt.datetime, *moments: dt.datetime | None) -> floa
     return float(base**hours)
 
 
-def score_parts(store: "Store", *, similarity: float, weight: float, utility: float, recency_value: float) -> tuple[float, ScoreParts]:
+def score_parts(
+    store: "Store", *, similarity: float, weight: float, utility: float, recency_value: float
+) -> tuple[float, ScoreParts]:
     q = store.config.query
     parts = ScoreParts(
         similarity=similarity,
@@ -315,7 +377,9 @@ def score_parts(store: "Store", *, similarity: float, weight: float, utility: fl
         recency=recency_value,
         utility=math.tanh(utility),
     )
-    score = q.alpha * parts.similarity + q.beta * parts.weight + q.gamma * parts.recency + q.utility_weight * parts.utility
+    score = (
+        q.alpha * parts.similarity + q.beta * parts.weight + q.gamma * parts.recency + q.utility_weight * parts.utility
+    )
     return score, parts
 
 
@@ -339,17 +403,51 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
     newest = newest_source_ts(store, units)
     hits = []
     for r in memories:
-        score, parts = score_parts(store, similarity=fused[("memory", r["id"])], weight=r["weight"], utility=r["utility"],
-                                   recency_value=recency(base, now, r["ts"], r["last_access"]))
-        hits.append(Hit(id=r["id"], type="memory", text=r["text"], score=score, parts=parts,
-                        source_ids=memory_source_ids(r["id"], r["merged_ids"]), kind=r["kind"], state=r["state"],
-                        agent=r["agent"], category=r["category"], ts=r["ts"]))
+        score, parts = score_parts(
+            store,
+            similarity=fused[("memory", r["id"])],
+            weight=r["weight"],
+            utility=r["utility"],
+            recency_value=recency(base, now, r["ts"], r["last_access"]),
+        )
+        hits.append(
+            Hit(
+                id=r["id"],
+                type="memory",
+                text=r["text"],
+                score=score,
+                parts=parts,
+                source_ids=memory_source_ids(r["id"], r["merged_ids"]),
+                kind=r["kind"],
+                state=r["state"],
+                agent=r["agent"],
+                category=r["category"],
+                ts=r["ts"],
+            )
+        )
     for u in units:
-        score, parts = score_parts(store, similarity=fused[("unit", u["id"])], weight=u["weight"], utility=u["utility"],
-                                   recency_value=recency(base, now, newest.get(u["id"]), u["as_of"], u["last_used"]))
-        hits.append(Hit(id=u["id"], type="unit", text=u["text"], score=score, parts=parts,
-                        source_ids=json_ids(u["source_ids"]), kind=u["kind"], state=u["status"],
-                        agent=u["agent"], category=u["category"], ts=u["updated"]))
+        score, parts = score_parts(
+            store,
+            similarity=fused[("unit", u["id"])],
+            weight=u["weight"],
+            utility=u["utility"],
+            recency_value=recency(base, now, newest.get(u["id"]), u["as_of"], u["last_used"]),
+        )
+        hits.append(
+            Hit(
+                id=u["id"],
+                type="unit",
+                text=u["text"],
+                score=score,
+                parts=parts,
+                source_ids=json_ids(u["source_ids"]),
+                kind=u["kind"],
+                state=u["status"],
+                agent=u["agent"],
+                category=u["category"],
+                ts=u["updated"],
+            )
+        )
     hits.sort(key=lambda h: (-h.score, h.type != "unit", h.id))
     return hits
 
@@ -381,11 +479,15 @@ def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None
     wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
     if not wanted:
         return
-    rows = store.con.execute("SELECT id, text, state FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall()
+    rows = store.con.execute(
+        "SELECT id, text, state FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]
+    ).fetchall()
     if not rows:
         return
     sims = store.embeddings.encode([text for _, text, _ in rows]) @ vector
-    by_id = {rid: Evidence(id=rid, text=text, state=state, similarity=float(s)) for (rid, text, state), s in zip(rows, sims)}
+    by_id = {
+        rid: Evidence(id=rid, text=text, state=state, similarity=float(s)) for (rid, text, state), s in zip(rows, sims)
+    }
     for hit in hits:
         if hit.type == "unit":
             found = sorted((by_id[i] for i in hit.source_ids if i in by_id), key=lambda e: -e.similarity)
@@ -404,8 +506,10 @@ def reinforce(store: "Store", hits: list[Hit]) -> None:
             [delta, now, memory_ids],
         )
     if unit_ids:
-        store.con.execute("UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))",
-                          [delta, now, list(unit_ids)])
+        store.con.execute(
+            "UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))",
+            [delta, now, list(unit_ids)],
+        )
 
 
 def _rounded(hit: Hit) -> Hit:
@@ -430,7 +534,9 @@ def query(
 
     started = time.perf_counter()
     if not isinstance(text, str) or not text.strip():
-        raise InputError("the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"')
+        raise InputError(
+            "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
+        )
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}")
     if budget is not None and budget < 1:
@@ -443,8 +549,14 @@ def query(
     prompt, kept = render_prompt(top, budget=budget)
     if touch and kept:
         reinforce(store, kept)
-    return QueryResult(query=text, hits=[_rounded(h) for h in kept], prompt=prompt, candidates=len(fused), budget=budget,
-                       took_ms=round((time.perf_counter() - started) * 1000, 2))
+    return QueryResult(
+        query=text,
+        hits=[_rounded(h) for h in kept],
+        prompt=prompt,
+        candidates=len(fused),
+        budget=budget,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
 
 
 # --- indexes -----------------------------------------------------------------------------------

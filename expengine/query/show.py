@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
-from ..store.db import utcnow
-from ..store.db import json_ids
+from ..store.db import json_ids, utcnow
 from .search import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
@@ -51,14 +50,20 @@ def _scores(store: "Store", row: dict[str, Any], *moments: dt.datetime | None) -
     """The query score parts this item would get now, without the query-dependent similarity."""
     rec = recency(store.config.query.recency_base, utcnow(), *moments)
     _, parts = score_parts(store, similarity=0.0, weight=row["weight"], utility=row["utility"], recency_value=rec)
-    return {"weight": row["weight"], "utility": row["utility"], "weight_part": round(parts.weight, 6),
-            "recency": round(parts.recency, 6), "utility_part": round(parts.utility, 6)}
+    return {
+        "weight": row["weight"],
+        "utility": row["utility"],
+        "weight_part": round(parts.weight, 6),
+        "recency": round(parts.recency, 6),
+        "utility_part": round(parts.utility, 6),
+    }
 
 
 def _citing_units(store: "Store", record_id: str) -> list[dict[str, Any]]:
     pattern = "%" + record_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = store.con.execute(
-        "SELECT id, kind, status, source_ids, text FROM units WHERE source_ids LIKE ? ESCAPE '\\' ORDER BY id", [pattern]
+        "SELECT id, kind, status, source_ids, text FROM units WHERE source_ids LIKE ? ESCAPE '\\' ORDER BY id",
+        [pattern],
     ).fetchall()
     return [{"id": i, "kind": k, "status": s, "text": t} for i, k, s, src, t in rows if record_id in json_ids(src)]
 
@@ -67,15 +72,21 @@ def show(store: "Store", item_id: str) -> ShowResult:
     history = [
         dict(zip(("happened_at", "action", "detail", "run_id"), r))
         for r in store.con.execute(
-            "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at, action", [item_id]
+            "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at, action",
+            [item_id],
         ).fetchall()
     ]
     record = _row(store, "records", item_id)
     if record is not None:
         return ShowResult(
-            id=item_id, type="memory", item=record, scores=_scores(store, record, record["ts"], record["last_access"]),
-            source_ids=memory_source_ids(item_id, record["merged_ids"]), merged_into=record["merged_into"],
-            cited_by=_citing_units(store, item_id), history=history,
+            id=item_id,
+            type="memory",
+            item=record,
+            scores=_scores(store, record, record["ts"], record["last_access"]),
+            source_ids=memory_source_ids(item_id, record["merged_ids"]),
+            merged_into=record["merged_into"],
+            cited_by=_citing_units(store, item_id),
+            history=history,
         )
     unit = _row(store, "units", item_id)
     if unit is None:
@@ -91,7 +102,11 @@ def show(store: "Store", item_id: str) -> ShowResult:
         }
         sources = [found.get(i, {"id": i, "state": "missing", "kind": None, "text": None}) for i in source_ids]
     return ShowResult(
-        id=item_id, type="unit", item=unit, scores=_scores(store, unit, newest_source_ts(store, [unit]).get(item_id), unit["as_of"],
-                                                     unit["last_used"]),
-        source_ids=source_ids, sources=sources, history=history,
+        id=item_id,
+        type="unit",
+        item=unit,
+        scores=_scores(store, unit, newest_source_ts(store, [unit]).get(item_id), unit["as_of"], unit["last_used"]),
+        source_ids=source_ids,
+        sources=sources,
+        history=history,
     )

@@ -48,34 +48,65 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
 
     @mcp.tool()
     def memory_query(
-        text: Annotated[str, Field(min_length=1, description="The situation the agent is in or what it is about to do, "
-                                                             "in plain words, e.g. 'refund a cancelled flight'.")],
+        text: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="The situation the agent is in or what it is about to do, "
+                "in plain words, e.g. 'refund a cancelled flight'.",
+            ),
+        ],
         k: Annotated[int, Field(ge=1, le=50, description="At most this many hits.")] = 5,
         agent: Annotated[Optional[str], Field(description="Only this agent's memories and units.")] = None,
-        kind: Annotated[Optional[str], Field(description="'rule' or 'fact' for units; a record kind such as "
-                                                         "'tool_call' or 'message' for memories.")] = None,
-        outcome: Annotated[Optional[Literal["success", "failure"]], Field(description="Only memories of tasks "
-                                                                                      "that ended so.")] = None,
+        kind: Annotated[
+            Optional[str],
+            Field(
+                description="'rule' or 'fact' for units; a record kind such as 'tool_call' or 'message' for memories."
+            ),
+        ] = None,
+        outcome: Annotated[
+            Optional[Literal["success", "failure"]], Field(description="Only memories of tasks that ended so.")
+        ] = None,
         since: Annotated[Optional[str], Field(description="Not older than this ISO-8601 UTC time.")] = None,
-        budget: Annotated[Optional[int], Field(ge=1, description="Stop adding hits past this many prompt tokens.")]
-        = None,
+        budget: Annotated[
+            Optional[int], Field(ge=1, description="Stop adding hits past this many prompt tokens.")
+        ] = None,
         touch: Annotated[bool, Field(description="Reinforce the hits returned (they stay in memory longer).")] = True,
     ) -> dict[str, Any]:
         """Search the memory for what is relevant to a situation. Returns `prompt` (a short, ready-to-use action
         guide with cautions: put it in your context) and `hits` (each with id, type unit|memory, text, score and
         source record ids; use the ids with memory_show and memory_feedback)."""
-        return call("query", {"text": text, "k": k, "agent": agent, "kind": kind, "outcome": outcome,
-                              "since": since, "budget": budget, "touch": touch})
+        return call(
+            "query",
+            {
+                "text": text,
+                "k": k,
+                "agent": agent,
+                "kind": kind,
+                "outcome": outcome,
+                "since": since,
+                "budget": budget,
+                "touch": touch,
+            },
+        )
 
     @mcp.tool()
     def memory_ingest(
-        records: Annotated[Optional[list[dict[str, Any]]], Field(description=(
-            "Events to store, one object each. Required: ts (ISO-8601 time) and kind (message, tool_call, "
-            "tool_result, observation, goal, outcome, feedback or note). Usual fields: content (the text), role, "
-            "agent, session, goal_id, outcome (success|failure), tool {name, args, result, error}, "
-            "goal {id, status, description}, importance (0-1), category, tags."))] = None,
-        path: Annotated[Optional[str], Field(description="Instead of records: a JSONL or openai-chat JSON file or "
-                                                         "folder on this machine.")] = None,
+        records: Annotated[
+            Optional[list[dict[str, Any]]],
+            Field(
+                description=(
+                    "Events to store, one object each. Required: ts (ISO-8601 time) and kind (message, tool_call, "
+                    "tool_result, observation, goal, outcome, feedback or note). Usual fields: content (the text), role, "
+                    "agent, session, goal_id, outcome (success|failure), tool {name, args, result, error}, "
+                    "goal {id, status, description}, importance (0-1), category, tags."
+                )
+            ),
+        ] = None,
+        path: Annotated[
+            Optional[str],
+            Field(description="Instead of records: a JSONL or openai-chat JSON file or folder on this machine."),
+        ] = None,
         agent: Annotated[Optional[str], Field(description="Agent name for events that name none.")] = None,
     ) -> dict[str, Any]:
         """Record new experience in the memory (validated, secrets redacted, embedded, indexed). Give either

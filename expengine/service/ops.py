@@ -100,6 +100,7 @@ class SnapshotArgs(Args):
 
 class ForgetArgs(Args):
     """Structured filters, combined with AND (requests never carry SQL)."""
+
     ids: list[str] | None = None
     sessions: list[str] | None = None
     agents: list[str] | None = None
@@ -114,7 +115,7 @@ def _query(engine: Engine, a: QueryArgs) -> Any:
 def _ingest(engine: Engine, a: IngestArgs, on_progress: Callable[[int], None] | None = None) -> Any:
     given = [x for x in (a.paths, a.records, a.text) if x is not None]
     if len(given) != 1:
-        raise InputError("give exactly one of paths, records or text", hint="e.g. {\"records\": [{...}, ...]}")
+        raise InputError("give exactly one of paths, records or text", hint='e.g. {"records": [{...}, ...]}')
     if a.paths is not None:
         return engine.ingest(a.paths, fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
     content = a.text if a.text is not None else "".join(json.dumps(r) + "\n" for r in a.records or [])
@@ -147,15 +148,20 @@ OPS: dict[str, Op] = {
     "trace": Op(IdArgs, lambda e, a: e.trace(a.id), "read"),
     "history": Op(NoArgs, lambda e, a: e.history(), "read", "runs"),
     "snapshots": Op(NoArgs, lambda e, a: e.snapshots(), "read", "snapshots"),
-    "feedback": Op(FeedbackArgs, lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore),
-                   "write"),
+    "feedback": Op(
+        FeedbackArgs, lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore), "write"
+    ),
     "ingest": Op(IngestArgs, _ingest, "write"),
     "pin": Op(IdArgs, lambda e, a: e.pin(a.id), "write"),
     "unpin": Op(IdArgs, lambda e, a: e.unpin(a.id), "write"),
-    "compact": Op(CompactArgs, lambda e, a: e.compact(dry_run=a.dry_run, refine=a.refine,
-                                                       max_llm_calls=a.max_llm_calls), "write"),
-    "refine": Op(RefineArgs, lambda e, a: e.refine(dry_run=a.dry_run, max_llm_calls=a.max_llm_calls,
-                                                   time_limit_s=a.time_limit_s), "write"),
+    "compact": Op(
+        CompactArgs, lambda e, a: e.compact(dry_run=a.dry_run, refine=a.refine, max_llm_calls=a.max_llm_calls), "write"
+    ),
+    "refine": Op(
+        RefineArgs,
+        lambda e, a: e.refine(dry_run=a.dry_run, max_llm_calls=a.max_llm_calls, time_limit_s=a.time_limit_s),
+        "write",
+    ),
     "restore": Op(SnapshotArgs, lambda e, a: e.restore(a.snapshot_id), "exclusive"),
     "reindex": Op(NoArgs, lambda e, a: e.reindex(), "exclusive"),
     "forget": Op(ForgetArgs, _forget, "exclusive"),
@@ -176,8 +182,10 @@ def parse(op: Op, payload: Any) -> Args:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise InputError(f"bad argument {where}: {first['msg']}",
-                         hint=f"{len(exc.errors())} problem(s); fields: {', '.join(op.args.model_fields)}") from None
+        raise InputError(
+            f"bad argument {where}: {first['msg']}",
+            hint=f"{len(exc.errors())} problem(s); fields: {', '.join(op.args.model_fields)}",
+        ) from None
 
 
 def dumps(op: Op, result: Any) -> str:

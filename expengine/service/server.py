@@ -58,8 +58,12 @@ class JsonLines(logging.Formatter):
     BASE: ClassVar[frozenset[str]] = frozenset(vars(logging.makeLogRecord({}))) | {"message", "color_message"}
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)), "level": record.levelname,
-                "logger": record.name, "event": record.getMessage()}
+        line = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
         line.update({k: v for k, v in vars(record).items() if k not in self.BASE})
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
@@ -187,8 +191,15 @@ class Service:
             log.exception("reinforce failed")
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "pid": os.getpid(), "store": str(self.engine.store_dir),
-                "busy": self.busy, "queued": self.queued, "uptime_s": round(time.time() - self.started, 1)}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "pid": os.getpid(),
+            "store": str(self.engine.store_dir),
+            "busy": self.busy,
+            "queued": self.queued,
+            "uptime_s": round(time.time() - self.started, 1),
+        }
 
     def close(self, grace: float) -> bool:
         """Let the writer finish (within `grace` s); False when a job still runs (it is abandoned, and
@@ -207,12 +218,19 @@ class Service:
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, ExpengineError):
         status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
-        return status, {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint,
-                                  "exit_code": exc.exit_code}}
+        return status, {
+            "error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code}
+        }
     if isinstance(exc, HTTPException):
         return exc.status_code, {"error": {"type": "HTTPError", "message": exc.detail, "hint": None, "exit_code": 2}}
-    return 500, {"error": {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__,
-                           "hint": "see the server log", "exit_code": 1}}
+    return 500, {
+        "error": {
+            "type": type(exc).__name__,
+            "message": str(exc) or type(exc).__name__,
+            "hint": "see the server log",
+            "exit_code": 1,
+        }
+    }
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -237,16 +255,22 @@ async def read_body(request: Request, limit: int) -> Any:
         raise InputError(f"malformed JSON body: {exc}", hint="send one JSON object of arguments") from None
 
 
-def build_app(service: Service, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
-              on_shutdown: Callable[[], None] | None = None) -> ASGIApp:
+def build_app(
+    service: Service,
+    *,
+    token: str | None = None,
+    max_body: int = MAX_BODY_BYTES,
+    on_shutdown: Callable[[], None] | None = None,
+) -> ASGIApp:
     async def health(request: Request) -> Response:
         return json_response(service.health())
 
     async def stats(request: Request) -> Response:
         op = ops.lookup("stats")
         result = await service.execute("stats", op, ops.NoArgs())
-        return json_response({"store": json.loads(ops.dumps(op, result)),
-                              "server": {**service.health(), **service.counts}})
+        return json_response(
+            {"store": json.loads(ops.dumps(op, result)), "server": {**service.health(), **service.counts}}
+        )
 
     async def call(request: Request) -> Response:
         name = request.path_params["op"]
@@ -286,11 +310,23 @@ class TokenAuth:
         if scope["type"] == "http" and server and server[1] is not None:  # a Unix socket has no port
             given = dict(scope["headers"]).get(b"authorization", b"")
             if self.expected is None or not hmac.compare_digest(given, self.expected):
-                body = json.dumps({"error": {"type": "Unauthorized", "message": "missing or wrong bearer token",
-                                             "hint": f"send the token in {TOKEN_FILE} in the store folder",
-                                             "exit_code": 2}}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                body = json.dumps(
+                    {
+                        "error": {
+                            "type": "Unauthorized",
+                            "message": "missing or wrong bearer token",
+                            "hint": f"send the token in {TOKEN_FILE} in the store folder",
+                            "exit_code": 2,
+                        }
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -317,8 +353,15 @@ class AccessLog:
         try:
             await self.app(scope, receive, capture)
         finally:
-            log.info("request", extra={"method": scope["method"], "path": scope["path"], "status": status[0],
-                                       "ms": round((time.perf_counter() - started) * 1000, 2)})
+            log.info(
+                "request",
+                extra={
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status[0],
+                    "ms": round((time.perf_counter() - started) * 1000, 2),
+                },
+            )
 
 
 def ensure_token(store_dir: Path) -> str:

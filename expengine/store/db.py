@@ -82,7 +82,9 @@ def open_database(path: Path) -> duckdb.DuckDBPyConnection:
     try:
         con = duckdb.connect(str(path))
     except duckdb.Error as exc:
-        raise StoreError(f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?") from exc
+        raise StoreError(
+            f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?"
+        ) from exc
     con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
     applied = {row[0] for row in con.execute("SELECT name FROM migrations").fetchall()}
     known = {name for name, _ in MIGRATIONS}

@@ -64,8 +64,13 @@ class EmbeddingCache:
         if unique_missing:
             new_vectors = self.embedder.encode([texts[i] for i in unique_missing.values()])
             fresh = dict(zip(unique_missing.keys(), new_vectors))
-            newvec = pa.table({"text_hash": list(fresh), "model": [model] * len(fresh),
-                               "vector": [v.tolist() for v in fresh.values()]})
+            newvec = pa.table(
+                {
+                    "text_hash": list(fresh),
+                    "model": [model] * len(fresh),
+                    "vector": [v.tolist() for v in fresh.values()],
+                }
+            )
             with arrow_view(con, "newvec", newvec):
                 con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
             cached.update(fresh)

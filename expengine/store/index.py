@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-
 import pyarrow as pa
 
 from .filters import lance_in
@@ -53,9 +52,17 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
     return pa.Table.from_pylist(
         [
             {
-                "id": r["id"], "agent": r["agent"], "kind": r["kind"], "category": r["category"],
-                "outcome": r.get("outcome"), "goal_id": r.get("goal_id"), "session": r.get("session"),
-                "ts": r["ts"], "state": r.get("state") or "active", "text": r["text"], "vector": v.tolist(),
+                "id": r["id"],
+                "agent": r["agent"],
+                "kind": r["kind"],
+                "category": r["category"],
+                "outcome": r.get("outcome"),
+                "goal_id": r.get("goal_id"),
+                "session": r.get("session"),
+                "ts": r["ts"],
+                "state": r.get("state") or "active",
+                "text": r["text"],
+                "vector": v.tolist(),
             }
             for r, v in zip(rows, vectors)
         ],
@@ -143,5 +150,7 @@ class Index:
             return True
         from lancedb.index import IvfPq
 
-        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True)
+        table.create_index(
+            "vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True
+        )
         return True

@@ -210,5 +210,7 @@ def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
         )
         """
     )
-    con.execute("CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))")
+    con.execute(
+        "CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))"
+    )
     con.execute("ALTER TABLE units ADD COLUMN cluster_signature VARCHAR")

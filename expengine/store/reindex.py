@@ -62,11 +62,15 @@ def rebuild(store: "Store") -> dict[str, int]:
 def index_pending(store: "Store") -> None:
     """Re-add what DuckDB committed but LanceDB may lack (`add` replaces by id, so no duplicates), and
     delete what DuckDB no longer indexes (a `forget` killed before it reached LanceDB)."""
-    for name, target, table, indexed in ((MEMORIES, "memory", "records", f"state IN {INDEXED_STATES}"),
-                                         (UNITS, "unit", "units", "status = 'active'")):
+    for name, target, table, indexed in (
+        (MEMORIES, "memory", "records", f"state IN {INDEXED_STATES}"),
+        (UNITS, "unit", "units", "status = 'active'"),
+    ):
         gone = store.con.execute(
             f"SELECT id FROM pending_index p WHERE target = ? AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} t WHERE t.id = p.id AND {indexed})", [target]).fetchall()
+            f"(SELECT 1 FROM {table} t WHERE t.id = p.id AND {indexed})",
+            [target],
+        ).fetchall()
         store.index.delete(name, [r[0] for r in gone])
     where = f"id IN (SELECT id FROM pending_index WHERE target = 'memory') AND state IN {INDEXED_STATES}"
     for batch in _memory_batches(store, where):

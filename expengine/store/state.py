@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-
 from .db import utcnow
 from .index import MEMORIES
 
@@ -15,8 +14,15 @@ if TYPE_CHECKING:
 STATES = ("active", "dormant", "archived")
 
 
-def set_state(store: "Store", ids: list[str], state: str, *, reason: str, run_id: str | None = None,
-              now: dt.datetime | None = None) -> int:
+def set_state(
+    store: "Store",
+    ids: list[str],
+    state: str,
+    *,
+    reason: str,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> int:
     """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB.
 
     Returns how many records changed. Pinned records never leave `active`. `now` stamps `marked_at` and

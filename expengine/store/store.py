@@ -82,9 +82,8 @@ class Store:
         cfg = self.config.embedder
         if not isinstance(self.embedder, LazyEmbedder) or cfg.model != "auto" or cfg.model_path:
             return False
-        import tomllib
-
         import tomli_w
+        import tomllib
 
         from ..config import CONFIG_FILE
 
@@ -107,8 +106,9 @@ class Store:
         view._depth = 0
         return view
 
-    def history_log(self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None,
-                    at: Any = None) -> None:
+    def history_log(
+        self, item_id: str, action: str, detail: Any = None, *, run_id: str | None = None, at: Any = None
+    ) -> None:
         """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""
         text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])

@@ -24,8 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-
 from ...errors import ModelError
+from ...results import Result
 from ...store.db import json_ids, utcnow
 from ...store.index import UNITS
 from .conflicts import decide, normalized
@@ -46,23 +46,65 @@ from .templates import (
     template_drafts,
 )
 
-from ...results import Result
-
 if TYPE_CHECKING:
+    from ...models.llm import LLM, LLMProvider
     from ...store.store import Store
     from ..cycle import CycleContext
-    from ...models.llm import LLM, LLMProvider
 
 RECORD_COLUMNS = (
-    "id", "agent", "session", "goal_id", "ts", "kind", "role", "content", "text", "tool_name", "tool_args",
-    "tool_result", "tool_error", "outcome", "feedback_signal", "feedback_target", "category", "pinned",
-    "protected", "state", "importance",
+    "id",
+    "agent",
+    "session",
+    "goal_id",
+    "ts",
+    "kind",
+    "role",
+    "content",
+    "text",
+    "tool_name",
+    "tool_args",
+    "tool_result",
+    "tool_error",
+    "outcome",
+    "feedback_signal",
+    "feedback_target",
+    "category",
+    "pinned",
+    "protected",
+    "state",
+    "importance",
 )
 UNIT_FIELDS = (
-    "id", "kind", "text", "condition", "action", "expected_outcome", "pitfall", "statement", "subject", "attribute",
-    "as_of", "category", "agent", "support", "success_rate", "confidence", "source_ids", "method", "cluster_key",
-    "created", "updated", "last_used", "utility", "weight", "helpful", "harmful", "status", "supersedes",
-    "superseded_by", "cluster_signature",
+    "id",
+    "kind",
+    "text",
+    "condition",
+    "action",
+    "expected_outcome",
+    "pitfall",
+    "statement",
+    "subject",
+    "attribute",
+    "as_of",
+    "category",
+    "agent",
+    "support",
+    "success_rate",
+    "confidence",
+    "source_ids",
+    "method",
+    "cluster_key",
+    "created",
+    "updated",
+    "last_used",
+    "utility",
+    "weight",
+    "helpful",
+    "harmful",
+    "status",
+    "supersedes",
+    "superseded_by",
+    "cluster_signature",
 )
 NEVER_DORMANT_CATEGORIES = ("error", "outcome", "feedback", "preference", "safety")
 ARCHIVABLE_KINDS = ("tool_call", "tool_result")  # observations often carry the lesson (what followed an error)
@@ -71,8 +113,10 @@ EXAMPLE_CHARS = 160  # short prompts: a 135M model on 2 shared cores reads ~100 
 FIELD_MAX_CHARS = 200
 RULE_SCHEMA = {
     "type": "object",
-    "properties": {name: {"type": "string", "maxLength": FIELD_MAX_CHARS}
-                   for name in ("condition", "action", "expected_outcome", "pitfall")},
+    "properties": {
+        name: {"type": "string", "maxLength": FIELD_MAX_CHARS}
+        for name in ("condition", "action", "expected_outcome", "pitfall")
+    },
     "required": ["condition", "action", "expected_outcome", "pitfall"],
 }
 FACT_SCHEMA = {
@@ -165,9 +209,15 @@ def auto_clusters(store: "Store") -> list[ClusterInput]:
             if not facts:
                 continue
             fact = facts[0]
-            slot = f"said:{fact.subject}:{r['ts']:%Y-%m-%d}" if fact.attribute.startswith("said on") else f"facts:{fact.subject}"
+            slot = (
+                f"said:{fact.subject}:{r['ts']:%Y-%m-%d}"
+                if fact.attribute.startswith("said on")
+                else f"facts:{fact.subject}"
+            )
             groups[(agent, slot)].append(r["id"])
-    return [ClusterInput(f"auto:{agent}:{slot}", agent, signature_of(ids), ids) for (agent, slot), ids in groups.items()]
+    return [
+        ClusterInput(f"auto:{agent}:{slot}", agent, signature_of(ids), ids) for (agent, slot), ids in groups.items()
+    ]
 
 
 def _fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
@@ -221,8 +271,10 @@ def _prompt(draft: Draft, mined: Mined) -> str:
     facts = "\n".join(f"- {line}" for line in mined.summary_lines())
     records = "\n".join(_quote(r) for r in examples)
     if draft.kind == "rule":
-        ask = ("Write the rule: condition (when it applies, naming the tool or error), action (what to do, with "
-               "the tool and its parameters), expected_outcome, pitfall (the error and the fallback).")
+        ask = (
+            "Write the rule: condition (when it applies, naming the tool or error), action (what to do, with "
+            "the tool and its parameters), expected_outcome, pitfall (the error and the fallback)."
+        )
     else:
         ask = f"Write one statement about {draft.subject} ({draft.attribute}), as of {draft.as_of:%Y-%m-%d}."
     return f"FACTS:\n<<<\n{facts}\n>>>\nRECORDS:\n<<<\n{records}\n>>>\n{ask}"  # mined facts quote log text too
@@ -240,7 +292,9 @@ class Budget:
         return time.monotonic() < self.deadline
 
 
-def _ask_model(llm: Any, draft: Draft, mined: Mined, store: "Store", budget: Budget, report: RefineReport) -> dict | None:
+def _ask_model(
+    llm: Any, draft: Draft, mined: Mined, store: "Store", budget: Budget, report: RefineReport
+) -> dict | None:
     """The model's fields, retried once on a malformed or timed-out answer; None when both fail."""
     schema = RULE_SCHEMA if draft.kind == "rule" else FACT_SCHEMA
     system = SYSTEM_PROMPT.format(kind=draft.kind)
@@ -251,8 +305,9 @@ def _ask_model(llm: Any, draft: Draft, mined: Mined, store: "Store", budget: Bud
         budget.calls += 1
         report.llm_calls += 1
         try:
-            answer = llm.complete_json(system, user, schema, max_tokens=store.config.llm.max_tokens,
-                                       temperature=store.config.llm.temperature)
+            answer = llm.complete_json(
+                system, user, schema, max_tokens=store.config.llm.max_tokens, temperature=store.config.llm.temperature
+            )
         except ModelError as exc:
             report.llm_failures += 1
             report.rejection_reasons.append(f"model: {exc.message[:120]}")
@@ -263,8 +318,9 @@ def _ask_model(llm: Any, draft: Draft, mined: Mined, store: "Store", budget: Bud
     return None
 
 
-def _word_with_model(llm: Any, draft: Draft, mined: Mined, vocabulary: str, store: "Store",
-                     budget: Budget, report: RefineReport) -> None:
+def _word_with_model(
+    llm: Any, draft: Draft, mined: Mined, vocabulary: str, store: "Store", budget: Budget, report: RefineReport
+) -> None:
     """Replace the template wording with the model's when it passes grounding; record the method."""
     fields = _ask_model(llm, draft, mined, store, budget, report)
     if fields is None:
@@ -286,14 +342,36 @@ def _word_with_model(llm: Any, draft: Draft, mined: Mined, vocabulary: str, stor
 def _unit_row(draft: Draft, cluster: ClusterInput, now: Any) -> dict[str, Any]:
     text = render_text(draft)
     return {
-        "id": unit_id(draft.kind, cluster.agent, cluster.key, text), "kind": draft.kind, "text": text,
-        "condition": draft.condition, "action": draft.action, "expected_outcome": draft.expected_outcome,
-        "pitfall": draft.pitfall, "statement": draft.statement, "subject": draft.subject, "attribute": draft.attribute,
-        "as_of": draft.as_of, "category": draft.category, "agent": cluster.agent, "support": draft.support,
-        "success_rate": draft.success_rate, "confidence": confidence_of(draft), "source_ids": json.dumps(draft.source_ids),
-        "method": draft.method, "cluster_key": cluster.key, "created": now, "updated": now, "last_used": None,
-        "utility": 0.0, "weight": 1.0, "helpful": 0, "harmful": 0, "status": "active", "supersedes": None,
-        "superseded_by": None, "cluster_signature": cluster.signature,
+        "id": unit_id(draft.kind, cluster.agent, cluster.key, text),
+        "kind": draft.kind,
+        "text": text,
+        "condition": draft.condition,
+        "action": draft.action,
+        "expected_outcome": draft.expected_outcome,
+        "pitfall": draft.pitfall,
+        "statement": draft.statement,
+        "subject": draft.subject,
+        "attribute": draft.attribute,
+        "as_of": draft.as_of,
+        "category": draft.category,
+        "agent": cluster.agent,
+        "support": draft.support,
+        "success_rate": draft.success_rate,
+        "confidence": confidence_of(draft),
+        "source_ids": json.dumps(draft.source_ids),
+        "method": draft.method,
+        "cluster_key": cluster.key,
+        "created": now,
+        "updated": now,
+        "last_used": None,
+        "utility": 0.0,
+        "weight": 1.0,
+        "helpful": 0,
+        "harmful": 0,
+        "status": "active",
+        "supersedes": None,
+        "superseded_by": None,
+        "cluster_signature": cluster.signature,
     }
 
 
@@ -302,13 +380,20 @@ def _content_key(unit: dict[str, Any]) -> tuple:
     subject, attribute and statement."""
     if unit["kind"] == "rule":
         return ("rule", normalized(unit.get("condition")), normalized(unit.get("action")))
-    return ("fact", normalized(unit.get("subject")), normalized(unit.get("attribute")), normalized(unit.get("statement")))
+    return (
+        "fact",
+        normalized(unit.get("subject")),
+        normalized(unit.get("attribute")),
+        normalized(unit.get("statement")),
+    )
 
 
 def _twin(row: dict[str, Any], active: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The active unit that says the same as `row` (same id, same text or same content), if any."""
     key, text = _content_key(row), normalized(row["text"])
-    return next((u for u in active if u["id"] == row["id"] or normalized(u["text"]) == text or _content_key(u) == key), None)
+    return next(
+        (u for u in active if u["id"] == row["id"] or normalized(u["text"]) == text or _content_key(u) == key), None
+    )
 
 
 _RULE_EVIDENCE = re.compile(r"(\d+)/(\d+) succeeded\)$")
@@ -344,8 +429,9 @@ class _Step:
     twin: dict[str, Any] | None = None
 
 
-def _plan(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]],
-          report: RefineReport) -> list[_Step]:
+def _plan(
+    store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport
+) -> list[_Step]:
     con = store.con
     ids = [row["id"] for _, row in pairs]
     existing = con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall() if ids else []
@@ -381,12 +467,32 @@ def _plan(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[s
     return steps
 
 
-MERGE_FIELDS = ("text", "condition", "action", "expected_outcome", "pitfall", "statement", "as_of", "support",
-                "success_rate", "confidence", "source_ids", "method", "cluster_signature")
+MERGE_FIELDS = (
+    "text",
+    "condition",
+    "action",
+    "expected_outcome",
+    "pitfall",
+    "statement",
+    "as_of",
+    "support",
+    "success_rate",
+    "confidence",
+    "source_ids",
+    "method",
+    "cluster_signature",
+)
 
 
-def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport,
-           run_id: str | None, dry_run: bool, now: dt.datetime) -> list[dict[str, Any]]:
+def _write(
+    store: "Store",
+    cluster: ClusterInput,
+    pairs: list[tuple[Draft, dict[str, Any]]],
+    report: RefineReport,
+    run_id: str | None,
+    dry_run: bool,
+    now: dt.datetime,
+) -> list[dict[str, Any]]:
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
     pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
     written or merged (the units whose sources changed)."""
@@ -394,7 +500,9 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
     steps = _plan(store, cluster, pairs, report)
     report.units_unchanged += sum(1 for s in steps if s.action == "keep")
     written = [s.row for s in steps if s.action != "keep"]
-    report.units.extend({k: row[k] for k in ("id", "kind", "method", "support", "confidence", "status", "text")} for row in written)
+    report.units.extend(
+        {k: row[k] for k in ("id", "kind", "method", "support", "confidence", "status", "text")} for row in written
+    )
     if dry_run:
         report.units_written += sum(1 for s in steps if s.action == "insert")
         report.units_merged += sum(1 for s in steps if s.action == "merge")
@@ -409,26 +517,45 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
                 continue
             if step.action == "merge":
                 row["updated"] = now
-                con.execute(f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
-                            [row[k] for k in MERGE_FIELDS] + [now, row["id"]])
-                store.history_log(row["id"], "merged", {"cluster": cluster.key, "support": row["support"],
-                                   "from_support": (step.twin or {}).get("support")}, run_id=run_id, at=now)
+                con.execute(
+                    f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
+                    [row[k] for k in MERGE_FIELDS] + [now, row["id"]],
+                )
+                store.history_log(
+                    row["id"],
+                    "merged",
+                    {
+                        "cluster": cluster.key,
+                        "support": row["support"],
+                        "from_support": (step.twin or {}).get("support"),
+                    },
+                    run_id=run_id,
+                    at=now,
+                )
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
                 continue
             row["created"] = row["updated"] = now
-            con.execute(f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
-                        [row[k] for k in UNIT_FIELDS])
-            store.history_log(row["id"], "refined", {"cluster": cluster.key, "method": row["method"],
-                               "support": row["support"], "status": row["status"]}, run_id=run_id, at=now)
+            con.execute(
+                f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
+                [row[k] for k in UNIT_FIELDS],
+            )
+            store.history_log(
+                row["id"],
+                "refined",
+                {"cluster": cluster.key, "method": row["method"], "support": row["support"], "status": row["status"]},
+                run_id=run_id,
+                at=now,
+            )
             if row["status"] == "active":
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
             for loser in step.decision.losers:
-                con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
-                            [row["id"], now, loser])
-                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id,
-                                  at=now)
+                con.execute(
+                    "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
+                    [row["id"], now, loser],
+                )
+                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id, at=now)
                 removed.append(loser)
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
@@ -443,20 +570,30 @@ def _write(store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[
     return written
 
 
-def _archive_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None,
-                     now: dt.datetime) -> int:
+def _archive_sources(
+    store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None, now: dt.datetime
+) -> int:
     """Process records a rule now stands for leave the fast store; lessons and protected ones stay."""
     from ...store.state import set_state
 
     wanted = set(json_ids(unit["source_ids"]))
-    ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] in ARCHIVABLE_KINDS and not r.get("tool_error")
-           and r.get("category") not in LESSON_CATEGORIES and not r.get("pinned") and not r.get("protected")
-           and r.get("state") != "archived"]
+    ids = [
+        r["id"]
+        for r in records
+        if r["id"] in wanted
+        and r["kind"] in ARCHIVABLE_KINDS
+        and not r.get("tool_error")
+        and r.get("category") not in LESSON_CATEGORIES
+        and not r.get("pinned")
+        and not r.get("protected")
+        and r.get("state") != "archived"
+    ]
     return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
 
 
-def _sleep_covered_sources(store: "Store", unit: dict[str, Any], records: list[dict[str, Any]],
-                           run_id: str | None, now: dt.datetime) -> int:
+def _sleep_covered_sources(
+    store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None, now: dt.datetime
+) -> int:
     """Active message sources the unit stands for go dormant (a digest stands for all its members, any
     other unit for the ones it quotes verbatim); they stay reachable through the unit. Lessons, pinned
     and protected records stay active."""
@@ -465,10 +602,18 @@ def _sleep_covered_sources(store: "Store", unit: dict[str, Any], records: list[d
     wanted = set(json_ids(unit["source_ids"]))
     digest = unit.get("attribute") == DIGEST_ATTRIBUTE
     unit_text = " ".join((unit["text"] or "").split()).lower()
-    ids = [r["id"] for r in records if r["id"] in wanted and r["kind"] == "message" and r.get("state") == "active"
-           and not r.get("tool_name") and r.get("category") not in NEVER_DORMANT_CATEGORIES
-           and not r.get("pinned") and not r.get("protected")
-           and (digest or " ".join(speaker_and_text(r)[1].split()).lower() in unit_text)]
+    ids = [
+        r["id"]
+        for r in records
+        if r["id"] in wanted
+        and r["kind"] == "message"
+        and r.get("state") == "active"
+        and not r.get("tool_name")
+        and r.get("category") not in NEVER_DORMANT_CATEGORIES
+        and not r.get("pinned")
+        and not r.get("protected")
+        and (digest or " ".join(speaker_and_text(r)[1].split()).lower() in unit_text)
+    ]
     return set_state(store, ids, "dormant", reason=f"covered by unit {unit['id']}", run_id=run_id, now=now)
 
 
@@ -517,8 +662,10 @@ def refine_clusters(
     clock = now or utcnow()
     cfg = store.config.refine
     report = RefineReport(run_id=run_id, dry_run=dry_run)
-    budget = Budget(cfg.max_llm_calls if max_llm_calls is None else max_llm_calls,
-                    cfg.time_limit_s if time_limit_s is None else time_limit_s)
+    budget = Budget(
+        cfg.max_llm_calls if max_llm_calls is None else max_llm_calls,
+        cfg.time_limit_s if time_limit_s is None else time_limit_s,
+    )
     clusters, report.auto_clusters = load_clusters(store)
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
@@ -537,14 +684,25 @@ def refine_clusters(
     return report
 
 
-def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget, report: RefineReport,
-                *, run_id: str | None, dry_run: bool, now: dt.datetime) -> None:
+def _refine_one(
+    store: "Store",
+    cluster: ClusterInput,
+    llm: Any,
+    budget: Budget,
+    report: RefineReport,
+    *,
+    run_id: str | None,
+    dry_run: bool,
+    now: dt.datetime,
+) -> None:
     previous = _previous_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
         # only archived sources left the cluster: the evidence is the same, so keep the units
         if not dry_run:
-            store.con.execute("UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
-                               [cluster.signature, cluster.key])
+            store.con.execute(
+                "UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
+                [cluster.signature, cluster.key],
+            )
         report.clusters_unchanged += 1
         return
     records = [r for r in _fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
@@ -553,15 +711,20 @@ def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget,
         return
     context = _context(store, records)
     mined = mine_cluster(records, context=context, goal_status=_goal_status(store, records))
-    conversational = store.config.refine.digest and all(r["kind"] == "message" and not r.get("tool_name") for r in records)
+    conversational = store.config.refine.digest and all(
+        r["kind"] == "message" and not r.get("tool_name") for r in records
+    )
     drafts = template_drafts(mined)
     if conversational:  # the digest quotes every member: single statements would only repeat it
         drafts = [d for d in drafts if not (d.attribute or "").startswith("said on")]
     vocabulary = source_text(mined, context)
     grounded = []
     for draft in drafts:
-        reasons = check_rule(vars(draft), mined, vocabulary) if draft.kind == "rule" else check_fact(
-            vars(draft), draft.subject or "", vocabulary)
+        reasons = (
+            check_rule(vars(draft), mined, vocabulary)
+            if draft.kind == "rule"
+            else check_fact(vars(draft), draft.subject or "", vocabulary)
+        )
         if reasons:
             report.rejection_reasons.append(f"template: {reasons[0][:160]}")
             continue
@@ -594,8 +757,15 @@ def _refine_one(store: "Store", cluster: ClusterInput, llm: Any, budget: Budget,
 INTENT_PREFIX = "intent:"
 
 
-def _refine_intents(store: "Store", report: RefineReport, stored: dict[str, set[str]], *,
-                    run_id: str | None, dry_run: bool, now: dt.datetime) -> None:
+def _refine_intents(
+    store: "Store",
+    report: RefineReport,
+    stored: dict[str, set[str]],
+    *,
+    run_id: str | None,
+    dry_run: bool,
+    now: dt.datetime,
+) -> None:
     """Rules keyed by the situation (intents.py) and lessons from outcomes (lessons.py), per agent, over
     every run (goal) in the store whatever its records' state; an intent is rewritten only when its
     runs or their outcomes changed, and intents that no longer exist give way to the new ones."""
@@ -612,14 +782,19 @@ def _refine_intents(store: "Store", report: RefineReport, stored: dict[str, set[
         vectors = store.embeddings.encode([r.request for r in runs])
         found = intent_drafts(runs, vectors, store.config.lessons, min_runs=store.config.refine.min_support)
         for intent, drafts in found:
-            cluster = ClusterInput(intent.key, agent, signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
-                                   [r.opening_id for r in intent.runs])
+            cluster = ClusterInput(
+                intent.key,
+                agent,
+                signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
+                [r.opening_id for r in intent.runs],
+            )
             report.intents += 1
             if cluster.signature in stored.get(cluster.key, set()):
                 report.clusters_unchanged += 1
                 continue
-            written = _write(store, cluster, [(d, _unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run,
-                             now)
+            written = _write(
+                store, cluster, [(d, _unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
+            )
             report.lessons += sum(1 for row in written if row["category"] == "lesson")
             for row in written:
                 report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
@@ -632,15 +807,17 @@ def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: st
     sharing most of their runs."""
     rows = store.con.execute(
         "SELECT id, cluster_key, source_ids FROM units WHERE status = 'active' AND agent = ? AND cluster_key LIKE ?",
-        [agent, INTENT_PREFIX + "%"]).fetchall()
+        [agent, INTENT_PREFIX + "%"],
+    ).fetchall()
     current = [(uid, set(json_ids(src))) for uid, key, src in rows if key in keys]
     stale = [(uid, set(json_ids(src))) for uid, key, src in rows if key not in keys]
     if not stale or not current:
         return
     for uid, sources in stale:
         winner = max(current, key=lambda c: len(c[1] & sources))[0]
-        store.con.execute("UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?",
-                           [winner, now, uid])
+        store.con.execute(
+            "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?", [winner, now, uid]
+        )
         store.history_log(uid, "superseded", f"by {winner} (its intent was regrouped)", run_id=run_id, at=now)
     store.index.delete(UNITS, [uid for uid, _ in stale])
 
@@ -665,8 +842,9 @@ def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]]
     return draft
 
 
-def list_units(store: "Store", *, agent: str | None = None, status: str | None = None,
-               kind: str | None = None) -> list[dict[str, Any]]:
+def list_units(
+    store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
+) -> list[dict[str, Any]]:
     """Every field of every unit matching the filters, best first (confidence, then support)."""
     where, params = [], []
     for column, value in (("agent", agent), ("status", status), ("kind", kind)):
@@ -717,8 +895,9 @@ class RefineStep:
             return {"skipped": "refinement off (--no-refine)", "seconds": 0.0}
         started = time.perf_counter()
         try:
-            result = refine_clusters(store, ctx.llm, dry_run=False, run_id=ctx.run_id,
-                                     max_llm_calls=ctx.max_llm_calls, now=ctx.now).to_dict()
+            result = refine_clusters(
+                store, ctx.llm, dry_run=False, run_id=ctx.run_id, max_llm_calls=ctx.max_llm_calls, now=ctx.now
+            ).to_dict()
         except ModelError as exc:
             result = {"error": str(exc)}
         result.setdefault("seconds", round(time.perf_counter() - started, 3))

@@ -51,8 +51,10 @@ def decide(draft: Draft, *, cluster_key: str, new_id: str, existing: list[dict[s
             ) == normalized(draft.attribute)
             if not same_slot or (draft.attribute == DIGEST_ATTRIBUTE and not same_cluster):
                 continue  # digests quote, they claim nothing: only the same cluster's older digest gives way
-            if same_cluster or _fresher(draft.as_of, unit.get("as_of")) or (
-                draft.as_of == unit.get("as_of") and draft.support > unit["support"]
+            if (
+                same_cluster
+                or _fresher(draft.as_of, unit.get("as_of"))
+                or (draft.as_of == unit.get("as_of") and draft.support > unit["support"])
             ):
                 losers.append(unit["id"])
             else:

@@ -28,9 +28,22 @@ STOPWORDS = frozenset(
     succeeds succeeded failed recovered noted retried whenever""".split()
 )
 VAGUE = (
-    "when the rule applies", "be helpful", "be friendly", "be polite", "as needed", "if necessary", "if needed",
-    "do the task", "follow the rules", "follow instructions", "help the user", "when appropriate", "the tool",
-    "call the tool", "use the tool", "do something",
+    "when the rule applies",
+    "be helpful",
+    "be friendly",
+    "be polite",
+    "as needed",
+    "if necessary",
+    "if needed",
+    "do the task",
+    "follow the rules",
+    "follow instructions",
+    "help the user",
+    "when appropriate",
+    "the tool",
+    "call the tool",
+    "use the tool",
+    "do something",
 )
 MIN_WORDS = 3
 
@@ -48,7 +61,9 @@ def source_text(mined: Mined, context: list[dict[str, Any]] | None = None) -> st
 
 def _anchors(mined: Mined) -> set[str]:
     """Concrete words a condition or action can stand on: tools, args, values, error and correction words."""
-    words: set[str] = set(mined.tools) | set(mined.arg_names) | {str(v).lower() for v in mined.recurring_values.values()}
+    words: set[str] = (
+        set(mined.tools) | set(mined.arg_names) | {str(v).lower() for v in mined.recurring_values.values()}
+    )
     for error in mined.errors:
         words |= {w for w in _WORD.findall(error.example.lower()) if len(w) >= 4 and w not in STOPWORDS}
     for _, text in mined.corrections:
@@ -63,7 +78,13 @@ def ungrounded_claims(text: str, vocabulary: str) -> list[str]:
     for pattern in (_IDENTIFIER, _NUMBER_OR_CODE, _CAPITALISED):
         for token in pattern.findall(text):
             token = token.strip(".-/:")
-            if token and not _EVIDENCE_COUNT.match(token) and token.lower() not in words and token.lower() not in vocabulary and token.lower() not in STOPWORDS:
+            if (
+                token
+                and not _EVIDENCE_COUNT.match(token)
+                and token.lower() not in words
+                and token.lower() not in vocabulary
+                and token.lower() not in STOPWORDS
+            ):
                 missing.append(token)
     for single, double in _QUOTED.findall(text):
         quote = " ".join((single or double).split()).lower()
@@ -132,7 +153,9 @@ def check_digest(statement: str, records: list[dict[str, Any]]) -> list[str]:
     each date one of the sources' dates."""
     contents = [" ".join((r.get("content") or "").split()) for r in records]
     days = {f"[{r['ts']:%Y-%m-%d}]" for r in records}
-    reasons = [f"digest date {d} is no source's date" for d in re.findall(r"\[\d{4}-\d{2}-\d{2}\]", statement) if d not in days]
+    reasons = [
+        f"digest date {d} is no source's date" for d in re.findall(r"\[\d{4}-\d{2}-\d{2}\]", statement) if d not in days
+    ]
     for piece in filter(None, _DIGEST_SEPARATOR.split(statement)):
         quote = piece.removesuffix("…")
         if not any(c.startswith(quote) for c in contents):

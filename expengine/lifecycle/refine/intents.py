@@ -132,8 +132,13 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
     request = " ".join(str(said.get("content") or said.get("text") or "").split())
     if not request:
         return None
-    run = Run(run_id=key, agent=members[0]["agent"], request=request, succeeded=_outcome(members, status),
-              ended=members[-1]["ts"])
+    run = Run(
+        run_id=key,
+        agent=members[0]["agent"],
+        request=request,
+        succeeded=_outcome(members, status),
+        ended=members[-1]["ts"],
+    )
     run.opening_id = source["id"]
     user_text = ""
     results: list[tuple[str, str]] = []
@@ -165,8 +170,9 @@ def shorten(text: str, words: int) -> str:
     return clipped + ("…" if len(parts) > words else "")
 
 
-def group_intents(runs: list[Run], vectors: np.ndarray, *, distance: float, typical: int = 3,
-                  typical_words: int = 14) -> list[Intent]:
+def group_intents(
+    runs: list[Run], vectors: np.ndarray, *, distance: float, typical: int = 3, typical_words: int = 14
+) -> list[Intent]:
     """Runs of one agent grouped by their (unit-length) request vectors: Ward linkage cut at `distance`,
     which keeps one wide topic ('change my flight') from swallowing the rest; each intent keyed by its
     most typical run, described by its `typical` requests."""
@@ -179,7 +185,9 @@ def group_intents(runs: list[Run], vectors: np.ndarray, *, distance: float, typi
     if len(runs) == 1:
         labels = np.zeros(1, dtype=int)
     else:
-        labels = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, linkage="ward").fit_predict(vectors)
+        labels = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, linkage="ward").fit_predict(
+            vectors
+        )
     intents = []
     for label in sorted(set(labels.tolist())):
         members = np.flatnonzero(labels == label)
@@ -223,8 +231,11 @@ def procedure(successes: list[Run], *, share: float = 0.5) -> list[Step]:
     steps = []
     for tool in tools:
         calls = sum(names[tool].values()) and max(names[tool].values())
-        args = [(name, sources[(tool, name)].most_common(1)[0][0])
-                for name, n in names[tool].most_common() if n >= 0.5 * calls]
+        args = [
+            (name, sources[(tool, name)].most_common(1)[0][0])
+            for name, n in names[tool].most_common()
+            if n >= 0.5 * calls
+        ]
         steps.append(Step(tool, args, used[tool]))
     return steps
 

@@ -49,8 +49,10 @@ class Contrast:
 
     def evidence(self) -> str:
         with_n, without_n = self.with_ok + self.with_failed, self.without_ok + self.without_failed
-        return (f"runs that {self.phrase} succeeded {self.with_ok} of {with_n}; runs that did not "
-                f"succeeded {self.without_ok} of {without_n} (Fisher's exact p = {self.p_value:.3g})")
+        return (
+            f"runs that {self.phrase} succeeded {self.with_ok} of {with_n}; runs that did not "
+            f"succeeded {self.without_ok} of {without_n} (Fisher's exact p = {self.p_value:.3g})"
+        )
 
 
 def features(run: Run) -> dict[str, str]:
@@ -63,7 +65,11 @@ def features(run: Run) -> dict[str, str]:
         counts[call.tool] = counts.get(call.tool, 0) + 1
         found[f"calls:{call.tool}"] = f"called {call.tool}"
         for name, value in call.args.items():
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(str(value)) <= MAX_VALUE_CHARS:
+            if (
+                isinstance(value, (str, int, float))
+                and not isinstance(value, bool)
+                and len(str(value)) <= MAX_VALUE_CHARS
+            ):
                 found[f"arg:{call.tool}.{name}={value}"] = f"called {call.tool} with {name}={value}"
     for tool, n in counts.items():
         if n > 1:
@@ -101,8 +107,9 @@ def contrasts(runs: list[Run], *, alpha: float, min_runs: int, max_lessons: int)
         without_failed = len(judged) - ok - with_failed
         p_value = float(fisher_exact([[with_ok, with_failed], [without_ok, without_failed]])[1])
         if p_value < alpha:
-            found_contrasts.append(Contrast(key, phrases[key], with_ok, with_failed, without_ok, without_failed,
-                                            p_value, sorted(ids)))
+            found_contrasts.append(
+                Contrast(key, phrases[key], with_ok, with_failed, without_ok, without_failed, p_value, sorted(ids))
+            )
     found_contrasts.sort(key=lambda c: (c.p_value, -len(c.run_ids), SIMPLEST.index(c.feature.split(":")[0]), c.feature))
     kept: list[Contrast] = []
     seen: set[frozenset[str]] = set()
@@ -136,9 +143,18 @@ def lesson_drafts(intent: Intent, *, alpha: float, min_runs: int, max_lessons: i
         else:
             action, successes = f"do not {act}", contrast.without_ok
             trials = contrast.without_ok + contrast.without_failed
-        draft = Draft(kind="rule", category="lesson", source_ids=[r.opening_id for r in judged],
-                      condition=intent.condition, action=action, expected_outcome=contrast.evidence(),
-                      subject=contrast.feature, as_of=_latest(judged), successes=successes, trials=trials)
+        draft = Draft(
+            kind="rule",
+            category="lesson",
+            source_ids=[r.opening_id for r in judged],
+            condition=intent.condition,
+            action=action,
+            expected_outcome=contrast.evidence(),
+            subject=contrast.feature,
+            as_of=_latest(judged),
+            successes=successes,
+            trials=trials,
+        )
         draft.success_rate = round(successes / trials, 4) if trials else None
         draft.confidence = confidence_of(draft)
         drafts.append(draft)
@@ -169,10 +185,18 @@ def procedure_draft(intent: Intent, *, share: float, pitfalls: list[Draft]) -> D
         pitfall = "the failed runs called " + ", then ".join(s.tool for s in failed_path)
     else:
         return None
-    draft = Draft(kind="rule", category="procedure", source_ids=[r.opening_id for r in intent.runs],
-                  condition=intent.condition, action=action, expected_outcome=expected,
-                  pitfall=pitfall,
-                  as_of=_latest(intent.runs), successes=len(successes), trials=len(judged))
+    draft = Draft(
+        kind="rule",
+        category="procedure",
+        source_ids=[r.opening_id for r in intent.runs],
+        condition=intent.condition,
+        action=action,
+        expected_outcome=expected,
+        pitfall=pitfall,
+        as_of=_latest(intent.runs),
+        successes=len(successes),
+        trials=len(judged),
+    )
     draft.success_rate = round(len(successes) / len(judged), 4) if judged else None
     draft.confidence = confidence_of(draft)
     return draft
@@ -181,8 +205,9 @@ def procedure_draft(intent: Intent, *, share: float, pitfalls: list[Draft]) -> D
 def intent_drafts(runs: list[Run], vectors: Any, cfg: Any, *, min_runs: int) -> list[tuple[Intent, list[Draft]]]:
     """One agent's runs → its intents with at least `min_runs` runs, each with its procedure rule and
     lessons (`cfg`: the [lessons] config section)."""
-    grouped = group_intents(runs, vectors, distance=cfg.intent_distance, typical=cfg.typical_requests,
-                            typical_words=cfg.typical_words)
+    grouped = group_intents(
+        runs, vectors, distance=cfg.intent_distance, typical=cfg.typical_requests, typical_words=cfg.typical_words
+    )
     found = []
     for intent in grouped:
         if len(intent.runs) < min_runs:

@@ -21,16 +21,29 @@ SPEAKER_PREFIX = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?): (.+)$", re.S)
 _END = r"(?=[,.;!?]|\s+(?:and|but|so|now|by|since|because|for|with|last|next)\b|$)"
 # single-valued attributes: a newer value supersedes the older one
 SINGLE_VALUED = (
-    ("home", re.compile(rf"(?i)\bI(?:'ve| have)? (?:just |now |recently )?(?:live|am living|'m living|moved|am moving|'m moving|relocated) (?:in|to) (.+?){_END}")),
+    (
+        "home",
+        re.compile(
+            rf"(?i)\bI(?:'ve| have)? (?:just |now |recently )?(?:live|am living|'m living|moved|am moving|'m moving|relocated) (?:in|to) (.+?){_END}"
+        ),
+    ),
     ("name", re.compile(rf"(?i)\bmy name is (.+?){_END}")),
     ("job", re.compile(rf"(?i)\bI (?:work|am working|'m working) (?:as|at|for) (.+?){_END}")),
 )
 # multi-valued attributes: the value is part of the attribute, so they never supersede each other
 MULTI_VALUED = (
     ("is allergic to", re.compile(rf"(?i)\bI(?:'m| am) allergic to (.+?){_END}")),
-    ("dislikes", re.compile(rf"(?i)\bI (?:really |just )?(?:hate|can'?t stand|don'?t like|do not like|dislike) (.+?){_END}")),
+    (
+        "dislikes",
+        re.compile(rf"(?i)\bI (?:really |just )?(?:hate|can'?t stand|don'?t like|do not like|dislike) (.+?){_END}"),
+    ),
     ("prefers", re.compile(rf"(?i)\bI (?:really |much )?(?:prefer|love|like|enjoy) (.+?){_END}")),
-    ("has", re.compile(r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)")),
+    (
+        "has",
+        re.compile(
+            r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)"
+        ),
+    ),
 )
 # Chinese statements, worded in Chinese: (attribute, pattern, statement template, single-valued)
 _ZH_END = r"(?=[，。！？；,.!?;]|$)"
@@ -61,15 +74,16 @@ class Path:
     notes: Counter = field(default_factory=Counter)  # what the agent noted first
 
     def describe(self) -> str:
-        """"call pip_install(package=<module>)", with each argument's most common rendering and the note
+        """ "call pip_install(package=<module>)", with each argument's most common rendering and the note
         most runs of the path took first."""
         parts = []
         note, seen = self.notes.most_common(1)[0] if self.notes else ("", 0)
         if note and 2 * seen >= self.count:
             parts.append(f"note {note!r}")
         for i, step in enumerate(self.steps):
-            args = ", ".join(f"{name}={values.most_common(1)[0][0]}"
-                             for (j, name), values in self.args.items() if j == i)
+            args = ", ".join(
+                f"{name}={values.most_common(1)[0][0]}" for (j, name), values in self.args.items() if j == i
+            )
             parts.append(f"call {step}({args})")
         return ", then ".join(parts)
 
@@ -146,14 +160,18 @@ class Mined:
         """The mined facts as short lines, for the model prompt and for `trace`."""
         lines = [f"tools: {', '.join(f'{t} ({n}x)' for t, n in self.tools.most_common(5))}"] if self.tools else []
         if self.primary_tool:
-            args = ", ".join(f"{a}={self.recurring_values[a]}" if a in self.recurring_values else a
-                             for a, _ in self.arg_names.most_common(6))
+            args = ", ".join(
+                f"{a}={self.recurring_values[a]}" if a in self.recurring_values else a
+                for a, _ in self.arg_names.most_common(6)
+            )
             lines.append(f"main tool: {self.primary_tool}({args})")
         if self.preceded_by:
             lines.append("called before it: " + ", ".join(t for t, _ in self.preceded_by.most_common(3)))
         for e in self.errors[:3]:
             after = "; ".join(f for f, _ in e.followups.most_common(2))
-            lines.append(f"error from {e.tool} ({e.count}x): {e.example!r}" + (f"; what followed: {after}" if after else ""))
+            lines.append(
+                f"error from {e.tool} ({e.count}x): {e.example!r}" + (f"; what followed: {after}" if after else "")
+            )
         if self.trials:
             lines.append(f"outcomes ({self.success_basis}): {self.successes}/{self.trials} succeeded")
         for _, text in self.corrections[:3]:
@@ -202,8 +220,11 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
             value = clean_value(m.group(1))
             if value is None or len(value) > 60:
                 continue
-            found.append(FactStatement(subject, f"{attribute} {value.lower()}", value, f"{subject} {attribute} {value}",
-                                       ts, rid, False))
+            found.append(
+                FactStatement(
+                    subject, f"{attribute} {value.lower()}", value, f"{subject} {attribute} {value}", ts, rid, False
+                )
+            )
     if found:
         return found
     if record.get("kind") == "note" or record.get("goal_id") or text.rstrip().endswith("?") or len(text.split()) < 4:
@@ -282,8 +303,9 @@ def error_shape(message: str) -> str:
 PATH_WINDOW = 12  # records after an error in which the failing tool's next result is looked for
 
 
-def _path(after: list[dict[str, Any]], tool: str, values: dict[str, str]) -> tuple[tuple[str, ...], dict, list, list,
-                                                                                 bool | None]:
+def _path(
+    after: list[dict[str, Any]], tool: str, values: dict[str, str]
+) -> tuple[tuple[str, ...], dict, list, list, bool | None]:
     """The calls that worked between an error and the failing tool's next result (each argument rendered
     as the error's variable, <module>, when it passes that value), the notes taken, whether the tool then
     worked (None: no rerun seen)."""
@@ -338,7 +360,9 @@ def _followup(after: list[dict[str, Any]], tool: str) -> tuple[str, bool]:
 
 def classify(records: list[dict[str, Any]]) -> str | None:
     """Rule when the cluster is about doing (tools, outcomes, corrections), fact when about someone."""
-    rule = sum(1 for r in records if r["kind"] in TOOL_KINDS + ("outcome", "feedback") or r.get("category") == "correction")
+    rule = sum(
+        1 for r in records if r["kind"] in TOOL_KINDS + ("outcome", "feedback") or r.get("category") == "correction"
+    )
     fact = sum(1 for r in records if extract_facts(r) and r.get("category") != "correction")
     if rule and rule >= fact:
         return "rule"
@@ -376,8 +400,13 @@ def mine_cluster(
             text = (r.get("text") or "").split(":", 1)[-1].strip()
             if CORRECTION.search(text):
                 mined.corrections.append((r["id"], text))
-        elif r["kind"] == "message" and r.get("role") == "user" and (
-            r.get("category") in ("correction", "safety") or (r.get("category") == "preference" and CORRECTION.search(r.get("content") or ""))
+        elif (
+            r["kind"] == "message"
+            and r.get("role") == "user"
+            and (
+                r.get("category") in ("correction", "safety")
+                or (r.get("category") == "preference" and CORRECTION.search(r.get("content") or ""))
+            )
         ):
             mined.corrections.append((r["id"], speaker_and_text(r)[1]))
     if mined.kind == "fact":

@@ -80,7 +80,9 @@ def render_text(draft: Draft) -> str:
     if draft.kind == "fact":
         when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of else ""
         statement = draft.statement or ""
-        text = f"{when}{statement[0].lower() + statement[1:] if when and statement.startswith('The user') else statement}"
+        text = (
+            f"{when}{statement[0].lower() + statement[1:] if when and statement.startswith('The user') else statement}"
+        )
         if draft.previous_values:
             text += f" (previously {', '.join(draft.previous_values)})"
         if draft.support > 1:
@@ -153,8 +155,14 @@ def rule_draft(mined: Mined) -> Draft | None:
         if mined.result_keys:
             expected = f"{tool} returns {', '.join(k for k, _ in mined.result_keys.most_common(6))}"
         elif mined.ok_results:
-            example = next((r.get("tool_result") or "" for r in mined.records
-                            if r.get("tool_name") == tool and r["kind"] == "tool_result" and not r.get("tool_error")), "")
+            example = next(
+                (
+                    r.get("tool_result") or ""
+                    for r in mined.records
+                    if r.get("tool_name") == tool and r["kind"] == "tool_result" and not r.get("tool_error")
+                ),
+                "",
+            )
             example = " ".join(example.split())[:80]
             expected = f"{tool} succeeds" + (f", e.g. '{example}'" if example else "")
         pitfalls = []
@@ -178,9 +186,18 @@ def rule_draft(mined: Mined) -> Draft | None:
             action = f"follow the user's correction {quoted}"
     if not action:
         return None
-    draft = Draft(kind="rule", category=_category(mined, "procedure"), source_ids=[r["id"] for r in mined.records],
-                  condition=condition, action=action, expected_outcome=expected, pitfall=pitfall,
-                  as_of=mined.last_ts, successes=successes, trials=trials)
+    draft = Draft(
+        kind="rule",
+        category=_category(mined, "procedure"),
+        source_ids=[r["id"] for r in mined.records],
+        condition=condition,
+        action=action,
+        expected_outcome=expected,
+        pitfall=pitfall,
+        as_of=mined.last_ts,
+        successes=successes,
+        trials=trials,
+    )
     draft.success_rate = round(successes / trials, 4) if trials else None
     draft.confidence = confidence_of(draft)
     return draft
@@ -207,8 +224,16 @@ def digest_draft(records: list[dict], *, quote_chars: int, category: str = "conv
             parts.append(f"[{day:%Y-%m-%d}] {quote}")
         else:
             parts.append(f"| {quote}")
-    draft = Draft(kind="fact", category=category, source_ids=[r["id"] for r in members], statement=" ".join(parts),
-                  subject=DIGEST_SUBJECT, attribute=DIGEST_ATTRIBUTE, as_of=members[-1]["ts"], agreeing=len(members))
+    draft = Draft(
+        kind="fact",
+        category=category,
+        source_ids=[r["id"] for r in members],
+        statement=" ".join(parts),
+        subject=DIGEST_SUBJECT,
+        attribute=DIGEST_ATTRIBUTE,
+        as_of=members[-1]["ts"],
+        agreeing=len(members),
+    )
     draft.confidence = confidence_of(draft)
     return draft
 
@@ -231,11 +256,21 @@ def fact_drafts(mined: Mined) -> list[Draft]:
         else:
             statement = latest.statement
             agreeing = sum(1 for f in facts if f.value.lower() == latest.value.lower())
-        previous = list(dict.fromkeys(f.value for f in facts if f.single_valued and f.value.lower() != latest.value.lower()))
+        previous = list(
+            dict.fromkeys(f.value for f in facts if f.single_valued and f.value.lower() != latest.value.lower())
+        )
         source_ids = list(dict.fromkeys(f.source_id for f in facts))
-        draft = Draft(kind="fact", category=category, source_ids=source_ids, statement=statement, subject=subject,
-                      attribute=attribute, as_of=latest.ts, agreeing=min(agreeing, len(source_ids)),
-                      previous_values=previous[::-1])
+        draft = Draft(
+            kind="fact",
+            category=category,
+            source_ids=source_ids,
+            statement=statement,
+            subject=subject,
+            attribute=attribute,
+            as_of=latest.ts,
+            agreeing=min(agreeing, len(source_ids)),
+            previous_values=previous[::-1],
+        )
         draft.confidence = confidence_of(draft)
         drafts.append(draft)
     drafts.sort(key=lambda d: (-d.support, -(d.as_of or dt.datetime.min).timestamp()))
