@@ -154,6 +154,39 @@ class _Section:
         self.watch.seconds[self.name] = self.watch.seconds.get(self.name, 0.0) + time.perf_counter() - self.started
 
 
+def bm25_answers(engine: Any, queries: list[str], *, budget: int, depth: int) -> list[tuple[str, list[Any]]]:
+    """BM25 over every stored record, rendered and cut exactly like a query answer: (prompt, hits shown)."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from expengine.query.render import render_prompt
+    from expengine.query.search import Hit, ScoreParts
+
+    rows = engine.store.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
+    bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
+    answers = []
+    for query in queries:
+        ranked = np.argsort(-bm25.get_scores(words(query)), kind="stable")
+        hits = [
+            Hit(
+                id=rows[i][0],
+                type="memory",
+                text=rows[i][1],
+                score=0.0,
+                parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
+                source_ids=[rows[i][0]],
+                kind="message",
+                state="active",
+                agent=rows[i][3],
+                category=rows[i][4],
+                ts=rows[i][2],
+            )
+            for i in ranked[:depth]
+        ]
+        answers.append(render_prompt(hits, budget=budget))
+    return answers
+
+
 def table(headers: list[str], rows: Iterable[list[Any]]) -> str:
     """A plain Markdown table (readable in a terminal and pasteable into docs)."""
     cells = [[_cell(v) for v in row] for row in rows]

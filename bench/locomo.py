@@ -227,35 +227,13 @@ def measure_engine(
 
 def measure_bm25(engine: Any, questions: list[Question], sample_id: str, *, budget: int) -> list[dict[str, Any]]:
     """BM25 over the stored turns, rendered and cut exactly like a query answer."""
-    import numpy as np
-    from rank_bm25 import BM25Okapi
+    from common import bm25_answers
 
-    from expengine.query.render import render_prompt
-    from expengine.query.search import Hit, ScoreParts
     from expengine.textutil import approx_tokens
 
-    rows = engine.store.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
-    bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
     scores = []
-    for question in questions:
-        ranked = np.argsort(-bm25.get_scores(words(question.text)), kind="stable")
-        hits = [
-            Hit(
-                id=rows[i][0],
-                type="memory",
-                text=rows[i][1],
-                score=0.0,
-                parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
-                source_ids=[rows[i][0]],
-                kind="message",
-                state="active",
-                agent=rows[i][3],
-                category=rows[i][4],
-                ts=rows[i][2],
-            )
-            for i in ranked[:200]
-        ]
-        prompt, kept = render_prompt(hits, budget=budget)
+    answers = bm25_answers(engine, [q.text for q in questions], budget=budget, depth=200)
+    for question, (prompt, kept) in zip(questions, answers):
         ids = {h.id for h in kept}
         row = score_prompt(question, prompt, ids, ids, sample_id)
         row.update(tokens=approx_tokens(prompt), units=0, memories=len(kept))

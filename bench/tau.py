@@ -211,36 +211,9 @@ def lift(prompts: list[str], steps: list[tuple[str, str]], tools: set[str]) -> d
 
 def bm25_prompts(engine: Any, queries: list[str], *, budget: int) -> list[str]:
     """BM25 over the raw training records, rendered and cut like a query answer."""
-    import numpy as np
-    from common import words
-    from rank_bm25 import BM25Okapi
+    from common import bm25_answers
 
-    from expengine.query.render import render_prompt
-    from expengine.query.search import Hit, ScoreParts
-
-    rows = engine.store.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
-    bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])
-    prompts = []
-    for query in queries:
-        ranked = np.argsort(-bm25.get_scores(words(query)), kind="stable")
-        hits = [
-            Hit(
-                id=rows[i][0],
-                type="memory",
-                text=rows[i][1],
-                score=0.0,
-                parts=ScoreParts(0.0, 0.0, 0.0, 0.0),
-                source_ids=[rows[i][0]],
-                kind="message",
-                state="active",
-                agent=rows[i][3],
-                category=rows[i][4],
-                ts=rows[i][2],
-            )
-            for i in ranked[:50]
-        ]
-        prompts.append(render_prompt(hits, budget=budget)[0])
-    return prompts
+    return [prompt for prompt, _ in bm25_answers(engine, queries, budget=budget, depth=50)]
 
 
 def leave_tasks_out(
