@@ -111,21 +111,10 @@ def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
 
 
 def test_chinese_chatter_gets_low_importance() -> None:
-    from expengine.ingest.rules import assess
+    from test_ingest_units import assess_event
 
     def category(text: str) -> str:
-        return assess(
-            kind="message",
-            role="user",
-            content=text,
-            tool_error=None,
-            outcome=None,
-            goal_long_term=None,
-            has_goal=False,
-            importance=None,
-            category=None,
-            confidence=None,
-        ).category
+        return assess_event(content=text).category
 
     assert category("好的，谢谢！") == "chatter"
     assert category("你好") == "chatter"

@@ -90,7 +90,8 @@ def test_redactor_can_be_disabled():
     assert Redactor(enabled=False)("a@b.com") == ("a@b.com", 0)
 
 
-def _assess(**kw):
+def assess_event(**kw):
+    """The rules' verdict on a user message with no context, with `kw` overriding any field."""
     base = dict(
         kind="message",
         role="user",
@@ -108,20 +109,20 @@ def _assess(**kw):
 
 
 def test_rules_rank_errors_feedback_and_protected_phrases_above_chatter():
-    assert _assess(kind="tool_result", tool_error="boom").category == "error"
-    assert _assess(kind="feedback").importance == 0.8
-    pref = _assess(content="I hate cilantro, never add it")
+    assert assess_event(kind="tool_result", tool_error="boom").category == "error"
+    assert assess_event(kind="feedback").importance == 0.8
+    pref = assess_event(content="I hate cilantro, never add it")
     assert pref.protected and pref.category == "preference" and pref.importance >= 0.9
-    chatter = _assess(content="thanks!")
+    chatter = assess_event(content="thanks!")
     assert chatter.category == "chatter" and chatter.importance < 0.2 and not chatter.protected
-    assert _assess(kind="tool_call", has_goal=True).category == "process"
+    assert assess_event(kind="tool_call", has_goal=True).category == "process"
 
 
 def test_callers_importance_and_category_win_and_long_term_goals_are_protected():
-    a = _assess(content="thanks!", importance=0.95, category="custom")
+    a = assess_event(content="thanks!", importance=0.95, category="custom")
     assert (a.importance, a.category) == (0.95, "custom")
-    assert _assess(kind="goal", goal_long_term=True).protected
+    assert assess_event(kind="goal", goal_long_term=True).protected
 
 
 def test_low_source_confidence_lowers_importance():
-    assert _assess(kind="note", confidence=0.0).importance < _assess(kind="note", confidence=1.0).importance
+    assert assess_event(kind="note", confidence=0.0).importance < assess_event(kind="note", confidence=1.0).importance

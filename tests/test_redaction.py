@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from secrets_table import MUST_KEEP, SECRETS
+from test_ingest_units import assess_event
 
 from expengine.ingest.redact import Redactor
-from expengine.ingest.rules import assess
 
 TS = "2026-03-01T09:00:00Z"
 TAU = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau_bench_airline"
@@ -146,18 +146,7 @@ def test_look_alikes_survive_ingest_verbatim(make_engine, write_jsonl):
 
 # --- Chinese rules ----------------------------------------------------------------------------------------
 def _assess_user_message(text: str):
-    return assess(
-        kind="message",
-        role="user",
-        content=text,
-        tool_error=None,
-        outcome=None,
-        goal_long_term=None,
-        has_goal=False,
-        importance=None,
-        category=None,
-        confidence=None,
-    )
+    return assess_event(content=text)
 
 
 @pytest.mark.parametrize(
