@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .config import Config, default_store_dir
-from .errors import StoreError
+from .errors import InputError, StoreError
 from .models.embedder import Embedder, LazyEmbedder
 from .models.llm import LLM
 from .results import Result
@@ -193,11 +193,18 @@ class Engine:
             ).fetchall()
         return [dict(zip(("file", "line", "error", "raw", "rejected_at"), r)) for r in rows]
 
-    def reindex(self) -> dict[str, int]:
-        """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding)."""
+    def reindex(self, *, model: str | None = None) -> dict[str, int]:
+        """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
+        `model` (`minilm` or `multilingual`) the store first switches to that embedder for good (its
+        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index."""
         from .store.reindex import rebuild
 
         with self.session() as store:
+            if model is not None and not store.choose_embedder(_packaged(model), explicit=True):
+                raise InputError(
+                    "this store's embedder is a model folder or one passed in, so --model cannot switch it",
+                    hint="set [embedder] model_path in the store's config.toml instead, then reindex",
+                )
             return rebuild(store)
 
     # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
@@ -470,3 +477,11 @@ def _stats(store: Store) -> Stats:
         scripts=shares(count_scripts(t for (t,) in con.execute("SELECT text FROM records").fetchall())),
         embedder=store.embeddings.name,
     )
+
+
+def _packaged(model: str) -> str:
+    from .models.embedder import MODELS
+
+    if model not in MODELS:
+        raise InputError(f"unknown embedder model {model!r}", hint=f"use one of {', '.join(MODELS)}")
+    return model

@@ -119,9 +119,15 @@ def rejects(
 
 
 @app.command()
-def reindex(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
+def reindex(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(
+        None, "--model", help="Switch the store to this embedder for good and re-embed: minilm or multilingual."
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Rebuild the LanceDB index from DuckDB (the source of truth)."""
-    result = call(ctx, "reindex")
+    result = call(ctx, "reindex", model=model)
     if as_json:
         emit_json(result)
     else:

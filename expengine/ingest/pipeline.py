@@ -6,7 +6,8 @@ import datetime as dt
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
@@ -20,6 +21,9 @@ from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
 from .scripts import SWITCH_SHARE, count_scripts, embedder_warning, shares, unreadable_share
+
+# events per file read ahead to choose a new store's embedder from all the files of its first ingest
+PRESCAN = 2000
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -47,7 +51,7 @@ class IngestResult(Result):
     rejects: list[Reject] = field(default_factory=list)
     redacted_by_kind: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    # share of letters per script (latin, cjk, other), and a warning when the embedder cannot read them
+    # share of words per script (latin, cjk, other), and a warning when the embedder cannot read them
     scripts: dict[str, float] = field(default_factory=dict)
     embedder: str = ""
     warning: str | None = None
@@ -70,31 +74,44 @@ def ingest(
     redactor = Redactor(enabled=store.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
-    letters: Counter[str] = Counter()
+    words: dict[str, Counter[str]] = {}
     batch: list[Event] = []
+
+    read: dict[str, Any] = {
+        "fmt": fmt,
+        "max_line_bytes": store.config.ingest.max_line_bytes,
+        "agent": agent,
+        "now": now,
+    }
+    ahead = _read_ahead(store, files, read)
+
+    def flush() -> None:
+        if not seen:  # before this ingest's first vectors
+            _pick_embedder(store, ahead or sum(words.values(), Counter()))
+        _store_batch(store, batch, result, redactor, seen, now)
+        if on_progress:
+            on_progress(len(batch))
+        batch.clear()
+
     for name in files:
-        for item in read_items(name, fmt=fmt, max_line_bytes=store.config.ingest.max_line_bytes, agent=agent, now=now):
+        counts = words.setdefault(name, Counter())
+        for item in read_items(name, **read):
             result.read += 1
             if item.event is None:
                 _reject(store, result, item, redactor, now)
                 continue
+            count_scripts([render(item.event)], counts)
             batch.append(item.event)
             if len(batch) >= BATCH:
-                _pick_embedder(store, batch, letters)
-                _store_batch(store, batch, result, redactor, seen, now)
-                if on_progress:
-                    on_progress(len(batch))
-                batch = []
+                flush()
     if batch:
-        _pick_embedder(store, batch, letters)
-        _store_batch(store, batch, result, redactor, seen, now)
-        if on_progress:
-            on_progress(len(batch))
+        flush()
     if result.stored:
         store.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
-    result.scripts, result.embedder = shares(letters), store.embeddings.name
-    result.warning = embedder_warning(store.embeddings.name, letters)
+    total = sum(words.values(), Counter())
+    result.scripts, result.embedder = shares(total), store.embeddings.name
+    result.warning = embedder_warning(store.embeddings.name, total, words)
     result.seconds = round(time.perf_counter() - started, 3)
     if strict and result.rejected:
         raise RejectedLinesError(
@@ -105,20 +122,32 @@ def ingest(
     return result
 
 
-def _pick_embedder(store: "Store", batch: list[Event], letters: Counter[str]) -> None:
-    """Count the batch's scripts; before a new store's first vectors, take the multilingual model when
-    most of the text is in scripts MiniLM cannot read (it then stays the store's model)."""
-    before = sum(letters.values())
-    count_scripts((render(ev) for ev in batch), letters)
-    if (
-        before
-        or unreadable_share(letters) < SWITCH_SHARE
-        or store.con.execute("SELECT count(*) FROM records").fetchall()[0][0]
-    ):
+def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:
+    """Words per script in the first PRESCAN events of each file, so that a new store on `auto` picks its
+    embedder from all the files of its first ingest, whatever their order (stdin cannot be read twice:
+    without files, the first batch decides). Nothing for a store that has its model already."""
+    counts: Counter[str] = Counter()
+    if store.config.embedder.model != "auto" or _has_records(store):
+        return counts
+    for name in files:
+        if name != "-":
+            items = islice(read_items(name, **read), PRESCAN)
+            count_scripts((render(item.event) for item in items if item.event is not None), counts)
+    return counts
+
+
+def _pick_embedder(store: "Store", counts: Counter[str]) -> None:
+    """Before a new store's first vectors, take the multilingual model when a fifth or more of the text
+    is in scripts MiniLM cannot read (it then stays the store's model)."""
+    if store.config.embedder.model != "auto" or unreadable_share(counts) < SWITCH_SHARE or _has_records(store):
         return
     from ..models.embedder import MULTILINGUAL
 
     store.choose_embedder(MULTILINGUAL)
+
+
+def _has_records(store: "Store") -> bool:
+    return bool(store.con.execute("SELECT count(*) FROM records").fetchall()[0][0])
 
 
 def _reject(store: "Store", result: IngestResult, item: Item, redactor: Redactor, now: dt.datetime) -> None:

@@ -1,20 +1,26 @@
 """Which scripts a store's text is written in, and whether its embedder can read them.
 
 MiniLM's vocabulary is English: most Chinese characters become [UNK], so Chinese texts get vectors
-that barely differ. A new store whose first ingest is mostly such text switches to the multilingual
-embedder (config `embedder.model = "auto"`); an existing store is told, with the fix."""
+that barely differ. A new store whose first ingest (all its files) is largely such text takes the
+multilingual embedder (config `embedder.model = "auto"`); an existing store is told, with the fix.
+Text is counted in words, as a model reads it: a run of letters of one script is one word, and so
+is each CJK character (Chinese has no spaces), so English tool names and JSON keys in a Chinese log
+do not outweigh its sentences."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from typing import Iterable
 
 SCRIPTS = ("latin", "cjk", "other")
-# share of letters MiniLM cannot read above which a new store takes the multilingual model
-SWITCH_SHARE = 0.3
-# share above which an ingest into a MiniLM store warns
-WARN_SHARE = 0.2
+# share of words MiniLM cannot read from which a new store takes the multilingual model, and from
+# which a file of a later ingest into a MiniLM store is named in the warning
+SWITCH_SHARE = 0.2
+# share of a whole ingest from which an ingest into a MiniLM store warns
+WARN_SHARE = 0.1
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 def script_of(char: str) -> str | None:
@@ -30,32 +36,48 @@ def script_of(char: str) -> str | None:
 
 
 def count_scripts(texts: Iterable[str], counts: Counter[str] | None = None) -> Counter[str]:
+    """Words per script (see the module's docstring), added to `counts`."""
     counts = counts if counts is not None else Counter()
     for text in texts:
-        counts.update(s for s in map(script_of, text or "") if s)
+        for match in _LETTERS.finditer(text or ""):
+            word = match.group()
+            if word.isascii():
+                counts["latin"] += 1
+                continue
+            previous = None
+            for char in word:
+                script = script_of(char)
+                if script and (script == "cjk" or script != previous):
+                    counts[script] += 1
+                previous = script
     return counts
 
 
 def shares(counts: Counter[str]) -> dict[str, float]:
-    """Share of letters per script, rounded to 3 places (all zero for text without letters)."""
+    """Share of words per script, rounded to 3 places (all zero for text without letters)."""
     total = sum(counts.values())
     return {s: round(counts[s] / total, 3) if total else 0.0 for s in SCRIPTS}
 
 
 def unreadable_share(counts: Counter[str]) -> float:
-    """Share of letters the English model cannot read (everything but Latin)."""
+    """Share of words the English model cannot read (everything but Latin)."""
     total = sum(counts.values())
     return (total - counts["latin"]) / total if total else 0.0
 
 
-def embedder_warning(model_name: str, counts: Counter[str]) -> str | None:
-    """A one-line warning with the fix, when an English-only embedder gets mostly text it cannot read."""
+def embedder_warning(model_name: str, counts: Counter[str], by_file: dict[str, Counter[str]]) -> str | None:
+    """A one-line warning with the fix, when an English-only embedder gets text it cannot read: a tenth
+    of the ingest, or a file with a fifth or more (named)."""
     from ..models.embedder import MINILM, MODEL_NAMES
 
+    files = {name: unreadable_share(c) for name, c in by_file.items() if unreadable_share(c) >= SWITCH_SHARE}
     share = unreadable_share(counts)
-    if model_name != MODEL_NAMES[MINILM] or share < WARN_SHARE:
+    if model_name != MODEL_NAMES[MINILM] or (share < WARN_SHARE and not files):
         return None
+    named = ", ".join(f"{name} {part:.0%}" for name, part in files.items())
     return (
-        f"{share:.0%} of this text is not in Latin script, which the embedder {model_name} cannot read: "
-        f'set [embedder] model = "multilingual" in the store\'s config.toml, then run `expengine reindex`'
+        f"{share:.0%} of this text" + (f" ({named})" if named else "") + f" is in scripts the embedder {model_name} "
+        "cannot read, so it will be hard to find: run `expengine reindex --model multilingual` to re-embed this "
+        "store with the multilingual model (English recall drops a little), or ingest such logs into a store of "
+        "their own"
     )

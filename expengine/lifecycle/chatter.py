@@ -46,6 +46,14 @@ CHATTER_WORDS: dict[str, frozenset[str]] = {
         hear chat talk talking catch soon care see meet nice know let please hold moment
         """.split()
     ),
+    # Chinese is written without spaces: a run of Chinese characters is empty when these words cover it
+    "zh": frozenset(
+        """
+        你好 您好 嗨 哈喽 早 早上好 下午好 晚上好 晚安 在吗 在的 在 请说 请讲 谢谢 谢谢你 谢谢您 谢 多谢 感谢 辛苦了 辛苦
+        不客气 没关系 没事了 没事 再见 拜拜 回见 好的 好 嗯 嗯嗯 哦 噢 哈哈 哈哈哈 呵呵 收到 明白 明白了 知道了 了解
+        没问题 可以 行 对 是的 太好了 好滴 先这样 就这样 啦 呀 吧 哈 呢 了 啊
+        """.split()
+    ),
 }
 # Stop words by language beyond sklearn's English list (`stop_words`); a language without one adds it here.
 STOP_WORDS: dict[str, frozenset[str]] = {"en": frozenset("s t m re ll ve d".split())}  # what "I'm", "you're" leave
@@ -54,6 +62,7 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+|\d+|#+\w*#*", re.UNICODE)
 _DIGIT = re.compile(r"\d")
 _SPEAKER = re.compile(r"^\s*([^:\n]{1,40}):\s")
+_ZH_EMPTY = re.compile("(?:" + "|".join(sorted(CHATTER_WORDS["zh"], key=len, reverse=True)) + ")+")
 
 
 @dataclass
@@ -141,7 +150,9 @@ def detect(messages: list[Message], *, min_sessions: int, session_share: float) 
         if all(shape and not _DIGIT.search(s) and len(seen_in[shape]) >= threshold for s, shape in zip(parts, shapes)):
             verdicts.append(Verdict(m.id, "boilerplate"))
             continue
-        if not _DIGIT.search(body) and all(w in stop or _is_name(w, names) for w in words(body)):
+        if not _DIGIT.search(body) and all(
+            w in stop or _is_name(w, names) or _ZH_EMPTY.fullmatch(w) for w in words(body)
+        ):
             verdicts.append(Verdict(m.id, "no content"))
     return verdicts
 
@@ -188,8 +199,9 @@ def sleep_chatter(
     return report
 
 
-# Categories ingest gives ordinary messages; lessons (error, outcome, feedback, preference, safety) never sleep.
-SLEEPABLE_CATEGORIES = ("chatter", "conversation", "process", "fact", "message", "note")
+# Categories ingest gives ordinary messages, and an agent's own "smalltalk" label; lessons (error, outcome,
+# feedback, preference, safety) never sleep.
+SLEEPABLE_CATEGORIES = ("chatter", "smalltalk", "conversation", "process", "fact", "message", "note")
 
 
 class ChatterStep:

@@ -72,6 +72,10 @@ class NoArgs(Args):
     pass
 
 
+class ReindexArgs(Args):
+    model: Optional[str] = Field(None, description="Switch the store to this embedder (minilm, multilingual).")
+
+
 class RejectsArgs(Args):
     limit: int = Field(100, ge=1)
 
@@ -163,7 +167,7 @@ OPS: dict[str, Op] = {
         "write",
     ),
     "restore": Op(SnapshotArgs, lambda e, a: e.restore(a.snapshot_id), "exclusive"),
-    "reindex": Op(NoArgs, lambda e, a: e.reindex(), "exclusive"),
+    "reindex": Op(ReindexArgs, lambda e, a: e.reindex(model=a.model), "exclusive"),
     "forget": Op(ForgetArgs, _forget, "exclusive"),
 }
 

@@ -76,11 +76,13 @@ class Store:
         cfg = self.config.embedder
         return "simple" if packaged_model(cfg.model) == MINILM and not cfg.model_path else "icu"
 
-    def choose_embedder(self, model: str) -> bool:
-        """Switch an empty store on `auto` to the packaged `model` and record it in its config.toml;
-        False if it cannot switch (an embedder was passed in, a folder or model is configured)."""
+    def choose_embedder(self, model: str, *, explicit: bool = False) -> bool:
+        """Switch the store to the packaged `model` and record it in its config.toml: an empty store on
+        `auto` at its first ingest, or any store when `explicit` (`reindex --model`, which re-embeds).
+        False if it cannot switch (an embedder was passed in, a model folder or, unless explicit, a model
+        is configured)."""
         cfg = self.config.embedder
-        if not isinstance(self.embedder, LazyEmbedder) or cfg.model != "auto" or cfg.model_path:
+        if not isinstance(self.embedder, LazyEmbedder) or (cfg.model != "auto" and not explicit) or cfg.model_path:
             return False
         import tomli_w
         import tomllib
