@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from expengine.cli import app
 from expengine.engine import Engine
+from expengine.errors import InputError
 
 pytestmark = pytest.mark.slow
 
@@ -20,10 +24,10 @@ ZH = [
 ]
 
 
-def write_log(path: Path, texts: list[str]) -> Path:
+def write_log(path: Path, texts: list[str], prefix: str = "r") -> Path:
     rows = [
         {
-            "id": f"r{i}",
+            "id": f"{prefix}{i}",
             "kind": "message",
             "role": "user",
             "content": t,
@@ -66,6 +70,29 @@ def test_english_store_warns_on_chinese_ingest_with_the_fix(tmp_path: Path, embe
         result = engine.ingest([str(mixed)])
         assert result.embedder == "all-MiniLM-L6-v2" and result.scripts["cjk"] > 0.5
         assert result.warning and "multilingual" in result.warning and "reindex" in result.warning
+
+
+def test_first_ingest_picks_the_embedder_from_all_its_files_and_one_command_switches_later(tmp_path: Path) -> None:
+    english = write_log(tmp_path / "en.jsonl", ["The deploy failed with a 429", "I went running in the park"], "e")
+    chinese = write_log(tmp_path / "zh.jsonl", ZH, "z")
+    with Engine(store=tmp_path / "a") as engine:  # English comes first, but most of the words are Chinese
+        assert engine.ingest([str(english), str(chinese)]).embedder == "use-multilingual-v3"
+    lines = [f"The deploy of service {i} timed out, so we retried it after a minute and it worked" for i in range(60)]
+    mostly_english = write_log(tmp_path / "ops.jsonl", lines, "o")
+    with Engine(store=tmp_path / "b") as engine:  # a Chinese file among many English lines: MiniLM, and it says so
+        result = engine.ingest([str(mostly_english), str(chinese)])
+        assert result.embedder == "all-MiniLM-L6-v2" and result.scripts["cjk"] < 0.1
+        assert result.warning and f"{chinese} 100%" in result.warning
+        assert "`expengine reindex --model multilingual`" in result.warning
+    cli = CliRunner().invoke(app, ["--store", str(tmp_path / "b"), "reindex", "--model", "multilingual", "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert json.loads(cli.stdout)["memories"] == 65
+    assert 'model = "multilingual"' in (tmp_path / "b" / "config.toml").read_text(encoding="utf-8")
+    with Engine(store=tmp_path / "b") as engine:
+        assert engine.query("你推荐的那部太空电影叫什么名字", k=1, touch=False).hits[0].id == "z0"
+        assert engine.ingest([str(chinese)]).warning is None
+        with pytest.raises(InputError, match="unknown embedder model 'klingon'"):
+            engine.reindex(model="klingon")
 
 
 def test_reindex_after_embedder_change_re_embeds_with_the_new_model(tmp_path: Path) -> None:
@@ -119,3 +146,37 @@ def test_chinese_chatter_gets_low_importance() -> None:
     assert category("好的，谢谢！") == "chatter"
     assert category("你好") == "chatter"
     assert category("好的，请帮我订明天去上海的机票") != "chatter"
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+def test_chinese_sample_log_becomes_chinese_units_and_answers_chinese_questions(tmp_path: Path) -> None:
+    with Engine(store=tmp_path / "s", overrides={"llm.mode": "template"}) as engine:
+        result = engine.ingest([str(SAMPLES / "zh_travel_assistant.jsonl")])
+        assert result.rejected == 0 and result.embedder == "use-multilingual-v3" and result.scripts["cjk"] > 0.5
+        assert result.redacted_by_kind["CN_ID"] >= 1 and result.redacted_by_kind["CN_MOBILE"] == 1
+        engine.compact()
+        units = engine.store.con.execute("SELECT kind, text FROM units WHERE status = 'active'").fetchall()
+        facts = [text for kind, text in units if kind == "fact"]
+        # what the user and the agent said stays Chinese, dated, with no English wording around it
+        assert facts and all(re.match(r"\[\d{4}-\d\d-\d\d\] ", t) for t in facts)
+        assert not any(re.search(r"\b(?:As of|previously|stated|said)\b", t) for t in facts)
+        # greetings and thanks sleep, never become units
+        assert not any(chatter in text for _, text in units for chatter in ("谢谢啦", "嗯嗯，辛苦了", "您好，请讲"))
+        assert "海鲜过敏" in engine.query("我对什么过敏", k=1, touch=False).hits[0].text
+        assert any("429" in h.text for h in engine.query("天气查询被限流了怎么办", k=3, touch=False).hits)
+        assert "靠窗" in engine.query("坐火车喜欢什么座位", k=1, touch=False).hits[0].text
+
+
+def test_mixed_sample_log_is_read_in_both_languages(tmp_path: Path) -> None:
+    with Engine(store=tmp_path / "s") as engine:
+        result = engine.ingest([str(SAMPLES / "zh_en_dev_helper.jsonl")])
+        assert result.rejected == 0 and result.warning is None
+        assert result.embedder == "use-multilingual-v3" and 0.2 < result.scripts["cjk"] < 0.5
+        assert result.redacted_by_kind == {"API_KEY": 1, "CN_MOBILE": 1}
+        texts = [h.text for h in engine.query("跑测试缺少依赖怎么办", k=5, touch=False).hits]
+        assert any("pip_install" in t or "缺少依赖" in t for t in texts)
+        texts = [h.text for h in engine.query("git push rejected non-fast-forward", k=5, touch=False).hits]
+        assert any("non-fast-forward" in t for t in texts)
+        assert any("--rebase" in h.text for h in engine.query("pull 的时候用什么方式", k=3, touch=False).hits)
