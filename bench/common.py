@@ -37,6 +37,12 @@ def words(text: Any) -> list[str]:
     return _WORD.findall(str(text).lower())
 
 
+def english_logs(folder: Path) -> list[Path]:
+    """The English native logs of a folder like sample_logs/: the Chinese and mixed ones (zh_*) are measured
+    by bench/memorybank.py and tests/test_chinese.py, and would change these benches' English figures."""
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.startswith("zh_"))
+
+
 def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 

@@ -26,7 +26,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, SHARED_DATA, TEMPLATE_ONLY, machine, run_cycles, table, write_json  # noqa: E402
+from common import (  # noqa: E402
+    REPO,
+    RESULTS,
+    SHARED_DATA,
+    TEMPLATE_ONLY,
+    english_logs,
+    machine,
+    run_cycles,
+    table,
+    write_json,
+)
 
 TAU = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 # Cycles tick forward from the real clock, one night apart; every step stamps that clock (`marked_at`
@@ -193,7 +203,7 @@ def main() -> None:
         embedder = load_embedder()
         for name, paths in (
             ("tau-bench-airline", [str(args.tau)]),
-            ("sample_logs", sorted(str(p) for p in args.logs.glob("*.jsonl"))),
+            ("sample_logs", [str(p) for p in english_logs(args.logs)]),
         ):
             result = real_dataset(name, paths, cycles=args.cycles, variants=variants, embedder=embedder)
             results["datasets"].append(result)

@@ -22,12 +22,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from common import english_logs  # noqa: E402
 
 
 def make_events(source: Path, n: int) -> list[dict]:
     base = [
         json.loads(line)
-        for f in sorted(source.glob("*.jsonl"))
+        for f in english_logs(source)
         for line in f.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]

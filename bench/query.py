@@ -40,6 +40,7 @@ from common import (  # noqa: E402
     RESULTS,
     SHARED_DATA,
     TEMPLATE_ONLY,
+    english_logs,
     load_embedder,
     machine,
     served,
@@ -54,7 +55,7 @@ KINDS = ("message", "observation", "tool_result", "tool_call")
 def real_texts(logs: Path, locomo: Path, unique: int) -> tuple[list[str], list[str]]:
     """Distinct texts to store, and query strings (LoCoMo questions plus held-out log texts)."""
     texts: list[str] = []
-    for path in sorted(logs.glob("*.jsonl")):
+    for path in english_logs(logs):
         for line in path.read_text(encoding="utf-8").splitlines():
             content = json.loads(line).get("content") if line.strip() else None
             if content:
