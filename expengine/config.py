@@ -90,8 +90,9 @@ class RefineConfig:
     harmful_quarantine: int = 3
     # message sources a unit quotes (every member of a digest) go dormant, reachable through the unit
     dormant_sources: bool = True
-    # conversational clusters (messages without tools) get one digest unit quoting every member
-    digest: bool = True
+    # conversational clusters (messages without tools) get one digest unit quoting every member. Off by
+    # default: on LoCoMo and tau-bench digests cost recall and crowd rules out of the prompt
+    digest: bool = False
     digest_quote_chars: int = 160
 
 

@@ -502,6 +502,7 @@ def test_newer_fact_supersedes_older_one_across_clusters(store, tmp_path):
 
 
 def test_injection_in_logs_stays_quoted_data(store):
+    store.config.refine.digest = True
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store.refine()
     before = {u["id"] for u in store.units()}
@@ -583,6 +584,7 @@ def conversation(tmp_path, store_engine, n: int = 4, prefix: str = "t", day: int
 
 
 def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(store, tmp_path):
+    store.config.refine.digest = True
     ids = conversation(tmp_path, store)
     store.store.con.execute("UPDATE records SET category = 'preference' WHERE id = 't3'")
     store.store.con.execute("UPDATE records SET pinned = TRUE WHERE id = 't2'")
@@ -644,6 +646,7 @@ def test_identical_units_from_different_clusters_merge(store, tmp_path):
 
 
 def test_digest_of_a_re_refined_cluster_replaces_its_own_only(store, tmp_path):
+    store.config.refine.digest = True
     ids = conversation(tmp_path, store)
     other = conversation(tmp_path, store, prefix="o", day=20)
     set_clusters(store, {"chat": ids[:3], "other": other}, "companion")
@@ -661,3 +664,29 @@ def test_a_cluster_of_results_takes_its_tool_arguments_from_the_sessions_calls()
     mined = mine_cluster(results, context=rows)
     assert mined.calls == 0 and mined.ok_results == len(results)
     assert "city" in mined.arg_names and mined.recurring_values.get("units") == "metric"
+
+
+def _window_seat_runs(*, with_time: bool) -> list[dict]:
+    """Three chat runs in which the user states the same preference; timed or not."""
+    runs = []
+    for n in range(3):
+        user = {"role": "user", "content": f"Hi, I prefer window seats. Please book flight {n}."}
+        reply = {"role": "assistant", "content": f"Booked flight {n} with a window seat."}
+        if with_time:
+            user["ts"], reply["ts"] = f"2024-05-0{n + 1}T09:00:00Z", f"2024-05-0{n + 1}T09:01:00Z"
+        runs.append({"id": f"run{n}", "traj": [user, reply], "reward": 1})
+    return runs
+
+
+@pytest.mark.parametrize("with_time", [True, False])
+def test_a_units_date_comes_from_its_sources_and_runs_without_time_show_none(make_engine, tmp_path, with_time):
+    log = tmp_path / "runs.json"
+    log.write_text(json.dumps(_window_seat_runs(with_time=with_time)), encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([str(log)], fmt="openai-chat")
+    engine.compact(now=dt.datetime(2026, 12, 1, 3))
+    (unit,) = [u for u in engine.units(status="active") if "window seats" in u["text"]]
+    if with_time:
+        assert unit["text"].startswith("As of 2024-05-03 ")  # the newest source's day, not the ingest day
+    else:
+        assert "As of" not in unit["text"] and not any(ch.isdigit() for ch in unit["text"].split("window")[0])
