@@ -22,6 +22,8 @@ How a query is answered:
 5. The best `k` are kept. When none of them is a rule, the last slot goes to the best-scored rule
    candidate whose cosine similarity to the query reaches `query.unit_slot_floor`: a rule (how to
    act) worded unlike the agent's task still reaches it, yet never displaces more than one hit.
+   The token budget keeps room for that rule (or for the best rule already among the `k`), so long
+   memories above it cannot push it out.
 6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
 
 Filters: `kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule,
@@ -92,6 +94,7 @@ class Hit:
     category: str
     ts: dt.datetime | None
     expanded: list[Evidence] = field(default_factory=list)
+    reserved: bool = False  # the rule slot (`top_with_unit_slot`): the prompt keeps room for it
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -307,11 +310,13 @@ def retrieve(
     )
     vector = vector() if callable(vector) else vector
     vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
+    # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
+    # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
-    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
+    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
         text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
-        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])[:limit]])
+        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
     return _fuse(lists, store.config.query.rrf_k), vector
 
 
@@ -460,7 +465,9 @@ def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k:
         return hit.type == "unit" and hit.kind == "rule"
 
     top = ranked[:k]
-    if any(is_rule(h) for h in top):
+    in_top = next((h for h in top if is_rule(h)), None)
+    if in_top is not None:
+        in_top.reserved = True
         return top
     units = [h for h in ranked[k:] if is_rule(h)]
     if not units:
@@ -468,7 +475,10 @@ def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k:
     cosines = store.embeddings.encode([h.text for h in units]) @ vector
     floor = store.config.query.unit_slot_floor
     best = next((h for h, cosine in zip(units, cosines) if cosine >= floor), None)
-    return top if best is None else [*top[: k - 1], best]
+    if best is None:
+        return top
+    best.reserved = True
+    return [*top[: k - 1], best]
 
 
 # --- expansion and reinforcement ---------------------------------------------------------------
