@@ -581,6 +581,24 @@ def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     assert slotted[-1].source_ids == ["w1", "w3", "s3"]
 
 
+
+def test_the_rule_slot_survives_the_candidate_cut_and_the_budget(engine_on):
+    """More close memories than `query.candidates` must not hide the rule, nor may long memories
+    above it in the prompt spend the budget it needs."""
+    text = "get_weather 429 retry"
+    engine = engine_on(overrides={"query.candidates": 2})
+    engine.store.con.execute("UPDATE units SET weight = 0")
+    engine.store.con.execute("UPDATE records SET weight = 50")
+    full = engine.query(text, k=4, touch=False, expand=False)
+    assert [h.type for h in full.hits] == ["memory"] * (len(full.hits) - 1) + ["unit"] and full.hits[-1].reserved
+    assert len(full.hits) >= 3  # two candidates a list, yet the rule is found beyond them
+    rule_line = approx_tokens(full.prompt.splitlines()[-1])
+    budget = approx_tokens(HEADER) + rule_line + approx_tokens(full.prompt.splitlines()[1]) + 1
+    cut = engine.query(text, k=4, touch=False, expand=False, budget=budget)
+    assert [h.type for h in cut.hits] == ["memory", "unit"] and approx_tokens(cut.prompt) <= budget
+    engine.close()
+
+
 def test_identical_evidence_texts_are_shown_once():
     from expengine.query.render import render_prompt
     from expengine.query.search import Evidence, Hit, ScoreParts
