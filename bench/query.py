@@ -24,9 +24,11 @@ store, loading the model, and the query itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,85 +49,140 @@ from common import (  # noqa: E402
     write_json,
 )
 
-AGENTS = ("support-bot", "coding-assistant", "companion", "locomo")
-KINDS = ("message", "observation", "tool_result", "tool_call")
 
-
-def real_texts(logs: Path, locomo: Path, unique: int) -> tuple[list[str], list[str]]:
-    """Distinct texts to store, and query strings (LoCoMo questions plus held-out log texts)."""
-    texts: list[str] = []
+def query_texts(logs: Path, locomo: Path, count: int) -> list[str]:
+    """What agents ask: LoCoMo questions (worded unlike any stored text) and user messages from the logs."""
+    said: list[str] = []
     for path in sorted(logs.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            content = json.loads(line).get("content") if line.strip() else None
-            if content:
-                texts.append(content)
-    questions: list[str] = []
-    if locomo.exists():
-        for conv in json.loads(locomo.read_text(encoding="utf-8")):
-            c = conv["conversation"]
-            texts += [
-                f"{t['speaker']}: {t['text']}"
-                for k, v in c.items()
-                if k.startswith("session_") and isinstance(v, list)
-                for t in v
-            ]
-            questions += [qa["question"] for qa in conv["qa"]]
-    distinct = list(dict.fromkeys(texts))
-    random.Random(7).shuffle(distinct)
-    queries = questions[::7][:100] + distinct[unique : unique + 100]
-    return distinct[:unique], queries
+            event = json.loads(line) if line.strip() else {}
+            if event.get("role") == "user" and event.get("content"):
+                said.append(event["content"])
+    questions = [qa["question"] for conv in json.loads(locomo.read_text(encoding="utf-8")) for qa in conv["qa"]]
+    said = list(dict.fromkeys(said))
+    random.Random(7).shuffle(said)
+    queries = questions[::7][: count // 2] + said[: count - min(len(questions[::7]), count // 2)]
+    return (queries * (count // max(1, len(queries)) + 1))[:count]
 
 
-def build_store(store: Path, n: int, texts: list[str], vectors, embedder) -> dict:
+def base_store(store: Path, logs: Path, embedder) -> dict:
+    """`logs` ingested by the real pipeline and compacted once (refinement by templates), so the
+    store has what compaction makes of real logs: rules and facts with sources, dormant and merged
+    memories. Built once per `--workdir` and reused."""
+    from expengine import Engine
+
+    report = store / "bench-base.json"
+    if report.exists():
+        return json.loads(report.read_text())
+    with Engine(store=store, embedder=embedder, overrides=dict(TEMPLATE_ONLY)) as engine:
+        ingested = engine.ingest([str(p) for p in sorted(logs.iterdir()) if p.suffix in (".jsonl", ".json")])
+        compacted = engine.compact(refine=True)
+    out = {
+        "records": ingested.stored,
+        "compact_s": compacted.seconds,
+        "units": compacted.after.units,
+        "active": compacted.after.active,
+        "dormant": compacted.after.dormant,
+    }
+    report.write_text(json.dumps(out))
+    return out
+
+
+# Columns that hold record ids (or lists of them) and must point inside their own copy.
+_RECORD_SQL = """
+    SELECT * REPLACE (
+        id || $s AS id, content_hash || $s AS content_hash, session || $s AS session, goal_id || $s AS goal_id,
+        text || $tag AS text, merged_into || $s AS merged_into, feedback_target || $s AS feedback_target,
+        to_json(list_transform(from_json(merged_ids, '["VARCHAR"]'), lambda x: x || $s))::VARCHAR AS merged_ids,
+        ts - $shift AS ts, last_access - $shift AS last_access, marked_at - $shift AS marked_at
+    ) FROM base_records
+"""
+_UNIT_SQL = """
+    SELECT * REPLACE (
+        id || $s AS id, text || $tag AS text, cluster_key || $s AS cluster_key,
+        supersedes || $s AS supersedes, superseded_by || $s AS superseded_by,
+        to_json(list_transform(from_json(source_ids, '["VARCHAR"]'), lambda x: x || $s))::VARCHAR AS source_ids,
+        as_of - $shift AS as_of, created - $shift AS created, updated - $shift AS updated,
+        last_used - $shift AS last_used
+    ) FROM base_units
+"""
+
+
+def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
+    """`copies` copies of the compacted base store in one store: copy r > 0 has its ids, sessions and
+    goals suffixed `~r<r>` (sources, merges and supersessions point inside the copy), its texts
+    tagged " (variant r)", its times r days earlier, and each text's vector (in LanceDB and the
+    embedding cache) is the base text's vector plus small noise, renormalised. Then
+    `query.search.refresh_indexes` builds the FTS indexes and, above `query.index_above` rows, IVF-PQ."""
     import numpy as np
     import pyarrow as pa
 
     from expengine import Engine
     from expengine.query.search import refresh_indexes
-    from expengine.store.db import arrow_view, utcnow
-    from expengine.store.index import MEMORIES, memory_schema
+    from expengine.store.db import arrow_view
+    from expengine.store.embeddings import text_hash
+    from expengine.store.index import MEMORIES, UNITS, memory_schema, unit_schema
 
-    rng = np.random.default_rng(n)
-    now = utcnow()
     started = time.perf_counter()
-    with Engine(store=store, embedder=embedder) as engine:
-        for start in range(0, n, 20_000):
-            idx = np.arange(start, min(n, start + 20_000))
-            base = idx % len(texts)
-            noisy = vectors[base] + rng.normal(scale=0.02, size=(len(idx), vectors.shape[1])).astype(np.float32)
+    shutil.copytree(base, store, ignore=shutil.ignore_patterns("snapshots", "bench-*.json"))
+    with Engine(store=store, embedder=embedder) as engine, engine.session() as db:
+        con = db.con
+        con.execute("CREATE TEMP TABLE base_records AS SELECT * FROM records")
+        con.execute("CREATE TEMP TABLE base_units AS SELECT * FROM units")
+        texts = [t for (t,) in con.execute("SELECT text FROM records UNION SELECT text FROM units").fetchall()]
+        vectors = db.embeddings.encode(texts)
+        lance = {name: db.index.table(name).to_arrow().drop_columns(["vector"]) for name in (MEMORIES, UNITS)}
+        schemas = {MEMORIES: memory_schema(embedder.dim), UNITS: unit_schema(embedder.dim)}
+        suffixed = {MEMORIES: ("id", "goal_id", "session"), UNITS: ("id",)}
+        rng = np.random.default_rng(copies)
+        for r in range(1, copies):
+            params = {"s": f"~r{r}", "tag": f" (variant {r})", "shift": dt.timedelta(days=r)}
+            noisy = vectors + rng.normal(scale=0.02, size=vectors.shape).astype(np.float32)
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
-            rows = {
-                "id": [f"m{i}" for i in idx],
-                "content_hash": [f"h{i}" for i in idx],
-                "agent": [AGENTS[i % len(AGENTS)] for i in idx],
-                "session": [f"s{i // 50}" for i in idx],
-                "goal_id": [f"g{i // 20}" if i % 3 == 0 else None for i in idx],
-                "ts": [now - dt.timedelta(minutes=int(n - i)) for i in idx],
-                "kind": [KINDS[i % len(KINDS)] for i in idx],
-                "outcome": [("success", "failure", None)[i % 3] for i in idx],
-                "text": [f"{texts[b]} (variant {i})" for b, i in zip(base, idx)],
-                "importance": [0.5] * len(idx),
-                "category": [("fact", "process", "chatter")[i % 3] for i in idx],
-                "ingested_at": [now] * len(idx),
-            }
-            batch = pa.table(rows)
-            with arrow_view(engine.store.con, "incoming", batch) as con:
-                con.execute(f"INSERT INTO records ({', '.join(batch.column_names)}) SELECT * FROM incoming")
-            lance = pa.table(
+            copy = pa.table(
                 {
-                    **{
-                        k: rows[k]
-                        for k in ("id", "agent", "kind", "category", "outcome", "goal_id", "session", "ts", "text")
-                    },
-                    "state": ["active"] * len(idx),
+                    "text": texts,
+                    "new_text": [t + params["tag"] for t in texts],
                     "vector": pa.FixedSizeListArray.from_arrays(pa.array(noisy.ravel()), embedder.dim),
                 }
             )
-            schema = memory_schema(embedder.dim)
-            engine.store.index.add(MEMORIES, lance.select(schema.names).cast(schema), replace=False)
+            cache = pa.table(
+                {
+                    "text_hash": [text_hash(t) for t in copy.column("new_text").to_pylist()],
+                    "model": [db.embeddings.name] * len(texts),
+                    "vector": copy.column("vector"),
+                }
+            )
+            with arrow_view(con, "cache", cache):
+                con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM cache ON CONFLICT DO NOTHING")
+            con.execute(f"INSERT INTO records {_RECORD_SQL}", params)
+            con.execute(f"INSERT INTO units {_UNIT_SQL}", params)
+            with arrow_view(con, "copy", copy):
+                for name, rows in lance.items():
+                    renamed = ", ".join(f"{c} || $s AS {c}" for c in suffixed[name])
+                    with arrow_view(con, "rows", rows):
+                        table = con.sql(
+                            f"SELECT rows.* REPLACE ({renamed}, ts - $shift AS ts, copy.new_text AS text), copy.vector "
+                            "FROM rows JOIN copy USING (text)",
+                            params={"s": params["s"], "shift": params["shift"]},
+                        ).to_arrow_table()
+                    db.index.add(name, table.select(schemas[name].names).cast(schemas[name]), replace=False)
         written = time.perf_counter() - started
-        indexes = refresh_indexes(engine.store)
+        indexes = refresh_indexes(db)
+        counts = dict(
+            zip(
+                ("records", "active", "dormant", "archived"),
+                con.execute(
+                    "SELECT count(*), count(*) FILTER (state = 'active'), count(*) FILTER (state = 'dormant'), "
+                    "count(*) FILTER (state = 'archived') FROM records"
+                ).fetchone(),
+            )
+        )
+        counts["units"] = con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchone()[0]
+        counts["indexed_memories"] = db.index.count(MEMORIES)
+        counts["indexed_units"] = db.index.count(UNITS)
     return {
+        **counts,
         "write_s": round(written, 1),
         "index_s": round(time.perf_counter() - started - written, 1),
         "indexes": indexes,
@@ -210,20 +267,6 @@ print(json.dumps({"import_cli_s": t1 - t0, "import_engine_duckdb_lancedb_s": t2 
 """
 
 
-def compact_store(store: Path, embedder) -> dict:
-    """One compaction with template refinement: units, dormant sources, merged survivors."""
-    from expengine import Engine
-
-    with Engine(store=store, embedder=embedder, overrides=dict(TEMPLATE_ONLY)) as engine:
-        report = engine.compact(refine=True)
-    return {
-        "compact_s": report.seconds,
-        "units": report.after.units,
-        "active": report.after.active,
-        "dormant": report.after.dormant,
-    }
-
-
 def measure_server(store: Path, queries: list[str]) -> dict:
     """p50/p95 of the query API of a warm server, over the Unix socket and over HTTP."""
     out = {}
@@ -265,33 +308,35 @@ def measure_cold(store: Path, text: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--unique", type=int, default=3000, help="distinct real texts embedded (the rest are variants)")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--no-compact", dest="compact", action="store_false", help="query the store as built")
     parser.add_argument("--logs", type=Path, default=REPO / "sample_logs")
     parser.add_argument("--locomo", type=Path, default=SHARED_DATA / "locomo" / "locomo_dev.json")
+    parser.add_argument("--workdir", type=Path, help="keep the stores here and reuse them (default: a temp folder)")
+    parser.add_argument("--skip-cold", action="store_true", help="skip the cold CLI process")
     parser.add_argument("--out", type=Path, default=RESULTS / "query.json")
     args = parser.parse_args()
 
     embedder = load_embedder()
-    texts, queries = real_texts(args.logs, args.locomo, args.unique)
-    queries = (queries * (args.queries // max(1, len(queries)) + 1))[: args.queries]
-    t0 = time.perf_counter()
-    vectors = embedder.encode(texts)
-    embed_s = time.perf_counter() - t0
-    report = {"machine": machine(), "unique_texts": len(texts), "embed_unique_s": round(embed_s, 1), "sizes": {}}
-    with tempfile.TemporaryDirectory() as tmp:
+    queries = query_texts(args.logs, args.locomo, args.queries)
+    with contextlib.ExitStack() as stack:
+        workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        base = base_store(workdir / "base", args.logs, embedder)
+        report = {"machine": machine(), "base": base, "sizes": {}}
         for n in args.sizes:
-            store = Path(tmp) / f"store-{n}"
-            built = build_store(store, n, texts, vectors, embedder)
-            compacted = compact_store(store, embedder) if args.compact else None
+            store, copies = workdir / f"store-{n}", -(-n // base["records"])
+            built_file = store / "bench-built.json"
+            if not built_file.exists():
+                shutil.rmtree(store, ignore_errors=True)
+                built_file.parent.mkdir(parents=True)
+                built_file.write_text(json.dumps(build_store(store, workdir / "base", copies, embedder)))
+            built = json.loads(built_file.read_text())
             api = measure_api(store, queries, embedder)
-            cold = measure_cold(store, queries[0])
             server = measure_server(store, queries)
+            cold = None if args.skip_cold else measure_cold(store, queries[0])
             report["sizes"][str(n)] = {
-                "memories": n,
+                "memories": built["records"],
+                "copies": copies,
                 **built,
-                "compacted": compacted,
                 "api": api,
                 "server": server,
                 "cold_cli": cold,
