@@ -71,11 +71,16 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
 
 
 class Index:
-    """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless."""
+    """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
+
+    Opened tables are kept: opening one reads its manifest, a few ms a query. A kept table sees the
+    writes made through it, and every write in this process goes through `table()` (a store is
+    written by one process, which holds its lock); a new Index (`Store.reopen`) starts afresh."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._db: Any = None
+        self._tables: dict[str, Any] = {}
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
 
@@ -88,14 +93,28 @@ class Index:
         return self._db
 
     def table(self, name: str) -> Any | None:
-        try:
-            return self.db.open_table(name)
-        except (FileNotFoundError, ValueError):
-            return None
+        table = self._tables.get(name)
+        if table is None:
+            try:
+                table = self._tables[name] = self.db.open_table(name)
+            except (FileNotFoundError, ValueError):
+                return None
+        return table
 
     def count(self, name: str, where: str | None = None) -> int:
         table = self.table(name)
         return 0 if table is None else table.count_rows(where)
+
+    def vectors(self, name: str, ids: list[str]) -> dict[str, np.ndarray]:
+        """id → stored vector, for those of `ids` the table holds (one filtered read)."""
+        table = self.table(name)
+        wanted = list(dict.fromkeys(ids))
+        if table is None or not wanted:
+            return {}
+        rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
+        column = rows.column("vector").combine_chunks()
+        flat = np.asarray(column.flatten(), dtype=np.float32).reshape(len(column), -1)
+        return dict(zip(rows.column("id").to_pylist(), flat))
 
     def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
         """Append rows; with `replace`, first delete any with the same ids (a replay after a crash)."""
@@ -103,7 +122,7 @@ class Index:
             return
         table = self.table(name)
         if table is None:
-            self.db.create_table(name, data=rows)
+            self._tables[name] = self.db.create_table(name, data=rows)
             return
         if replace:
             self.delete(name, rows.column("id").to_pylist())
@@ -125,7 +144,17 @@ class Index:
 
     def drop(self, name: str) -> None:
         if self.table(name) is not None:
+            self._tables.pop(name, None)
             self.db.drop_table(name)
+
+    def compact_files(self, name: str) -> None:
+        """Rewrite the table's fragments into few: every ingest adds one, and every state change
+        rewrites rows into another, and a search pays for each fragment (at 100k memories after a
+        compaction: 174 fragments, searches 3x slower than over one)."""
+        table = self.table(name)
+        if table is not None and table.count_rows() > 0:
+            table.to_lance().optimize.compact_files()
+            table.checkout_latest()
 
     def refresh_text_index(self, name: str) -> None:
         """(Re)build the native full-text index; LanceDB's own, so it works offline."""
