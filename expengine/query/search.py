@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 UNIT_KINDS = ("rule", "fact")
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
-# (PQ distances are coarse); without one the search is exact and this is a no-op.
+# (PQ distances are coarse); without one the search is exact and it is not asked for.
 VECTOR_REFINE_FACTOR = 4
 _WORD = re.compile(r"\w+")
 
@@ -226,15 +226,10 @@ def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, li
     table = store.index.table(name)
     if table is None:
         return []
-    rows = (
-        table.search(vector, query_type="vector", vector_column_name="vector")
-        .distance_type("cosine")
-        .refine_factor(VECTOR_REFINE_FACTOR)
-        .where(where, prefilter=True)
-        .limit(limit)
-        .select(["id", "_distance"])
-        .to_arrow()
-    )
+    search = table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
+    if store.index.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
+        search = search.refine_factor(VECTOR_REFINE_FACTOR)
+    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance"]).to_arrow()
     return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
 
 
@@ -493,15 +488,20 @@ def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k:
     ).fetchall()
     indexed = store.index.vectors(UNITS, [i for (i,) in text_keyed])
     floor = store.config.query.unit_slot_floor
-    for start in range(0, len(units), _SLOT_BATCH):
-        batch = units[start : start + _SLOT_BATCH]
-        rest = [h.text for h in batch if h.id not in indexed]
-        cached = dict(zip(rest, store.embeddings.encode(rest))) if rest else {}
-        cosines = np.stack([indexed[h.id] if h.id in indexed else cached[h.text] for h in batch]) @ vector
-        best = next((h for h, cosine in zip(batch, cosines) if cosine >= floor), None)
+    known = [h for h in units if h.id in indexed]
+    cosines = dict(zip((h.id for h in known), np.stack([indexed[h.id] for h in known]) @ vector)) if known else {}
+    # the best-scored rule above the floor among those with a LanceDB vector; only rules scored above it
+    # are read from the cache, a few at a time, best first
+    cut = next((n for n, h in enumerate(units) if cosines.get(h.id, -1.0) >= floor), len(units))
+    unknown = [h for h in units[:cut] if h.id not in indexed]
+    for start in range(0, len(unknown), _SLOT_BATCH):
+        batch = unknown[start : start + _SLOT_BATCH]
+        best = next(
+            (h for h, c in zip(batch, store.embeddings.encode([h.text for h in batch]) @ vector) if c >= floor), None
+        )
         if best is not None:
             return [*top[: k - 1], best]
-    return top
+    return top if cut == len(units) else [*top[: k - 1], units[cut]]
 
 
 # --- expansion and reinforcement ---------------------------------------------------------------
@@ -511,7 +511,8 @@ def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarr
     indexed = store.index.vectors(MEMORIES, [e.id for e in evidence if e.state in ("active", "dormant")])
     vectors = {e.text: indexed[e.id] for e in evidence if e.id in indexed}
     rest = list(dict.fromkeys(e.text for e in evidence if e.text not in vectors))
-    vectors.update(zip(rest, store.embeddings.encode(rest)))
+    if rest:
+        vectors.update(zip(rest, store.embeddings.encode(rest)))
     return vectors
 
 
@@ -601,12 +602,13 @@ def query(
 
 # --- indexes -----------------------------------------------------------------------------------
 def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
-    """Compact the tables' fragments, rebuild the FTS indexes and, once a table has `query.index_above`
-    rows, its IVF-PQ vector index (below that, exact search is fast enough). Compaction calls this
+    """Compact the tables' fragments, rebuild the scalar and FTS indexes and, once a table has
+    `query.index_above` rows, its IVF-PQ vector index (below that, exact search is fast enough). Compaction calls this
     after it changes tables."""
     report = {}
     for name in (MEMORIES, UNITS):
         store.index.compact_files(name)
+        store.index.refresh_scalar_indexes(name)
         vector_index = store.index.ensure_vector_index(name, min_rows=store.config.query.index_above)
         store.index.refresh_text_index(name)
         report[name] = {"vector_index": vector_index, "text_index": store.index.count(name) > 0}
