@@ -1,24 +1,24 @@
-"""Query latency at 10k and 100k memories, and the wall time of a cold `expengine query` process.
+"""Query latency at 10k and 100k memories on compacted stores with units, in-process and through a server.
 
-    python bench/query.py [--sizes 10000 100000] [--unique 3000] [--queries 200] [--no-compact]
+    python bench/query.py [--sizes 10000 100000] [--queries 200] [--workdir DIR] [--cold 5] [--skip-cold]
                           [--logs sample_logs] [--locomo ../shared/data/locomo/locomo_dev.json]
-                          [--out bench/results/query.json]
+                          [--out bench/results/query.json] [--docs docs/benchmarks.md]
 
-Stores are synthetic from real text: `--unique` distinct texts (sample-log contents and LoCoMo
-turns) are embedded once with the packaged model; each stored memory is one of them with a
-variant tag appended, and its vector is that text's vector plus small noise, renormalised. Rows go
-straight to DuckDB and LanceDB (what ingest would write, without re-embedding 100k texts), then
-`query.search.refresh_indexes` builds the FTS index and, above `query.index_above` rows, IVF-PQ.
+The stores are what compaction makes of real logs, at scale: `--logs` is ingested by the real
+pipeline and compacted once with template refinement (rules and facts with their sources, dormant,
+merged and archived memories); each store is as many copies of that base as reach the size, every
+copy with its own ids, sessions and goals (sources and merges point inside the copy), tagged texts,
+earlier times and noisy vectors (see `build_store`). Synthetic rows without goals, tool calls or
+sessions (the previous version) gave compaction nothing to refine: 0 units. `--workdir` keeps the
+base and the stores for the next run.
 
-Each store is then compacted once (refinement by templates), as real stores are: queries search
-units and active memories and expand units into their sources (`--no-compact` skips it).
-
-Measured: p50/p95 of `Engine.query(text, touch=False)` with the model loaded (queries are LoCoMo
-questions and sample-log texts, so both the vector and the full-text halves have work), the share
-of the query embedding alone and of everything else (with the query vectors precomputed; split into the LanceDB searches and the
-DuckDB join and scoring), the same query answered by a warm `expengine serve` over its Unix socket
-and over HTTP with the token, and a cold `expengine query` process split into imports, opening the
-store, loading the model, and the query itself.
+Measured: p50/p95 of `Engine.query(text, k=5, touch=False)` with the model loaded (queries are LoCoMo
+questions and user messages from the logs, so both the vector and the full-text halves have work),
+the query embedding alone and the rest (query vectors precomputed), split into the LanceDB searches,
+the DuckDB join and scoring, and the rule slot plus unit expansion; the same query answered by a
+warm `expengine serve` over its Unix socket and over HTTP with the token; cold `expengine query`
+processes answered through that server; and a cold direct `expengine query` process split into
+imports, opening the store, loading the model, and the query itself.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ from common import (  # noqa: E402
     machine,
     served,
     table,
+    timed_process,
+    update_doc_section,
     write_json,
 )
 
@@ -211,9 +213,11 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 
 def measure_api(store: Path, queries: list[str], embedder) -> dict:
-    """p50/p95 of the whole `Engine.query`, of the query embedding alone, and of the rest."""
+    """p50/p95 of the whole `Engine.query`, of the query embedding alone, and of the rest, split into
+    its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
+    expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
     from expengine import Engine
-    from expengine.query.search import embed_query, make_filters, rank, retrieve
+    from expengine.query.search import attach_evidence, embed_query, make_filters, rank, retrieve, top_with_unit_slot
 
     def timed(engine, fn) -> list[float]:
         for q in queries[:5]:
@@ -237,6 +241,14 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters)[0])
         fused = {q: retrieve(db, q, precomputed.encode([q])[0], filters)[0] for q in queries}
         duck = timed(db, lambda d, q: rank(d, fused[q], filters))
+        ranked = {q: rank(db, fused[q], filters) for q in queries}
+
+        def expand(d, q: str) -> None:
+            vector = precomputed.encode([q])[0]
+            attach_evidence(d, top_with_unit_slot(d, ranked[q], vector, 5), vector)
+
+        expansion = timed(db, expand)
+        units = sum(h.type == "unit" for q in queries[:20] for h in engine.query(q, touch=False).hits)
     return {
         "queries": len(queries),
         **_percentiles(total),
@@ -244,7 +256,9 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         "without_embedding": _percentiles(search),
         "lancedb_vector_and_fts": _percentiles(lance),
         "duckdb_join_and_score": _percentiles(duck),
+        "rule_slot_and_expansion": _percentiles(expansion),
         "mean_hits": round(hits / 20, 2),
+        "mean_unit_hits": round(units / 20, 2),
     }
 
 
@@ -267,10 +281,16 @@ print(json.dumps({"import_cli_s": t1 - t0, "import_engine_duckdb_lancedb_s": t2 
 """
 
 
-def measure_server(store: Path, queries: list[str]) -> dict:
-    """p50/p95 of the query API of a warm server, over the Unix socket and over HTTP."""
-    out = {}
+def measure_server(store: Path, queries: list[str], cold: int) -> dict:
+    """p50/p95 of the query API of a warm server, over the Unix socket and over HTTP; and `cold` CLI
+    processes answered through it (wall and CPU seconds, median)."""
+    out: dict = {}
     with served(store, dict(TEMPLATE_ONLY)) as (unix, tcp):
+        cli = ["expengine", "--store", str(store), "query", queries[0], "--no-touch", "--json"]
+        runs = [timed_process(cli) for _ in range(cold)]
+        if runs:
+            out["cold_cli"] = {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "cpu_s")}
+            out["cold_cli"]["wall_s_min"] = min(r["wall_s"] for r in runs)
         for name, client in (("socket", unix), ("http", tcp)):
             for q in queries[:5]:
                 client.call("query", {"text": q, "touch": False})
@@ -312,8 +332,10 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, default=REPO / "sample_logs")
     parser.add_argument("--locomo", type=Path, default=SHARED_DATA / "locomo" / "locomo_dev.json")
     parser.add_argument("--workdir", type=Path, help="keep the stores here and reuse them (default: a temp folder)")
-    parser.add_argument("--skip-cold", action="store_true", help="skip the cold CLI process")
+    parser.add_argument("--skip-cold", action="store_true", help="skip the cold direct CLI process")
+    parser.add_argument("--cold", type=int, default=5, help="cold CLI processes answered through the server")
     parser.add_argument("--out", type=Path, default=RESULTS / "query.json")
+    parser.add_argument("--docs", type=Path, help="also write the table into this Markdown file (its query section)")
     args = parser.parse_args()
 
     embedder = load_embedder()
@@ -331,7 +353,7 @@ def main() -> None:
                 built_file.write_text(json.dumps(build_store(store, workdir / "base", copies, embedder)))
             built = json.loads(built_file.read_text())
             api = measure_api(store, queries, embedder)
-            server = measure_server(store, queries)
+            server = measure_server(store, queries, args.cold)
             cold = None if args.skip_cold else measure_cold(store, queries[0])
             report["sizes"][str(n)] = {
                 "memories": built["records"],
@@ -343,40 +365,66 @@ def main() -> None:
             }
             print(f"{n}: {json.dumps(report['sizes'][str(n)])}", file=sys.stderr)
     write_json(args.out, report)
-    print(
-        table(
-            [
-                "memories",
-                "units",
-                "vector index",
-                "p50 ms",
-                "p95 ms",
-                "embed p50/p95 ms",
-                "rest p50/p95 ms",
-                "socket p50/p95 ms",
-                "HTTP p50/p95 ms",
-                "cold CLI s",
-                "cold dominated by",
-            ],
-            [
-                [
-                    s["memories"],
-                    (s["compacted"] or {}).get("units", "-"),
-                    s["indexes"]["memories"]["vector_index"],
-                    s["api"]["p50_ms"],
-                    s["api"]["p95_ms"],
-                    f"{s['api']['embed']['p50_ms']}/{s['api']['embed']['p95_ms']}",
-                    f"{s['api']['without_embedding']['p50_ms']}/{s['api']['without_embedding']['p95_ms']}",
-                    f"{s['server']['socket']['p50_ms']}/{s['server']['socket']['p95_ms']}",
-                    f"{s['server']['http']['p50_ms']}/{s['server']['http']['p95_ms']}",
-                    s["cold_cli"]["cli_wall_s"],
-                    s["cold_cli"]["dominated_by"],
-                ]
-                for s in report["sizes"].values()
-            ],
-        )
-    )
+    text = report_text(report, args)
+    print(text)
+    if args.docs:
+        update_doc_section(args.docs, "query", text)
     print(f"saved {args.out}")
+
+
+def _pair(p: dict) -> str:
+    return f"{p['p50_ms']} / {p['p95_ms']}"
+
+
+def report_text(report: dict, args: argparse.Namespace) -> str:
+    """The Markdown section for docs/benchmarks.md: how it was run, then one row per store size."""
+    base = report["base"]
+    rows = []
+    for s in report["sizes"].values():
+        api, cold = s["api"], s["cold_cli"]
+        rows.append(
+            [
+                f"{s['memories']:,} ({s['indexed_memories']:,} indexed, {s['active']:,} active)",
+                f"{s['units']:,}",
+                "IVF-PQ" if s["indexes"]["memories"]["vector_index"] else "exact",
+                _pair(api),
+                _pair(api["embed"]),
+                _pair(api["without_embedding"]),
+                _pair(api["lancedb_vector_and_fts"]),
+                _pair(api["duckdb_join_and_score"]),
+                _pair(api["rule_slot_and_expansion"]),
+                _pair(s["server"]["socket"]),
+                _pair(s["server"]["http"]),
+                "-" if cold is None else f"{cold['cli_wall_s']} s ({cold['dominated_by']})",
+                "-"
+                if "cold_cli" not in s["server"]
+                else f"{s['server']['cold_cli']['wall_s']} s wall, {s['server']['cold_cli']['cpu_s']} s CPU",
+            ]
+        )
+    head = (
+        f"`python bench/query.py --sizes {' '.join(map(str, args.sizes))} --queries {args.queries}` "
+        f"({report['machine']}; {dt.date.today().isoformat()}). Each store is copies of `sample_logs/` ingested "
+        f"and compacted once with template refinement ({base['records']:,} records -> {base['units']} units, "
+        f"{base['active']:,} active, {base['dormant']:,} dormant), with copy-suffixed ids, tagged texts and "
+        "noisy vectors; queries are LoCoMo questions and user messages from the logs, `k=5, touch=False`, "
+        "unit expansion on. Times in ms, p50 / p95; the API columns are in-process on a warm `Engine`."
+    )
+    headers = [
+        "memories",
+        "units",
+        "vector index",
+        "API query",
+        "embedding",
+        "rest",
+        "LanceDB searches",
+        "DuckDB join + score",
+        "rule slot + expansion",
+        "socket",
+        "HTTP",
+        "cold CLI, direct",
+        "cold CLI via server",
+    ]
+    return f"{head}\n\n{table(headers, rows)}"
 
 
 if __name__ == "__main__":
