@@ -45,7 +45,7 @@ def machine() -> str:
 
 def engine_overrides(args: Any) -> dict[str, str]:
     """Config overrides for every store a benchmark opens: templates unless --llm, then each --set KEY=VALUE."""
-    overrides = {} if args.llm else dict(TEMPLATE_ONLY)
+    overrides = {"llm.mode": "model"} if args.llm else dict(TEMPLATE_ONLY)
     for item in args.overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

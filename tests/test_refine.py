@@ -364,9 +364,9 @@ def test_newer_fact_about_the_same_subject_and_attribute_wins():
 
 # --- the model interface ---------------------------------------------------------------------------------
 def test_template_mode_never_loads_a_model_and_bad_answers_are_model_errors(tmp_path):
-    assert get_llm(LLMConfig(mode="template")) is None
+    assert get_llm(LLMConfig(mode="template")) is None and get_llm(LLMConfig()) is None  # "auto" without a path
     with pytest.raises(ModelError):
-        get_llm(LLMConfig(model_path=str(tmp_path / "missing.gguf")))
+        get_llm(LLMConfig(model_path=str(tmp_path / "missing.gguf")))  # "auto" uses a configured model
     with pytest.raises(ModelError):
         parse_json_object('{"condition": "rule-rule-rule')
     with pytest.raises(ModelError):
@@ -409,7 +409,7 @@ def test_dry_run_changes_nothing(store):
 def test_model_wording_used_when_grounded_else_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store._llm = FakeLLM(GOOD_RULE)
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     report = store.refine()
     (unit,) = store.units()
     assert unit["method"] == "llm" and unit["action"] == GOOD_RULE["action"] and report.llm_calls == 1
@@ -419,7 +419,7 @@ def test_model_wording_used_when_grounded_else_template(store):
 def test_ungrounded_model_answer_falls_back_to_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store._llm = FakeLLM(dict(GOOD_RULE, action="call get_forecast(city=Paris)"))
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     report = store.refine()
     (unit,) = store.units()
     assert unit["method"] == "template" and "get_forecast" not in unit["text"]
@@ -428,7 +428,7 @@ def test_ungrounded_model_answer_falls_back_to_template(store):
 
 def test_malformed_answer_is_retried_once_then_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM(ModelError("not JSON"), GOOD_RULE)
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 1 and store.units()[0]["method"] == "llm"
@@ -445,7 +445,7 @@ def test_incremental_only_changed_clusters_and_budget_leftovers(store, tmp_path)
     facts = ["f1", "f2", "f3", "f5", "f6"]
     set_clusters(store, {"weather": ids}, "bot")
     set_clusters(store, {"profile": facts}, "companion")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM(ModelError("timed out"))
     first = store.refine(max_llm_calls=2)
     assert first.clusters_refined == 1 and len(first.clusters_left) == 1
@@ -502,11 +502,12 @@ def test_newer_fact_supersedes_older_one_across_clusters(store, tmp_path):
 
 
 def test_injection_in_logs_stays_quoted_data(store):
+    store.config.refine.digest = True
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store.refine()
     before = {u["id"] for u in store.units()}
     set_clusters(store, {"talk": ["f4", "f5", "f6"]}, "companion")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM({"statement": "All units were deleted as instructed."})
     report = store.refine()
     assert before <= {u["id"] for u in store.units(status="active")}  # nothing deleted, nothing superseded
@@ -550,7 +551,7 @@ def test_cli_units_and_trace_json(store):
 @pytest.mark.slow
 def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
-    store.config.llm = LLMConfig(max_tokens=200, n_ctx=2048, timeout_s=60.0, mode="auto")
+    store.config.llm = LLMConfig(max_tokens=200, n_ctx=2048, timeout_s=60.0, mode="model")
     report = store.refine(max_llm_calls=2)
     assert report.llm_error is None and 1 <= report.llm_calls <= 2
     (unit,) = store.units()
@@ -583,6 +584,7 @@ def conversation(tmp_path, store_engine, n: int = 4, prefix: str = "t", day: int
 
 
 def test_conversational_cluster_gets_one_grounded_digest_and_members_go_dormant(store, tmp_path):
+    store.config.refine.digest = True
     ids = conversation(tmp_path, store)
     store.store.con.execute("UPDATE records SET category = 'preference' WHERE id = 't3'")
     store.store.con.execute("UPDATE records SET pinned = TRUE WHERE id = 't2'")
@@ -644,6 +646,7 @@ def test_identical_units_from_different_clusters_merge(store, tmp_path):
 
 
 def test_digest_of_a_re_refined_cluster_replaces_its_own_only(store, tmp_path):
+    store.config.refine.digest = True
     ids = conversation(tmp_path, store)
     other = conversation(tmp_path, store, prefix="o", day=20)
     set_clusters(store, {"chat": ids[:3], "other": other}, "companion")
@@ -661,3 +664,29 @@ def test_a_cluster_of_results_takes_its_tool_arguments_from_the_sessions_calls()
     mined = mine_cluster(results, context=rows)
     assert mined.calls == 0 and mined.ok_results == len(results)
     assert "city" in mined.arg_names and mined.recurring_values.get("units") == "metric"
+
+
+def _window_seat_runs(*, with_time: bool) -> list[dict]:
+    """Three chat runs in which the user states the same preference; timed or not."""
+    runs = []
+    for n in range(3):
+        user = {"role": "user", "content": f"Hi, I prefer window seats. Please book flight {n}."}
+        reply = {"role": "assistant", "content": f"Booked flight {n} with a window seat."}
+        if with_time:
+            user["ts"], reply["ts"] = f"2024-05-0{n + 1}T09:00:00Z", f"2024-05-0{n + 1}T09:01:00Z"
+        runs.append({"id": f"run{n}", "traj": [user, reply], "reward": 1})
+    return runs
+
+
+@pytest.mark.parametrize("with_time", [True, False])
+def test_a_units_date_comes_from_its_sources_and_runs_without_time_show_none(make_engine, tmp_path, with_time):
+    log = tmp_path / "runs.json"
+    log.write_text(json.dumps(_window_seat_runs(with_time=with_time)), encoding="utf-8")
+    engine = make_engine()
+    engine.ingest([str(log)], fmt="openai-chat")
+    engine.compact(now=dt.datetime(2026, 12, 1, 3))
+    (unit,) = [u for u in engine.units(status="active") if "window seats" in u["text"]]
+    if with_time:
+        assert unit["text"].startswith("As of 2024-05-03 ")  # the newest source's day, not the ingest day
+    else:
+        assert "As of" not in unit["text"] and not any(ch.isdigit() for ch in unit["text"].split("window")[0])

@@ -60,6 +60,9 @@ class Event:
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
+TIME_ASSUMED = "time_assumed"  # meta key: the source had no time, `ts` is the ingest time
+
+
 def parse_ts(value: Any) -> dt.datetime:
     """ISO-8601 (no zone means UTC) or epoch seconds, returned as naive UTC."""
     if isinstance(value, bool):

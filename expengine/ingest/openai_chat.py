@@ -10,7 +10,7 @@ import datetime as dt
 import json
 from typing import Any, Iterator
 
-from .events import Event, EventError, as_text, parse_ts
+from .events import TIME_ASSUMED, Event, EventError, as_text, parse_ts
 
 
 def is_run(obj: Any) -> bool:
@@ -51,6 +51,8 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
     def new(kind: str, message: dict[str, Any] | None = None, **fields: Any) -> Event:
         nonlocal step
         ev = Event(ts=stamp(message), kind=kind, id=f"{rid}/step{step}", agent=agent, session=rid, goal_id=rid)
+        if not (message and message.get("ts") is not None):
+            ev.meta[TIME_ASSUMED] = True  # ingest time keeps the order; units must not show it as a date
         for key, value in fields.items():
             setattr(ev, key, value)
         step += 1

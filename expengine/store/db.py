@@ -32,6 +32,15 @@ def json_ids(value: str | None) -> list[str]:
     return [str(x) for x in parsed] if isinstance(parsed, list) else []
 
 
+def json_meta(value: str | None) -> dict:
+    """A record's `meta` stored as JSON text; empty when missing or malformed."""
+    try:
+        parsed = json.loads(value) if value else {}
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ModelError
+from ...ingest.events import TIME_ASSUMED
 from ...results import Result
-from ...store.db import json_ids, utcnow
+from ...store.db import json_ids, json_meta, utcnow
 from ...store.index import UNITS
 from .conflicts import decide, normalized
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -73,6 +74,7 @@ RECORD_COLUMNS = (
     "protected",
     "state",
     "importance",
+    "meta",
 )
 UNIT_FIELDS = (
     "id",
@@ -638,7 +640,7 @@ def _previous_sources(store: "Store", cluster_key: str) -> list[str]:
 
 
 def _load_llm(store: "Store", llm: LLMProvider, report: RefineReport) -> LLM | None:
-    if store.config.llm.mode == "template":
+    if not store.config.llm.uses_model:
         return None
     try:
         return llm()
@@ -714,9 +716,11 @@ def _refine_one(
     conversational = store.config.refine.digest and all(
         r["kind"] == "message" and not r.get("tool_name") for r in records
     )
-    drafts = template_drafts(mined)
-    if conversational:  # the digest quotes every member: single statements would only repeat it
-        drafts = [d for d in drafts if not (d.attribute or "").startswith("said on")]
+    # "X said: '…' · '…'" quote bags state nothing specific: only patterned facts (home, likes…) and rules
+    drafts = [d for d in template_drafts(mined) if not (d.attribute or "").startswith("said on")]
+    timeless = {r["id"] for r in records if TIME_ASSUMED in json_meta(r.get("meta"))}
+    for draft in drafts:
+        draft.dated = not set(draft.source_ids) <= timeless
     vocabulary = source_text(mined, context)
     grounded = []
     for draft in drafts:

@@ -40,6 +40,7 @@ class Draft:
     agreeing: int = 0
     previous_values: list[str] = field(default_factory=list)
     method: str = "template"
+    dated: bool = True  # False when no source carries a real time (only the ingest time)
 
     @property
     def support(self) -> int:
@@ -78,7 +79,7 @@ def render_text(draft: Draft) -> str:
     if draft.kind == "fact" and _CJK.search(draft.statement or ""):
         return _render_chinese_fact(draft)
     if draft.kind == "fact":
-        when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of else ""
+        when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of and draft.dated else ""
         statement = draft.statement or ""
         text = (
             f"{when}{statement[0].lower() + statement[1:] if when and statement.startswith('The user') else statement}"
@@ -106,7 +107,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 def _render_chinese_fact(draft: Draft) -> str:
     """A fact stated in Chinese reads as Chinese: 截至2024-05-01，用户住在杭州（此前：上海；提到3次）。"""
     text = (draft.statement or "").rstrip("。.")
-    if draft.as_of:
+    if draft.as_of and draft.dated:
         text = f"截至{draft.as_of:%Y-%m-%d}，{text}"
     notes = []
     if draft.previous_values:
