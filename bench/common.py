@@ -9,6 +9,8 @@ import json
 import os
 import platform
 import re
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -217,6 +219,21 @@ def update_doc_section(path: Path, name: str, body: str) -> None:
         text = text.rstrip() + ("\n\n" if text.strip() else "") + block + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def timed_process(cmd: list[str]) -> dict[str, float]:
+    """Wall and CPU seconds of one child process (CPU from the children's rusage delta)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr[-500:]}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
 def write_json(path: Path, data: Any) -> None:
