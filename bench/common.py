@@ -305,3 +305,34 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+
+
+CHATTER = re.compile(
+    r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|bye|have a (great|nice) day|take care|talk soon|"
+    r"good to see you|hey|hello|hi)\b|could you (please )?provide your user id"
+)
+
+
+def audit_units(units: list[dict[str, Any]], n: int = 20, seed: int = 7) -> dict[str, Any]:
+    """n random active units (seeded) and the share of them that is chatter (by a pattern; print and read)."""
+    import random
+
+    picked = random.Random(seed).sample(units, min(n, len(units)))
+    chatter = [u for u in picked if CHATTER.search(u["text"] or "")]
+    return {
+        "active_units": len(units),
+        "sampled": len(picked),
+        "chatter": len(chatter),
+        "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
+        "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked],
+    }
+
+
+def render_audit(audit: dict[str, Any], store: str) -> str:
+    """The audit's verdict and its sample, one unit a line, for reading."""
+    lines = [
+        f"Unit audit ({store}): {audit['chatter']} of {audit['sampled']} random active units are chatter "
+        f"({audit['active_units']} active units)."
+    ]
+    lines += [f"- [{u['category']}] {' '.join(u['text'].split())[:200]}" for u in audit["sample"]]
+    return "\n".join(lines)
