@@ -690,3 +690,13 @@ def test_a_units_date_comes_from_its_sources_and_runs_without_time_show_none(mak
         assert unit["text"].startswith("As of 2024-05-03 ")  # the newest source's day, not the ingest day
     else:
         assert "As of" not in unit["text"] and not any(ch.isdigit() for ch in unit["text"].split("window")[0])
+
+
+def test_by_default_a_conversation_yields_no_digest_or_quote_bag_and_its_turns_stay_active(store, tmp_path):
+    ids = conversation(tmp_path, store)
+    set_clusters(store, {"chat": ids}, "companion")
+    store.refine()
+    attributes = [u["attribute"] or "" for u in store.units() if set(u["source_ids"]) & set(ids)]
+    assert not [a for a in attributes if a == "digest" or a.startswith("said on")]
+    states = store.store.con.execute("SELECT DISTINCT state FROM records WHERE id IN (SELECT unnest(?))", [ids])
+    assert states.fetchall() == [("active",)]
