@@ -9,6 +9,8 @@ import json
 import os
 import platform
 import re
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,7 +51,7 @@ def machine() -> str:
 
 def engine_overrides(args: Any) -> dict[str, str]:
     """Config overrides for every store a benchmark opens: templates unless --llm, then each --set KEY=VALUE."""
-    overrides = {} if args.llm else dict(TEMPLATE_ONLY)
+    overrides = {"llm.mode": "model"} if args.llm else dict(TEMPLATE_ONLY)
     for item in args.overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -225,6 +227,21 @@ def update_doc_section(path: Path, name: str, body: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def timed_process(cmd: list[str]) -> dict[str, float]:
+    """Wall and CPU seconds of one child process (CPU from the children's rusage delta)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr[-500:]}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
@@ -294,3 +311,34 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+
+
+CHATTER = re.compile(
+    r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|bye|have a (great|nice) day|take care|talk soon|"
+    r"good to see you|hey|hello|hi)\b|could you (please )?provide your user id"
+)
+
+
+def audit_units(units: list[dict[str, Any]], n: int = 20, seed: int = 7) -> dict[str, Any]:
+    """n random active units (seeded) and the share of them that is chatter (by a pattern; print and read)."""
+    import random
+
+    picked = random.Random(seed).sample(units, min(n, len(units)))
+    chatter = [u for u in picked if CHATTER.search(u["text"] or "")]
+    return {
+        "active_units": len(units),
+        "sampled": len(picked),
+        "chatter": len(chatter),
+        "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
+        "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked],
+    }
+
+
+def render_audit(audit: dict[str, Any], store: str) -> str:
+    """The audit's verdict and its sample, one unit a line, for reading."""
+    lines = [
+        f"Unit audit ({store}): {audit['chatter']} of {audit['sampled']} random active units are chatter "
+        f"({audit['active_units']} active units)."
+    ]
+    lines += [f"- [{u['category']}] {' '.join(u['text'].split())[:200]}" for u in audit["sample"]]
+    return "\n".join(lines)

@@ -50,10 +50,12 @@ from common import (  # noqa: E402
     SHARED_DATA,
     Stopwatch,
     add_cycle_options,
+    audit_units,
     engine_overrides,
     finish_args,
     load_embedder,
     machine,
+    render_audit,
     run_cycles,
     store_size,
     table,
@@ -307,6 +309,7 @@ def run_conversation(
             with watch.section("queries"):
                 out["methods"][AFTER_LABEL] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
             out["sizes"][AFTER_LABEL] = store_size(engine)
+            out["active_units"] = [{k: u[k] for k in ("id", "category", "text")} for u in engine.units(status="active")]
     return out
 
 
@@ -474,6 +477,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             )
     summary = aggregate(conversations)
     checks = targets(summary)
+    audit = audit_units([u for c in conversations for u in c.pop("active_units")])
     for c in conversations:  # per-question rows stay in memory; the JSON keeps each conversation's means
         c["methods"] = {method: entry["overall"] for method, entry in aggregate([c]).items()}
     report = {
@@ -483,6 +487,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "summary": summary,
         "targets": checks,
+        "unit_audit": audit,
         "seconds": watch.to_dict(),
         "conversations": conversations,
     }
@@ -506,6 +511,7 @@ def render_report(report: dict[str, Any]) -> str:
             f"({report['machine']}).",
             render_tables(report["summary"]),
             "### Targets\n\n" + render_targets(report["targets"]),
+            render_audit(report["unit_audit"], "all conversations, after compaction"),
             f"Seconds: {seconds}.",
         ]
     )

@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--sample", type=int, default=0, help="which LoCoMo conversation")
     parser.add_argument("--max-llm-calls", type=int, default=20, help="model calls in cycle 1, per dataset")
-    parser.add_argument("--mode", default="auto", choices=("auto", "template"))
+    parser.add_argument("--mode", default="model", choices=("model", "auto", "template"))
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/refine.json")
     args = parser.parse_args()
     results = []

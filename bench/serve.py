@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +29,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
-    REPO,
     RESULTS,
     SHARED_DATA,
     engine_overrides,
@@ -40,6 +36,7 @@ from common import (
     machine,
     served,
     table,
+    timed_process,
     write_json,
 )
 from tau import select_runs
@@ -62,21 +59,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
-def timed_process(cmd: list[str]) -> dict[str, float]:
-    """Wall and CPU seconds of one child process (CPU from the children's rusage delta)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"}
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr[-500:]}")
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
 def latencies(call: Any, texts: list[str], n: int) -> list[float]:

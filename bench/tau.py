@@ -32,10 +32,12 @@ from common import (  # noqa: E402
     SHARED_DATA,
     Stopwatch,
     add_cycle_options,
+    audit_units,
     engine_overrides,
     finish_args,
     load_embedder,
     machine,
+    render_audit,
     run_cycles,
     store_size,
     table,
@@ -245,7 +247,7 @@ def leave_tasks_out(
             run_cycles(engine, args.cycles, start=utcnow())
             memory = [engine.query(q, k=k, touch=False, budget=budget).prompt for q in queries]
             rules = [engine.query(q, k=k, touch=False, budget=budget, kind="rule").prompt for q in queries]
-            audit = audit_units(engine)
+            audit = audit_units(engine.units(status="active"))
     return {
         "train_runs": len(train),
         "held_out_runs": len(held),
@@ -255,28 +257,6 @@ def leave_tasks_out(
         "rules only": lift(rules, steps, tools),
         "BM25 over raw training runs": baseline,
         "unit_audit": audit,
-    }
-
-
-CHATTER = re.compile(
-    r"(?i)###STOP###|\b(thank you|thanks|you're welcome|goodbye|have a (great|nice) day)\b|"
-    r"could you (please )?provide your user id"
-)
-
-
-def audit_units(engine: Any, n: int = 20, seed: int = 7) -> dict[str, Any]:
-    """n random active units (seeded) and the share of them that is chatter (by a pattern; print and read)."""
-    import random
-
-    units = engine.units(status="active")
-    picked = random.Random(seed).sample(units, min(n, len(units)))
-    chatter = [u for u in picked if CHATTER.search(u["text"] or "")]
-    return {
-        "active_units": len(units),
-        "sampled": len(picked),
-        "chatter": len(chatter),
-        "chatter_share": round(len(chatter) / len(picked), 4) if picked else None,
-        "sample": [{"id": u["id"], "category": u["category"], "text": (u["text"] or "")[:240]} for u in picked],
     }
 
 
@@ -456,11 +436,7 @@ def render(report: dict[str, Any]) -> str:
                 ],
             )
         )
-        audit = held["unit_audit"]
-        blocks.append(
-            f"Unit audit (tasks 0-29 store): {audit['chatter']} of {audit['sampled']} random active units "
-            f"are chatter ({audit['active_units']} active units)."
-        )
+        blocks.append(render_audit(held["unit_audit"], "tasks 0-29 store"))
     blocks.append("Seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()) + ".")
     return "\n\n".join(blocks)
 

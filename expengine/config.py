@@ -43,8 +43,14 @@ class LLMConfig:
     temperature: float = 0.1
     max_tokens: int = 256
     timeout_s: float = 30.0
-    # "auto": use the model, fall back to templates; "template": never load the model
+    # "auto": the model words units only when `model_path` names a GGUF (the packaged 135M model lost to
+    # the templates on grounding in bench/refine.py, so it is not used unasked); "model": always use a
+    # model, the packaged one when no path is set; "template": never load a model
     mode: str = "auto"
+
+    @property
+    def uses_model(self) -> bool:
+        return self.mode == "model" or (self.mode == "auto" and bool(self.model_path))
 
 
 @dataclass

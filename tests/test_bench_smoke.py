@@ -114,7 +114,7 @@ def test_bad_override_is_a_clear_error(locomo):
         "llm.mode": "template",
         "query.gamma": "0",
     }
-    assert locomo.engine_overrides(locomo.parse_args(["--llm"])) == {}
+    assert locomo.engine_overrides(locomo.parse_args(["--llm"])) == {"llm.mode": "model"}
 
 
 def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):

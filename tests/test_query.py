@@ -581,6 +581,23 @@ def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     assert slotted[-1].source_ids == ["w1", "w3", "s3"]
 
 
+def test_the_rule_slot_survives_the_candidate_cut_and_the_budget(engine_on):
+    """More close memories than `query.candidates` must not hide the rule, nor may long memories
+    above it in the prompt spend the budget it needs."""
+    text = "get_weather 429 retry"
+    engine = engine_on(overrides={"query.candidates": 2})
+    engine.store.con.execute("UPDATE units SET weight = 0")
+    engine.store.con.execute("UPDATE records SET weight = 50")
+    full = engine.query(text, k=4, touch=False, expand=False)
+    assert [h.type for h in full.hits] == ["memory"] * (len(full.hits) - 1) + ["unit"] and full.hits[-1].reserved
+    assert len(full.hits) >= 3  # two candidates a list, yet the rule is found beyond them
+    rule_line = approx_tokens(full.prompt.splitlines()[-1])
+    budget = approx_tokens(HEADER) + rule_line + approx_tokens(full.prompt.splitlines()[1]) + 1
+    cut = engine.query(text, k=4, touch=False, expand=False, budget=budget)
+    assert [h.type for h in cut.hits] == ["memory", "unit"] and approx_tokens(cut.prompt) <= budget
+    engine.close()
+
+
 def test_identical_evidence_texts_are_shown_once():
     from expengine.query.render import render_prompt
     from expengine.query.search import Evidence, Hit, ScoreParts
@@ -608,3 +625,61 @@ def test_identical_evidence_texts_are_shown_once():
     assert prompt.count(same) == 1 and "sunny" in prompt
     assert kept[0].source_ids == ["e1", "e2", "e3"]
     assert [e.quoted for e in kept[0].expanded] == [False, True, False]
+
+
+def test_evidence_similarity_is_the_cosine_of_each_source_text_in_any_state(engine_on):
+    engine = engine_on()
+    set_state(engine.store, ["w3"], "dormant", reason="test")  # sources: w1 active, w3 dormant, s3 archived
+    text = "get_weather 429 retry"
+    unit = engine.query(text, k=3, touch=False, kind="rule").hits[0]
+    assert {e.id: e.state for e in unit.expanded} == {"w1": "active", "w3": "dormant", "s3": "archived"}
+    vectors = engine.embedder.encode([text, *(e.text for e in unit.expanded)])
+    assert [e.similarity for e in unit.expanded] == [round(float(vectors[0] @ v), 4) for v in vectors[1:]]
+
+
+def test_an_intent_rule_takes_the_slot_by_its_text_not_its_condition_vector(engine_on):
+    """LanceDB embeds an intent rule's condition; the rule slot's floor is on the cosine of its text."""
+    text = "get_weather 429 retry"
+    engine = engine_on()
+    condition = "the user asks about the weather in Paris"
+    engine.store.con.execute("UPDATE units SET cluster_key = 'intent:weather', condition = ?, weight = 0", [condition])
+    engine.store.index.add(UNITS, unit_rows(engine.store, "id = 'u-weather'"))
+    engine.store.con.execute("UPDATE records SET weight = 50")
+    vectors = engine.embedder.encode([text, UNIT_TEXT, condition])
+    by_text, by_condition = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert by_condition < by_text - 0.02
+    engine.close()
+    for floor, slotted in ((by_text - 0.01, True), (by_text + 0.01, False)):
+        opened = engine_on(overrides={"query.unit_slot_floor": floor})
+        assert ("u-weather" in [h.id for h in opened.query(text, k=3, touch=False).hits]) is slotted
+        opened.close()
+
+
+def test_compacting_the_index_files_and_scalar_indexes_change_no_answer(engine_on):
+    from expengine.query.search import refresh_indexes
+    from expengine.store.index import MEMORIES
+
+    engine = engine_on()
+    set_state(engine.store, ["w1"], "dormant", reason="test")  # an update: LanceDB rewrites rows into a new fragment
+    questions = ["get_weather 429 retry", "what did the user ask for", "refund"]
+
+    def answers() -> list[tuple]:  # all but the times and recency, which move with the clock
+        out = [engine.query(q, touch=False, include_dormant=True) for q in questions]
+        return [
+            (
+                a.prompt,
+                a.candidates,
+                [(h.id, h.parts.similarity, [(e.id, e.similarity) for e in h.expanded]) for h in a.hits],
+            )
+            for a in out
+        ]
+
+    def fragments() -> int:
+        return len(engine.store.index.table(MEMORIES).to_lance().get_fragments())
+
+    for name in (MEMORIES, UNITS):  # full-text indexes over every row, as after a compaction without this step
+        engine.store.index.refresh_text_index(name)
+    before, scattered = answers(), fragments()
+    refresh_indexes(engine.store)
+    assert fragments() < scattered
+    assert answers() == before

@@ -364,9 +364,9 @@ def test_newer_fact_about_the_same_subject_and_attribute_wins():
 
 # --- the model interface ---------------------------------------------------------------------------------
 def test_template_mode_never_loads_a_model_and_bad_answers_are_model_errors(tmp_path):
-    assert get_llm(LLMConfig(mode="template")) is None
+    assert get_llm(LLMConfig(mode="template")) is None and get_llm(LLMConfig()) is None  # "auto" without a path
     with pytest.raises(ModelError):
-        get_llm(LLMConfig(model_path=str(tmp_path / "missing.gguf")))
+        get_llm(LLMConfig(model_path=str(tmp_path / "missing.gguf")))  # "auto" uses a configured model
     with pytest.raises(ModelError):
         parse_json_object('{"condition": "rule-rule-rule')
     with pytest.raises(ModelError):
@@ -409,7 +409,7 @@ def test_dry_run_changes_nothing(store):
 def test_model_wording_used_when_grounded_else_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store._llm = FakeLLM(GOOD_RULE)
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     report = store.refine()
     (unit,) = store.units()
     assert unit["method"] == "llm" and unit["action"] == GOOD_RULE["action"] and report.llm_calls == 1
@@ -419,7 +419,7 @@ def test_model_wording_used_when_grounded_else_template(store):
 def test_ungrounded_model_answer_falls_back_to_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store._llm = FakeLLM(dict(GOOD_RULE, action="call get_forecast(city=Paris)"))
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     report = store.refine()
     (unit,) = store.units()
     assert unit["method"] == "template" and "get_forecast" not in unit["text"]
@@ -428,7 +428,7 @@ def test_ungrounded_model_answer_falls_back_to_template(store):
 
 def test_malformed_answer_is_retried_once_then_template(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM(ModelError("not JSON"), GOOD_RULE)
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 1 and store.units()[0]["method"] == "llm"
@@ -445,7 +445,7 @@ def test_incremental_only_changed_clusters_and_budget_leftovers(store, tmp_path)
     facts = ["f1", "f2", "f3", "f5", "f6"]
     set_clusters(store, {"weather": ids}, "bot")
     set_clusters(store, {"profile": facts}, "companion")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM(ModelError("timed out"))
     first = store.refine(max_llm_calls=2)
     assert first.clusters_refined == 1 and len(first.clusters_left) == 1
@@ -507,7 +507,7 @@ def test_injection_in_logs_stays_quoted_data(store):
     store.refine()
     before = {u["id"] for u in store.units()}
     set_clusters(store, {"talk": ["f4", "f5", "f6"]}, "companion")
-    store.config.llm.mode = "auto"
+    store.config.llm.mode = "model"
     store._llm = FakeLLM({"statement": "All units were deleted as instructed."})
     report = store.refine()
     assert before <= {u["id"] for u in store.units(status="active")}  # nothing deleted, nothing superseded
@@ -551,7 +551,7 @@ def test_cli_units_and_trace_json(store):
 @pytest.mark.slow
 def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
-    store.config.llm = LLMConfig(max_tokens=200, n_ctx=2048, timeout_s=60.0, mode="auto")
+    store.config.llm = LLMConfig(max_tokens=200, n_ctx=2048, timeout_s=60.0, mode="model")
     report = store.refine(max_llm_calls=2)
     assert report.llm_error is None and 1 <= report.llm_calls <= 2
     (unit,) = store.units()
@@ -690,3 +690,13 @@ def test_a_units_date_comes_from_its_sources_and_runs_without_time_show_none(mak
         assert unit["text"].startswith("As of 2024-05-03 ")  # the newest source's day, not the ingest day
     else:
         assert "As of" not in unit["text"] and not any(ch.isdigit() for ch in unit["text"].split("window")[0])
+
+
+def test_by_default_a_conversation_yields_no_digest_or_quote_bag_and_its_turns_stay_active(store, tmp_path):
+    ids = conversation(tmp_path, store)
+    set_clusters(store, {"chat": ids}, "companion")
+    store.refine()
+    attributes = [u["attribute"] or "" for u in store.units() if set(u["source_ids"]) & set(ids)]
+    assert not [a for a in attributes if a == "digest" or a.startswith("said on")]
+    states = store.store.con.execute("SELECT DISTINCT state FROM records WHERE id IN (SELECT unnest(?))", [ids])
+    assert states.fetchall() == [("active",)]

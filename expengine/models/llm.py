@@ -106,8 +106,8 @@ _LOADED: dict[tuple[str, int, int], LlamaCppLLM] = {}
 
 
 def get_llm(config: "LLMConfig") -> LLM | None:
-    """One loaded model per process and settings; None when `mode = "template"` (never load one)."""
-    if config.mode == "template":
+    """One loaded model per process and settings; None when the config uses no model (`uses_model`)."""
+    if not config.uses_model:
         return None
     key = (config.model_path, config.n_ctx, config.n_threads)
     if key not in _LOADED:

@@ -60,7 +60,8 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
     """The prompt text and the hits it holds.
 
     Hits are added in rank order until the next one would pass `budget` tokens
-    (`textutil.approx_tokens` of the whole text, header included); then adding stops. Under a unit
+    (`textutil.approx_tokens` of the whole text, header included); then adding stops. A `reserved`
+    hit (the rule slot) has its line's tokens set aside first, so the hits above it cannot use them. Under a unit
     come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit; a source
     the unit's line already quotes (or whose text an earlier line already shows) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
@@ -73,12 +74,17 @@ def render_prompt(hits: list["Hit"], *, budget: int | None) -> tuple[str, list["
     kept: list["Hit"] = []
     in_prompt: set[str] = set()  # records whose text the prompt already holds
     texts_in_prompt: set[str] = set()  # evidence texts shown, so identical sources are not repeated
+    set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
             continue
         line = hit_line(hit)
         cost = approx_tokens(line)
-        if budget is not None and used + cost > budget:
+        if hit.reserved:
+            set_aside -= cost
+        if budget is not None and used + cost + set_aside > budget:
+            if set_aside:
+                continue  # a lower hit that does not fit leaves room for the reserved rule below
             break
         lines.append(line)
         used += cost

@@ -22,6 +22,8 @@ How a query is answered:
 5. The best `k` are kept. When none of them is a rule, the last slot goes to the best-scored rule
    candidate whose cosine similarity to the query reaches `query.unit_slot_floor`: a rule (how to
    act) worded unlike the agent's task still reaches it, yet never displaces more than one hit.
+   The token budget keeps room for that rule (or for the best rule already among the `k`), so long
+   memories above it cannot push it out.
 6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
 
 Filters: `kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule,
@@ -47,13 +49,14 @@ from ..ingest.events import OUTCOMES, EventError, parse_ts
 from ..store.db import json_ids, utcnow
 from ..store.filters import lance_eq
 from ..store.index import MEMORIES, UNITS
+from ..store.reindex import UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:
     from ..store.store import Store
 
 UNIT_KINDS = ("rule", "fact")
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
-# (PQ distances are coarse); without one the search is exact and this is a no-op.
+# (PQ distances are coarse); without one the search is exact and it is not asked for.
 VECTOR_REFINE_FACTOR = 4
 _WORD = re.compile(r"\w+")
 
@@ -92,6 +95,7 @@ class Hit:
     category: str
     ts: dt.datetime | None
     expanded: list[Evidence] = field(default_factory=list)
+    reserved: bool = False  # the rule slot (`top_with_unit_slot`): the prompt keeps room for it
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -225,15 +229,10 @@ def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, li
     table = store.index.table(name)
     if table is None:
         return []
-    rows = (
-        table.search(vector, query_type="vector", vector_column_name="vector")
-        .distance_type("cosine")
-        .refine_factor(VECTOR_REFINE_FACTOR)
-        .where(where, prefilter=True)
-        .limit(limit)
-        .select(["id", "_distance"])
-        .to_arrow()
-    )
+    search = table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
+    if store.index.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
+        search = search.refine_factor(VECTOR_REFINE_FACTOR)
+    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance"]).to_arrow()
     return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
 
 
@@ -249,15 +248,17 @@ def _text_search(store: "Store", name: str, words: str, where: str, limit: int) 
         return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
 
     table = store.index.table(name)
-    if table is None or table.count_rows() == 0:
+    if table is None:
         return []
     try:
         return run(table)
     except ValueError as exc:  # no FTS index yet (e.g. units written without one): build it once
         if "INVERTED index" not in str(exc):
             raise
+        if table.count_rows() == 0:  # an empty table has none to build
+            return []
         store.index.refresh_text_index(name)
-        return run(store.index.table(name))
+        return run(table)
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -307,11 +308,13 @@ def retrieve(
     )
     vector = vector() if callable(vector) else vector
     vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
+    # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
+    # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
-    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])[:limit]]]
+    lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
         text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
-        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])[:limit]])
+        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
     return _fuse(lists, store.config.query.rrf_k), vector
 
 
@@ -383,6 +386,10 @@ def score_parts(
     return score, parts
 
 
+def _newest(ts: dict[str, dt.datetime | None], ids: list[str]) -> dt.datetime | None:
+    return max((ts[i] for i in ids if ts.get(i) is not None), default=None)  # type: ignore[type-var]
+
+
 def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
     """Unit id → ts of its newest source record (any state): when the knowledge it carries is from."""
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
@@ -390,19 +397,25 @@ def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, d
     if not wanted:
         return {}
     ts = dict(store.con.execute("SELECT id, ts FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall())
-    return {uid: max((ts[i] for i in ids if ts.get(i) is not None), default=None) for uid, ids in sources.items()}
+    return {uid: _newest(ts, ids) for uid, ids in sources.items()}
 
 
 def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
-    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate."""
+    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
+    of `records` fetches the memory candidates and the unit candidates' sources together: each unit
+    hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`."""
     now = utcnow()
     base = store.config.query.recency_base
-    states = "('active', 'dormant')" if filters.include_dormant else "('active')"
-    memories = _lookup(store, "records", _MEMORY_COLUMNS, [i for t, i in fused if t == "memory"], f"state IN {states}")
+    live = ("active", "dormant") if filters.include_dormant else ("active",)
     units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
-    newest = newest_source_ts(store, units)
+    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
+    wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
+    records = {r["id"]: r for r in _lookup(store, "records", _MEMORY_COLUMNS, list(wanted), "TRUE")}
+    evidence = {i: Evidence(id=i, text=r["text"], state=r["state"], similarity=0.0) for i, r in records.items()}
     hits = []
-    for r in memories:
+    for r in records.values():
+        if ("memory", r["id"]) not in fused or r["state"] not in live:
+            continue
         score, parts = score_parts(
             store,
             similarity=fused[("memory", r["id"])],
@@ -425,13 +438,14 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
                 ts=r["ts"],
             )
         )
+    source_ts = {i: r["ts"] for i, r in records.items()}
     for u in units:
         score, parts = score_parts(
             store,
             similarity=fused[("unit", u["id"])],
             weight=u["weight"],
             utility=u["utility"],
-            recency_value=recency(base, now, newest.get(u["id"]), u["as_of"], u["last_used"]),
+            recency_value=recency(base, now, _newest(source_ts, sources[u["id"]]), u["as_of"], u["last_used"]),
         )
         hits.append(
             Hit(
@@ -440,58 +454,94 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
                 text=u["text"],
                 score=score,
                 parts=parts,
-                source_ids=json_ids(u["source_ids"]),
+                source_ids=sources[u["id"]],
                 kind=u["kind"],
                 state=u["status"],
                 agent=u["agent"],
                 category=u["category"],
                 ts=u["updated"],
+                expanded=[evidence[i] for i in sources[u["id"]] if i in evidence],
             )
         )
     hits.sort(key=lambda h: (-h.score, h.type != "unit", h.id))
     return hits
 
 
+# Rules read from the embedding cache at a time when looking for the rule slot, best-scored first:
+# the first batch usually holds one above the floor, and each is ~1 ms of DuckDB.
+_SLOT_BATCH = 4
+
+
 def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
     """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
-    cosine similarity to the query is at least `query.unit_slot_floor` (if there is one)."""
+    cosine similarity to the query is at least `query.unit_slot_floor` (if there is one). A rule's
+    text vector is its LanceDB vector when that embeds its text (one lookup for all), else it comes
+    from the embedding cache."""
 
     def is_rule(hit: Hit) -> bool:
         return hit.type == "unit" and hit.kind == "rule"
 
     top = ranked[:k]
-    if any(is_rule(h) for h in top):
+    in_top = next((h for h in top if is_rule(h)), None)
+    if in_top is not None:
+        in_top.reserved = True
         return top
     units = [h for h in ranked[k:] if is_rule(h)]
     if not units:
         return top
-    cosines = store.embeddings.encode([h.text for h in units]) @ vector
+    ids = [h.id for h in units]
+    text_keyed = store.con.execute(
+        f"SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND ({UNIT_EMBEDDED_TEXT}) = text", [ids]
+    ).fetchall()
+    indexed = store.index.vectors(UNITS, [i for (i,) in text_keyed])
     floor = store.config.query.unit_slot_floor
-    best = next((h for h, cosine in zip(units, cosines) if cosine >= floor), None)
-    return top if best is None else [*top[: k - 1], best]
+    known = [h for h in units if h.id in indexed]
+    cosines = dict(zip((h.id for h in known), np.stack([indexed[h.id] for h in known]) @ vector)) if known else {}
+    # the best-scored rule above the floor among those with a LanceDB vector; only rules scored above it
+    # are read from the cache, a few at a time, best first
+    cut = next((n for n, h in enumerate(units) if cosines.get(h.id, -1.0) >= floor), len(units))
+    unknown = [h for h in units[:cut] if h.id not in indexed]
+    for start in range(0, len(unknown), _SLOT_BATCH):
+        batch = unknown[start : start + _SLOT_BATCH]
+        best = next(
+            (h for h, c in zip(batch, store.embeddings.encode([h.text for h in batch]) @ vector) if c >= floor), None
+        )
+        if best is not None:
+            return _slotted(top, best, k)
+    return top if cut == len(units) else _slotted(top, units[cut], k)
+
+
+def _slotted(top: list[Hit], rule: Hit, k: int) -> list[Hit]:
+    rule.reserved = True
+    return [*top[: k - 1], rule]
 
 
 # --- expansion and reinforcement ---------------------------------------------------------------
-def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None:
-    """Give each unit hit all its sources, most similar to the query first, in any state (archived
-    included); the renderer picks the lines worth showing."""
+def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarray]:
+    """Each distinct source text's vector: LanceDB holds those of active and dormant records (a lookup
+    by id); the embedding cache those of archived ones (reading vectors from DuckDB costs ~1 ms a row)."""
+    indexed = store.index.vectors(MEMORIES, [e.id for e in evidence if e.state in ("active", "dormant")])
+    vectors = {e.text: indexed[e.id] for e in evidence if e.id in indexed}
+    rest = list(dict.fromkeys(e.text for e in evidence if e.text not in vectors))
+    if rest:
+        vectors.update(zip(rest, store.embeddings.encode(rest)))
+    return vectors
 
-    wanted = {i for h in hits if h.type == "unit" for i in h.source_ids}
-    if not wanted:
+
+def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None:
+    """Order each unit hit's sources (attached by `rank`) by similarity to the query, most similar
+    first (one similarity per distinct text, so equal texts keep their source order); the renderer
+    picks the lines worth showing."""
+    evidence = [e for h in hits if h.type == "unit" for e in h.expanded]
+    if not evidence:
         return
-    rows = store.con.execute(
-        "SELECT id, text, state FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]
-    ).fetchall()
-    if not rows:
-        return
-    sims = store.embeddings.encode([text for _, text, _ in rows]) @ vector
-    by_id = {
-        rid: Evidence(id=rid, text=text, state=state, similarity=float(s)) for (rid, text, state), s in zip(rows, sims)
-    }
+    vectors = text_vectors(store, evidence)
+    similarity = dict(zip(vectors, np.stack(list(vectors.values())) @ vector))
+    for ev in evidence:
+        ev.similarity = float(similarity[ev.text])
     for hit in hits:
         if hit.type == "unit":
-            found = sorted((by_id[i] for i in hit.source_ids if i in by_id), key=lambda e: -e.similarity)
-            hit.expanded = found
+            hit.expanded = sorted(hit.expanded, key=lambda e: -e.similarity)
 
 
 def reinforce(store: "Store", hits: list[Hit]) -> None:
@@ -546,6 +596,9 @@ def query(
     top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(store, top, vector)
+    else:
+        for hit in top:
+            hit.expanded = []
     prompt, kept = render_prompt(top, budget=budget)
     if touch and kept:
         reinforce(store, kept)
@@ -561,10 +614,13 @@ def query(
 
 # --- indexes -----------------------------------------------------------------------------------
 def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
-    """Rebuild the FTS indexes and, once a table has `query.index_above` rows, its IVF-PQ vector
-    index (below that, exact search is fast enough). Compaction calls this after it changes tables."""
+    """Compact the tables' fragments, rebuild the scalar and FTS indexes and, once a table has
+    `query.index_above` rows, its IVF-PQ vector index (below that, exact search is fast enough). Compaction calls this
+    after it changes tables."""
     report = {}
     for name in (MEMORIES, UNITS):
+        store.index.compact_files(name)
+        store.index.refresh_scalar_indexes(name)
         vector_index = store.index.ensure_vector_index(name, min_rows=store.config.query.index_above)
         store.index.refresh_text_index(name)
         report[name] = {"vector_index": vector_index, "text_index": store.index.count(name) > 0}

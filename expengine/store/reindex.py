@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 
 CHUNK = 2000
 INDEXED_STATES = ("active", "dormant")
+# The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
+# its vector is its condition (the typical requests of its intent); full-text search still sees its
+# whole text (tools, arguments). Every other unit embeds its text.
+UNIT_EMBEDDED_TEXT = "CASE WHEN cluster_key LIKE 'intent:%' AND condition IS NOT NULL THEN condition ELSE text END"
 
 
 def _memory_batches(store: "Store", where: str):
@@ -28,11 +32,9 @@ def _memory_batches(store: "Store", where: str):
 
 def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa.Table:
     """The LanceDB rows of the units matching `where` (SQL with `?` placeholders bound to `params`)."""
-    # a rule keyed by the situation is found by what is asked: its vector is its condition (the typical
-    # requests of its intent), while full-text search still sees its whole text (tools, arguments)
     cursor = store.con.execute(
-        "SELECT id, agent, kind, category, status, updated AS ts, text, CASE WHEN cluster_key LIKE 'intent:%' "
-        f"AND condition IS NOT NULL THEN condition ELSE text END AS embedded FROM units WHERE {where} ORDER BY id",
+        f"SELECT id, agent, kind, category, status, updated AS ts, text, {UNIT_EMBEDDED_TEXT} AS embedded "
+        f"FROM units WHERE {where} ORDER BY id",
         params or [],
     )
     names = [d[0] for d in cursor.description]

@@ -640,7 +640,7 @@ def _previous_sources(store: "Store", cluster_key: str) -> list[str]:
 
 
 def _load_llm(store: "Store", llm: LLMProvider, report: RefineReport) -> LLM | None:
-    if store.config.llm.mode == "template":
+    if not store.config.llm.uses_model:
         return None
     try:
         return llm()
