@@ -41,7 +41,7 @@ MULTI_VALUED = (
     (
         "has",
         re.compile(
-            r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) [A-Z]\w+)"
+            r"(?i)\bmy ((?:sister|brother|partner|wife|husband|son|daughter|mom|dad|dog|cat|corgi|friend) (?-i:[A-Z])\w+)"
         ),
     ),
 )
@@ -57,6 +57,14 @@ ZH_FACTS = (
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _NOT_A_VALUE = re.compile(r"(?i)^(it|that|this|them|those|these|him|her|so|when|how|what|you|to|the)$")
+# A liked or disliked thing is a short noun phrase: "live music", "writing". Clauses ("how it shows the
+# togetherness", "seeing them soak", "every day") and phrases about the speaker ("talking about my
+# sneakers") made LoCoMo facts that read as nonsense, so they are no value.
+_CLAUSE_START = re.compile(
+    r"(?i)^(how|that|what|when|where|why|which|who|the way|every|each|all|seeing|being|having|if)\b"
+)
+_PERSON = re.compile(r"(?i)\b(i|me|my|mine|you|your|yours|we|us|our|ours|them|they|their|he|him|his|she|her|it|its)\b")
+MAX_THING_WORDS = 5
 _FILLER = re.compile(r"(?i)(\s+(lol|haha|though|too|so much|anymore|really|at all))+$")
 _CODE_OR_NUMBER = re.compile(r"\b[A-Z]{2,}\d+\b|\b[a-z]+_\d+\b|\d+(?:[.:\-/]\d+)*")
 
@@ -196,6 +204,10 @@ def clean_value(value: str) -> str | None:
     return None if not value or _NOT_A_VALUE.match(value) else value
 
 
+def is_thing(value: str) -> bool:
+    return len(value.split()) <= MAX_THING_WORDS and not _CLAUSE_START.match(value) and not _PERSON.search(value)
+
+
 def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
     """Facts a user message states: patterned ones (home, allergy, likes…), else the statement itself
     (kept verbatim and later quoted: rewriting someone's words deterministically goes wrong too often)."""
@@ -218,7 +230,7 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
     for attribute, pattern in MULTI_VALUED:
         for m in pattern.finditer(text):
             value = clean_value(m.group(1))
-            if value is None or len(value) > 60:
+            if value is None or not is_thing(value):
                 continue
             found.append(
                 FactStatement(
