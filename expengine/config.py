@@ -137,6 +137,9 @@ class QueryConfig:
     # when no rule makes the top k on its own, the best rule whose cosine similarity to the query is at
     # least this takes the last slot (rules rarely share words with a task instruction); above 1: never
     unit_slot_floor: float = 0.3
+    # a unit's source gets an evidence line only when its cosine similarity to the query reaches this:
+    # on LoCoMo, lines for sources unrelated to the question cost 2 points of evidence recall
+    evidence_floor: float = 0.35
 
 
 @dataclass

@@ -683,3 +683,13 @@ def test_compacting_the_index_files_and_scalar_indexes_change_no_answer(engine_o
     refresh_indexes(engine.store)
     assert fragments() < scattered
     assert answers() == before
+
+
+def test_evidence_lines_only_for_sources_related_to_the_query(engine_on):
+    def evidence_lines(floor: float) -> int:
+        engine = engine_on(overrides={"query.evidence_floor": floor})
+        prompt = engine.query("get_weather 429 retry", k=6, touch=False).prompt
+        engine.close()
+        return sum(line.lstrip().startswith("- evidence") for line in prompt.splitlines())
+
+    assert evidence_lines(-1.0) >= 1 and evidence_lines(1.01) == 0

@@ -599,7 +599,7 @@ def query(
     else:
         for hit in top:
             hit.expanded = []
-    prompt, kept = render_prompt(top, budget=budget)
+    prompt, kept = render_prompt(top, budget=budget, evidence_floor=store.config.query.evidence_floor)
     if touch and kept:
         reinforce(store, kept)
     return QueryResult(
