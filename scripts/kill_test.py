@@ -51,8 +51,9 @@ class Tally:
 
 
 def make_slices(folder: Path, size: int, count: int) -> list[Path]:
-    """`count` JSONL files of `size` lines, interleaving the sample logs (wrapping around if needed)."""
-    sources = [p.read_text(encoding="utf-8").splitlines() for p in sorted(SAMPLE_LOGS.glob("*.jsonl"))]
+    """`count` JSONL files of `size` lines, interleaving the English sample logs (wrapping around if needed)."""
+    english = sorted(p for p in SAMPLE_LOGS.glob("*.jsonl") if not p.name.startswith("zh_"))  # one embedder
+    sources = [p.read_text(encoding="utf-8").splitlines() for p in english]
     lines = [line for group in zip(*sources) for line in group]
     folder.mkdir(parents=True, exist_ok=True)
     out = []
