@@ -61,8 +61,8 @@ def render_prompt(hits: list["Hit"], *, budget: int | None, evidence_floor: floa
 
     Hits are added in rank order until the next one would pass `budget` tokens
     (`textutil.approx_tokens` of the whole text, header included); then adding stops. A `reserved`
-    hit (the rule slot) has its line's tokens set aside first, so the hits above it cannot use them. Under a unit
-    come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit and reach
+    hit (the rule slot) has its line's tokens set aside first, so neither the hits above it nor their
+    evidence lines can use them. Under a unit come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit and reach
     `evidence_floor` (cosine similarity to the query: an unrelated source only spends budget); a source
     the unit's line already quotes (or whose text an earlier line already shows) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
@@ -100,7 +100,7 @@ def render_prompt(hits: list["Hit"], *, budget: int | None, evidence_floor: floa
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= evidence_floor:
                 extra = evidence_line(evidence)
                 extra_cost = approx_tokens(extra)
-                if budget is not None and used + extra_cost > budget:
+                if budget is not None and used + extra_cost + set_aside > budget:
                     continue
                 lines.append(extra)
                 used += extra_cost
