@@ -150,6 +150,13 @@ def test_chinese_chatter_gets_low_importance() -> None:
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
+def worded_in_english(rule: str) -> bool:
+    """The English phrasebook's words (quotes of English tool output may start with 'To ' themselves)."""
+    return rule.startswith(("When ", "To ", "For requests like")) or any(
+        phrase in rule for phrase in ("fails with", "Expected:", "Pitfall:", "(seen ", "succeeded)")
+    )
+
+
 def test_chinese_sample_log_becomes_units_quoting_it_and_answers_chinese_questions(tmp_path: Path) -> None:
     with Engine(store=tmp_path / "s", overrides={"llm.mode": "template"}) as engine:
         result = engine.ingest([str(SAMPLES / "zh_travel_assistant.jsonl")])
@@ -161,6 +168,11 @@ def test_chinese_sample_log_becomes_units_quoting_it_and_answers_chinese_questio
         # a rate-limited weather call waits 60 seconds
         assert any("余票不足" in t and "search_trains" in t for t in texts)
         assert any("429 请求过于频繁，请60秒后重试" in t and "等待60秒后重试" in t for t in texts)
+        # rules read as Chinese: the phrasebook words them, tool names and quotes stay as logged
+        rules = [t for (t,) in engine.store.con.execute("SELECT text FROM units WHERE kind = 'rule'").fetchall()]
+        assert rules and not [t for t in rules if worded_in_english(t)]
+        assert any(t.startswith("当 book_train 报错“余票不足") and "重新调用 book_train" in t for t in rules)
+        assert any(t.startswith("遇到类似“") and "（出现" in t for t in rules)
         # greetings and thanks sleep, never become units
         assert not any(chatter in t for t in texts for chatter in ("谢谢啦", "嗯嗯，辛苦了", "您好，请讲"))
         assert "海鲜过敏" in engine.query("我对什么过敏", k=1, touch=False).hits[0].text
@@ -169,7 +181,7 @@ def test_chinese_sample_log_becomes_units_quoting_it_and_answers_chinese_questio
 
 
 def test_mixed_sample_log_is_read_in_both_languages(tmp_path: Path) -> None:
-    with Engine(store=tmp_path / "s") as engine:
+    with Engine(store=tmp_path / "s", overrides={"llm.mode": "template"}) as engine:
         result = engine.ingest([str(SAMPLES / "zh_en_dev_helper.jsonl")])
         assert result.rejected == 0 and result.warning is None
         assert result.embedder == "use-multilingual-v3" and 0.2 < result.scripts["cjk"] < 0.5
@@ -179,6 +191,11 @@ def test_mixed_sample_log_is_read_in_both_languages(tmp_path: Path) -> None:
         texts = [h.text for h in engine.query("git push rejected non-fast-forward", k=5, touch=False).hits]
         assert any("non-fast-forward" in t for t in texts)
         assert any("--rebase" in h.text for h in engine.query("pull 的时候用什么方式", k=3, touch=False).hits)
+        # a Chinese-speaking agent's rules are Chinese, even about English tool output
+        engine.compact()
+        rules = [t for (t,) in engine.store.con.execute("SELECT text FROM units WHERE kind = 'rule'").fetchall()]
+        assert rules and not [t for t in rules if worded_in_english(t)]
+        assert any(t.startswith("当 git_push 报错“! [rejected]") for t in rules)
 
 
 def test_chinese_chatter_sleeps_in_the_cycle_and_content_stays() -> None:

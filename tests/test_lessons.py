@@ -16,10 +16,12 @@ from expengine.lifecycle.refine.intents import (
     build_runs,
     group_intents,
     procedure,
+    shorten,
 )
 from expengine.lifecycle.refine.lessons import contrasts, lesson_drafts
 from expengine.lifecycle.refine.mine import generalise, mine_cluster
 from expengine.lifecycle.refine.templates import Draft, rule_draft
+from expengine.lifecycle.refine.wording import CHINESE, ENGLISH
 
 T0 = dt.datetime(2026, 3, 1, 9, 0)
 
@@ -94,7 +96,7 @@ def test_procedure_is_read_from_successes_with_each_values_source():
     steps = procedure(runs)
     assert [(s.tool, s.args) for s in steps] == [
         ("get_user_details", [("user_id", "user")]),
-        ("cancel_reservation", [("reservation_id", "get_user_details result")]),
+        ("cancel_reservation", [("reservation_id", "get_user_details")]),
     ]
 
 
@@ -123,20 +125,20 @@ def planted_runs() -> list[Run]:
 
 
 def test_contrast_mining_finds_the_planted_difference_with_counts_and_p_value():
-    found = contrasts(planted_runs(), alpha=0.1, min_runs=3, max_lessons=3)
+    found = contrasts(planted_runs(), ENGLISH, alpha=0.1, min_runs=3, max_lessons=3)
     top = found[0]
     assert top.feature in ("calls:get_reservation_details", "order:get_reservation_details<cancel_reservation")
     assert (top.with_ok, top.with_failed, top.without_ok, top.without_failed) == (9, 1, 1, 9)
     assert top.p_value == pytest.approx(fisher_exact([[9, 1], [1, 9]])[1]) and top.p_value < 0.01
     assert top.helps and len(found) == 1  # the other features split the runs the same way: nothing new
-    assert "succeeded 9 of 10" in top.evidence() and "succeeded 1 of 10" in top.evidence()
+    assert "succeeded 9 of 10" in top.evidence(ENGLISH) and "succeeded 1 of 10" in top.evidence(ENGLISH)
 
 
 def test_no_lesson_without_a_difference_that_beats_chance():
     runs = planted_runs()
     for run in runs:
         run.succeeded = run.run_id.endswith(("0", "2", "4", "6", "8"))  # success unrelated to the calls
-    assert contrasts(runs, alpha=0.1, min_runs=3, max_lessons=3) == []
+    assert contrasts(runs, ENGLISH, alpha=0.1, min_runs=3, max_lessons=3) == []
 
 
 def test_lesson_is_a_do_rule_with_its_evidence_runs():
@@ -313,3 +315,41 @@ def test_a_rule_never_recommends_a_path_that_failed():
     failed = rule_draft(mine_cluster([r for r in only_failures if r["tool_error"]], context=only_failures))
     assert failed.action.startswith("stop: no fix for this run_tests error has worked yet")
     assert "rerun" not in failed.action and "failed again after: an immediate rerun" in failed.pitfall
+
+
+ENGLISH_TEMPLATE_WORDS = ("When ", "fails with", "call ", ", then", "Expected", "Pitfall", "seen ", "requests like")
+
+
+def test_rules_from_chinese_sources_are_worded_in_chinese():
+    from dataclasses import replace
+
+    from expengine.lifecycle.refine.intents import Intent
+    from expengine.lifecycle.refine.lessons import procedure_draft
+    from expengine.lifecycle.refine.templates import render_text
+
+    rows = [r for n, m in enumerate(("jwt", "yaml", "requests")) for r in coding_session(n, m, m, fix_works=True)]
+    for r in rows:
+        if r["tool_error"]:
+            r["tool_error"] = f"测试失败：缺少依赖模块 {r['tool_error'].rsplit(' ', 1)[-1]}，请先安装"
+    # tool calls and errors alone say too little: the agent's language (Chinese here) words the rule
+    draft = rule_draft(mine_cluster([r for r in rows if r["tool_error"]], context=rows, agent_wording=CHINESE))
+    assert draft.language == "zh"
+    assert draft.condition == "当 run_tests 报错“测试失败：缺少依赖模块 <value>，请先安装”时"
+    assert draft.action.startswith("调用 pip_install(package=<value>)，然后重新调用 run_tests")
+    text = render_text(draft)
+    assert text.startswith(draft.condition + "：") and "（出现 3 次，成功 3/3）" in text
+    assert not any(word in text for word in ENGLISH_TEMPLATE_WORDS)
+
+    runs = [replace(run, request="你好，帮我取消这次的行程订单") for run in planted_runs()]
+    intent = Intent(
+        key="intent:a:task1/trial0", agent="a", runs=runs, typical=[shorten(runs[0].request, 14)], wording=CHINESE
+    )
+    (lesson,) = lesson_drafts(intent, alpha=0.1, min_runs=3, max_lessons=3)
+    assert lesson.condition == "遇到类似“帮我取消这次的行程订单”的请求时"
+    assert lesson.action.startswith("调用 get_reservation_details") or lesson.action.startswith("先调用")
+    assert "的运行成功 9/10 次；没有这样做的运行成功 1/10 次" in lesson.expected_outcome
+    main = procedure_draft(intent, share=0.5, pitfalls=[lesson])
+    assert main is not None and main.action.startswith("get_user_details(")
+    assert "，然后 cancel_reservation(" in main.action and main.expected_outcome == "cancel_reservation 成功，请求完成"
+    for unit in (lesson, main):
+        assert not any(word in render_text(unit) for word in ENGLISH_TEMPLATE_WORDS)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -46,6 +45,7 @@ from .templates import (
     render_text,
     template_drafts,
 )
+from .wording import Wording, rendered_counts, wording_for
 
 if TYPE_CHECKING:
     from ...models.llm import LLM, LLMProvider
@@ -245,6 +245,24 @@ def _context(store: "Store", records: list[dict[str, Any]]) -> list[dict[str, An
     return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
 
 
+AGENT_LANGUAGE_SAMPLE = 500
+
+
+def agent_wording(store: "Store", agent: str, known: dict[str, Wording]) -> Wording:
+    """The language an agent's latest messages, notes and goals are written in: how the units of
+    its clusters with too few words of their own (tool calls and results) are worded. Read once per
+    refinement pass (`known`)."""
+    if agent in known:
+        return known[agent]
+    rows = store.con.execute(
+        "SELECT content FROM records WHERE agent = ? AND content IS NOT NULL "
+        "AND kind IN ('message', 'note', 'observation', 'goal') ORDER BY ts DESC LIMIT ?",
+        [agent, AGENT_LANGUAGE_SAMPLE],
+    ).fetchall()
+    known[agent] = wording_for(content for (content,) in rows)
+    return known[agent]
+
+
 def _goal_status(store: "Store", records: list[dict[str, Any]]) -> dict[str, str]:
     goals = sorted({r["goal_id"] for r in records if r.get("goal_id")})
     if not goals:
@@ -398,9 +416,6 @@ def _twin(row: dict[str, Any], active: list[dict[str, Any]]) -> dict[str, Any] |
     )
 
 
-_RULE_EVIDENCE = re.compile(r"(\d+)/(\d+) succeeded\)$")
-
-
 def _merged_draft(draft: Draft, twin: dict[str, Any], *, same_cluster: bool) -> Draft:
     """The draft with the twin's sources added: union of sources, support and evidence summed."""
     existing = json_ids(twin["source_ids"])
@@ -411,10 +426,10 @@ def _merged_draft(draft: Draft, twin: dict[str, Any], *, same_cluster: bool) -> 
     if draft.kind == "fact":
         merged.agreeing = min(merged.support, draft.agreeing + merged.support - draft.support)
     elif not same_cluster and not set(existing) & set(draft.source_ids):
-        evidence = _RULE_EVIDENCE.search(twin["text"] or "")
-        if evidence:  # disjoint evidence from another cluster: the counts add up
-            merged.successes += int(evidence[1])
-            merged.trials += int(evidence[2])
+        counts = rendered_counts(twin["text"] or "")
+        if counts:  # disjoint evidence from another cluster: the counts add up
+            merged.successes += counts[0]
+            merged.trials += counts[1]
             merged.success_rate = round(merged.successes / merged.trials, 4) if merged.trials else None
     merged.confidence = confidence_of(merged)
     return merged
@@ -675,13 +690,14 @@ def refine_clusters(
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set())]
     report.clusters_unchanged = len(clusters) - len(changed)
     model = _load_llm(store, llm, report) if changed else None
+    wordings: dict[str, Wording] = {}
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock)
+        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     if store.config.lessons.enabled and budget.time_left():
-        _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock)
+        _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -696,6 +712,7 @@ def _refine_one(
     run_id: str | None,
     dry_run: bool,
     now: dt.datetime,
+    wordings: dict[str, Wording],
 ) -> None:
     previous = _previous_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
@@ -712,7 +729,12 @@ def _refine_one(
         report.clusters_not_concrete += 1
         return
     context = _context(store, records)
-    mined = mine_cluster(records, context=context, goal_status=_goal_status(store, records))
+    mined = mine_cluster(
+        records,
+        context=context,
+        goal_status=_goal_status(store, records),
+        agent_wording=agent_wording(store, cluster.agent, wordings),
+    )
     conversational = store.config.refine.digest and all(
         r["kind"] == "message" and not r.get("tool_name") for r in records
     )
@@ -769,6 +791,7 @@ def _refine_intents(
     run_id: str | None,
     dry_run: bool,
     now: dt.datetime,
+    wordings: dict[str, Wording],
 ) -> None:
     """Rules keyed by the situation (intents.py) and lessons from outcomes (lessons.py), per agent, over
     every run (goal) in the store whatever its records' state; an intent is rewritten only when its
@@ -784,7 +807,13 @@ def _refine_intents(
         by_agent[run.agent].append(run)
     for agent, runs in by_agent.items():
         vectors = store.embeddings.encode([r.request for r in runs])
-        found = intent_drafts(runs, vectors, store.config.lessons, min_runs=store.config.refine.min_support)
+        found = intent_drafts(
+            runs,
+            vectors,
+            store.config.lessons,
+            min_runs=store.config.refine.min_support,
+            agent_wording=agent_wording(store, agent, wordings),
+        )
         for intent, drafts in found:
             cluster = ClusterInput(
                 intent.key,

@@ -17,7 +17,7 @@ _WORD = re.compile(r"[\w][\w.\-/]*[\w]|\w")
 _IDENTIFIER = re.compile(r"\b[A-Za-z]\w*_\w+\b|\b[A-Za-z]\w*(?=\()")
 _NUMBER_OR_CODE = re.compile(r"\b\w*\d[\w.:\-/]*")
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+\b")
-_QUOTED = re.compile(r"(?<!\w)'([^']{3,}?)'(?!\w)|\"([^\"]{3,}?)\"")
+_QUOTED = re.compile(r"(?<!\w)'([^']{3,}?)'(?!\w)|\"([^\"]{3,}?)\"|“([^”]{3,}?)”")
 _EVIDENCE_COUNT = re.compile(r"^\d+(?:/\d+|x)$")  # '6/7 recovered', '3x': counted by mining, not claims
 STOPWORDS = frozenset(
     """a an the and or but if then when while to of in on at for from by with without into onto is are was were be been
@@ -86,8 +86,8 @@ def ungrounded_claims(text: str, vocabulary: str) -> list[str]:
                 and token.lower() not in STOPWORDS
             ):
                 missing.append(token)
-    for single, double in _QUOTED.findall(text):
-        quote = " ".join((single or double).split()).lower()
+    for quotes in _QUOTED.findall(text):
+        quote = " ".join(next(q for q in quotes if q).split()).lower()
         if quote.rstrip(".…") not in vocabulary:
             missing.append(f"'{quote[:40]}'")
     return list(dict.fromkeys(missing))

@@ -18,6 +18,7 @@ Pure functions over record dicts and vectors; refinement feeds them and writes t
 from __future__ import annotations
 
 import datetime as dt
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .mine import tool_arguments
+from .wording import CHINESE, CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 SKIPPED_TOOLS = ("think",)  # the agent's scratchpad, not a step of the procedure
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing
@@ -35,7 +37,7 @@ MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: p
 class Call:
     tool: str
     args: dict[str, Any]
-    sources: dict[str, str]  # argument name → 'user' | '<tool> result' | 'agent'
+    sources: dict[str, str]  # argument name → 'user' | 'agent' | the tool whose result held the value
     failed: bool = False
 
 
@@ -63,6 +65,7 @@ class Intent:
     agent: str
     runs: list[Run]
     typical: list[str]  # shortened requests nearest the centroid, most typical first
+    wording: Wording = ENGLISH  # the language of its requests: its rules are worded in it
 
     @property
     def successes(self) -> list[Run]:
@@ -74,7 +77,8 @@ class Intent:
 
     @property
     def condition(self) -> str:
-        return "For requests like " + " / ".join(f"'{t}'" for t in self.typical)
+        words = self.wording
+        return words.requests_like.format(quotes=words.request_separator.join(words.quoted(t) for t in self.typical))
 
 
 def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> str:
@@ -88,7 +92,7 @@ def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> s
         return "user"
     for tool, text in reversed(results):
         if all(a in text or a in user_text for a in atoms):
-            return f"{tool} result"
+            return tool
     return "agent"
 
 
@@ -127,9 +131,9 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
     source = opening or first_user
     if source is None:
         return None
-    # the user's own words; a goal record's text carries a 'goal open: ' label
+    # the user's own words, else the goal's description (its text without the 'goal open: ' label)
     said = first_user or source
-    request = " ".join(str(said.get("content") or said.get("text") or "").split())
+    request = _GOAL_LABEL.sub("", " ".join(str(said.get("content") or said.get("text") or "").split()))
     if not request:
         return None
     run = Run(
@@ -162,20 +166,44 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
 
 
 def shorten(text: str, words: int) -> str:
-    """The request without greetings, cut at `words` words: what a condition quotes."""
+    """The request without greetings, cut at `words` words: what a condition quotes. Chinese has no
+    spaces: its greeting is cut at the first punctuation, and it is cut at two characters a word."""
+    if _CJK.search(text):
+        head, _, rest = text.partition(_first_stop(text))
+        if rest and head.strip() in CHINESE.greetings:
+            text = rest.strip()
+        limit = 2 * words
+        return text[:limit] + ("…" if len(text) > limit else "")
     parts = text.split()
-    while parts and parts[0].lower().strip("!,.") in ("hi", "hello", "hey", "there", "hi there"):
+    while parts and parts[0].lower().strip("!,.") in ENGLISH.greetings:
         parts = parts[1:]
     clipped = " ".join(parts[:words]) or text
     return clipped + ("…" if len(parts) > words else "")
 
 
+_GOAL_LABEL = re.compile(r"^goal \w+: ")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_STOPS = re.compile(r"[，。！？、,.!?\s]")
+
+
+def _first_stop(text: str) -> str:
+    match = _STOPS.search(text)
+    return match.group() if match else "\0"
+
+
 def group_intents(
-    runs: list[Run], vectors: np.ndarray, *, distance: float, typical: int = 3, typical_words: int = 14
+    runs: list[Run],
+    vectors: np.ndarray,
+    *,
+    distance: float,
+    typical: int = 3,
+    typical_words: int = 14,
+    agent_wording: Wording = ENGLISH,
 ) -> list[Intent]:
     """Runs of one agent grouped by their (unit-length) request vectors: Ward linkage cut at `distance`,
     which keeps one wide topic ('change my flight') from swallowing the rest; each intent keyed by its
-    most typical run, described by its `typical` requests."""
+    most typical run, described by its `typical` requests, worded in their language (`agent_wording`
+    when they are too short to tell)."""
     from sklearn.cluster import AgglomerativeClustering
 
     if not runs:
@@ -195,7 +223,9 @@ def group_intents(
         order = members[np.argsort(-(vectors[members] @ centroid), kind="stable")]
         quotes = list(dict.fromkeys(shorten(runs[i].request, typical_words) for i in order))[:typical]
         key = f"intent:{runs[0].agent}:{runs[int(order[0])].run_id}"
-        intents.append(Intent(key=key, agent=runs[0].agent, runs=[runs[i] for i in order], typical=quotes))
+        members_runs = [runs[i] for i in order]
+        words = wording_for((r.request for r in members_runs), fallback=agent_wording, decisive=CLEAR_SHARE)
+        intents.append(Intent(key=key, agent=runs[0].agent, runs=members_runs, typical=quotes, wording=words))
     return intents
 
 
@@ -240,10 +270,10 @@ def procedure(successes: list[Run], *, share: float = 0.5) -> list[Step]:
     return steps
 
 
-SOURCE_WORDS = {"user": "from the user", "agent": "chosen by the agent"}
-
-
-def describe_step(step: Step) -> str:
+def describe_step(step: Step, words: Wording) -> str:
     """'cancel_reservation(reservation_id ← from get_user_details result)'."""
-    args = ", ".join(f"{name} ← {SOURCE_WORDS.get(origin, 'from ' + origin)}" for name, origin in step.args)
+    sources = {"user": words.from_user, "agent": words.from_agent}
+    args = ", ".join(
+        f"{name} ← {sources.get(origin) or words.from_result.format(tool=origin)}" for name, origin in step.args
+    )
     return f"{step.tool}({args})"

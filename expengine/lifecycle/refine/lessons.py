@@ -20,6 +20,7 @@ from typing import Any
 
 from .intents import Intent, Run, describe_step, group_intents, procedure
 from .templates import Draft, confidence_of
+from .wording import Wording
 
 MAX_VALUE_CHARS = 30
 SIMPLEST = ("calls", "repeats", "order", "arg", "corrected")  # of features that split the runs alike, say the first
@@ -31,6 +32,7 @@ class Contrast:
 
     feature: str  # stable key: 'calls:cancel_reservation', 'order:a<b', 'arg:tool.name=value', …
     phrase: str  # what runs with the feature did: 'called cancel_reservation'
+    act: str  # the same as an instruction: 'call cancel_reservation'
     with_ok: int
     with_failed: int
     without_ok: int
@@ -44,44 +46,51 @@ class Contrast:
         with_n, without_n = self.with_ok + self.with_failed, self.without_ok + self.without_failed
         return self.with_ok * without_n > self.without_ok * with_n
 
-    def action(self) -> str:
-        return f"do: {self.phrase}" if self.helps else f"avoid: {self.phrase}"
-
-    def evidence(self) -> str:
-        with_n, without_n = self.with_ok + self.with_failed, self.without_ok + self.without_failed
-        return (
-            f"runs that {self.phrase} succeeded {self.with_ok} of {with_n}; runs that did not "
-            f"succeeded {self.without_ok} of {without_n} (Fisher's exact p = {self.p_value:.3g})"
+    def evidence(self, words: Wording) -> str:
+        return words.contrast_evidence.format(
+            phrase=self.phrase,
+            with_ok=self.with_ok,
+            with_n=self.with_ok + self.with_failed,
+            without_ok=self.without_ok,
+            without_n=self.without_ok + self.without_failed,
+            p=f"{self.p_value:.3g}",
         )
 
 
-def features(run: Run) -> dict[str, str]:
-    """Feature key → phrase, for every feature the run has."""
-    found: dict[str, str] = {}
+def features(run: Run, words: Wording) -> dict[str, tuple[str, str]]:
+    """Feature key → (what the run did, the same as an instruction), for every feature the run has."""
+    found: dict[str, tuple[str, str]] = {}
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     for position, call in enumerate(run.calls):
         first.setdefault(call.tool, position)
         counts[call.tool] = counts.get(call.tool, 0) + 1
-        found[f"calls:{call.tool}"] = f"called {call.tool}"
+        found[f"calls:{call.tool}"] = (words.did_call.format(tool=call.tool), words.do_call.format(tool=call.tool))
         for name, value in call.args.items():
             if (
                 isinstance(value, (str, int, float))
                 and not isinstance(value, bool)
                 and len(str(value)) <= MAX_VALUE_CHARS
             ):
-                found[f"arg:{call.tool}.{name}={value}"] = f"called {call.tool} with {name}={value}"
+                parts = {"tool": call.tool, "name": name, "value": value}
+                found[f"arg:{call.tool}.{name}={value}"] = (
+                    words.did_call_with.format(**parts),
+                    words.do_call_with.format(**parts),
+                )
     for tool, n in counts.items():
         if n > 1:
-            found[f"repeats:{tool}"] = f"called {tool} more than once"
+            found[f"repeats:{tool}"] = (words.did_repeat.format(tool=tool), words.do_repeat.format(tool=tool))
     for a, b in combinations(sorted(first, key=first.__getitem__), 2):
-        found[f"order:{a}<{b}"] = f"called {a} before {b}"
+        found[f"order:{a}<{b}"] = (
+            words.did_order.format(first=a, second=b),
+            words.do_order.format(first=a, second=b),
+        )
     if run.corrected:
-        found["corrected"] = "were corrected by the user"
+        found["corrected"] = (words.were_corrected, words.get_it_right)
     return found
 
 
-def contrasts(runs: list[Run], *, alpha: float, min_runs: int, max_lessons: int) -> list[Contrast]:
+def contrasts(runs: list[Run], words: Wording, *, alpha: float, min_runs: int, max_lessons: int) -> list[Contrast]:
     """The features that separate successes from failures at p < alpha, strongest first."""
     from scipy.stats import fisher_exact
 
@@ -89,8 +98,8 @@ def contrasts(runs: list[Run], *, alpha: float, min_runs: int, max_lessons: int)
     ok = sum(1 for r in judged if r.succeeded)
     if not ok or ok == len(judged):
         return []
-    per_run = {r.run_id: features(r) for r in judged}
-    phrases: dict[str, str] = {}
+    per_run = {r.run_id: features(r, words) for r in judged}
+    phrases: dict[str, tuple[str, str]] = {}
     holders: dict[str, list[str]] = {}
     for run_id, found in per_run.items():
         for key, phrase in found.items():
@@ -108,7 +117,7 @@ def contrasts(runs: list[Run], *, alpha: float, min_runs: int, max_lessons: int)
         p_value = float(fisher_exact([[with_ok, with_failed], [without_ok, without_failed]])[1])
         if p_value < alpha:
             found_contrasts.append(
-                Contrast(key, phrases[key], with_ok, with_failed, without_ok, without_failed, p_value, sorted(ids))
+                Contrast(key, *phrases[key], with_ok, with_failed, without_ok, without_failed, p_value, sorted(ids))
             )
     found_contrasts.sort(key=lambda c: (c.p_value, -len(c.run_ids), SIMPLEST.index(c.feature.split(":")[0]), c.feature))
     kept: list[Contrast] = []
@@ -125,23 +134,16 @@ def contrasts(runs: list[Run], *, alpha: float, min_runs: int, max_lessons: int)
     return kept
 
 
-def _act(contrast: Contrast) -> str:
-    """The imperative of a feature's phrase: 'called X before Y' → 'call X before Y'."""
-    if contrast.feature == "corrected":
-        return "get the request right before the user has to correct it"
-    return "call" + contrast.phrase.removeprefix("called")
-
-
 def lesson_drafts(intent: Intent, *, alpha: float, min_runs: int, max_lessons: int) -> list[Draft]:
     """One do / avoid rule per separating feature; the evidence is every judged run of the intent."""
+    words = intent.wording
     judged = [r for r in intent.runs if r.succeeded is not None]
     drafts = []
-    for contrast in contrasts(judged, alpha=alpha, min_runs=min_runs, max_lessons=max_lessons):
-        act = _act(contrast)
+    for contrast in contrasts(judged, words, alpha=alpha, min_runs=min_runs, max_lessons=max_lessons):
         if contrast.helps:
-            action, successes, trials = act, contrast.with_ok, contrast.with_ok + contrast.with_failed
+            action, successes, trials = contrast.act, contrast.with_ok, contrast.with_ok + contrast.with_failed
         else:
-            action, successes = f"do not {act}", contrast.without_ok
+            action, successes = words.do_not.format(act=contrast.act), contrast.without_ok
             trials = contrast.without_ok + contrast.without_failed
         draft = Draft(
             kind="rule",
@@ -149,11 +151,12 @@ def lesson_drafts(intent: Intent, *, alpha: float, min_runs: int, max_lessons: i
             source_ids=[r.opening_id for r in judged],
             condition=intent.condition,
             action=action,
-            expected_outcome=contrast.evidence(),
+            expected_outcome=contrast.evidence(words),
             subject=contrast.feature,
             as_of=_latest(judged),
             successes=successes,
             trials=trials,
+            language=words.language,
         )
         draft.success_rate = round(successes / trials, 4) if trials else None
         draft.confidence = confidence_of(draft)
@@ -168,21 +171,23 @@ def _latest(runs: list[Run]) -> dt.datetime | None:
 def procedure_draft(intent: Intent, *, share: float, pitfalls: list[Draft]) -> Draft | None:
     """The intent's rule: the procedure its successful runs followed, or, when none succeeded, the
     path every failure took stated as a pitfall (a failed path is never the action)."""
+    words = intent.wording
     judged = [r for r in intent.runs if r.succeeded is not None]
     successes = intent.successes
     steps = procedure(successes, share=share)
-    avoid = [d.action for d in pitfalls if d.action and d.action.startswith("do not ")]
+    do_not = words.do_not.format(act="")
+    avoid = [d.action.removeprefix(do_not) for d in pitfalls if d.action and d.action.startswith(do_not)]
     if steps:
-        action = ", then ".join(describe_step(s) for s in steps)
-        expected = f"{steps[-1].tool} succeeds and the request is done"
-        pitfall = "; ".join(a.removeprefix("do not ") for a in avoid) or None
+        action = words.joined(describe_step(s, words) for s in steps)
+        expected = words.procedure_done.format(tool=steps[-1].tool)
+        pitfall = words.clause_separator.join(avoid) or None
     elif judged:
         failed_path = procedure(intent.failures, share=share)
         if not failed_path:
             return None
-        action = f"no path has succeeded yet for these requests (0 of {len(judged)} runs)"
+        action = words.no_path.format(runs=len(judged))
         expected = None
-        pitfall = "the failed runs called " + ", then ".join(s.tool for s in failed_path)
+        pitfall = words.failed_runs_called.format(tools=words.joined(s.tool for s in failed_path))
     else:
         return None
     draft = Draft(
@@ -196,17 +201,25 @@ def procedure_draft(intent: Intent, *, share: float, pitfalls: list[Draft]) -> D
         as_of=_latest(intent.runs),
         successes=len(successes),
         trials=len(judged),
+        language=words.language,
     )
     draft.success_rate = round(len(successes) / len(judged), 4) if judged else None
     draft.confidence = confidence_of(draft)
     return draft
 
 
-def intent_drafts(runs: list[Run], vectors: Any, cfg: Any, *, min_runs: int) -> list[tuple[Intent, list[Draft]]]:
+def intent_drafts(
+    runs: list[Run], vectors: Any, cfg: Any, *, min_runs: int, agent_wording: Wording
+) -> list[tuple[Intent, list[Draft]]]:
     """One agent's runs → its intents with at least `min_runs` runs, each with its procedure rule and
-    lessons (`cfg`: the [lessons] config section)."""
+    lessons (`cfg`: the [lessons] config section), in the language of its requests."""
     grouped = group_intents(
-        runs, vectors, distance=cfg.intent_distance, typical=cfg.typical_requests, typical_words=cfg.typical_words
+        runs,
+        vectors,
+        distance=cfg.intent_distance,
+        typical=cfg.typical_requests,
+        typical_words=cfg.typical_words,
+        agent_wording=agent_wording,
     )
     found = []
     for intent in grouped:

@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .wording import CLEAR_SHARE, ENGLISH, Wording, wording_for
+
 TOOL_KINDS = ("tool_call", "tool_result")
 LESSON_CATEGORIES = ("error", "outcome", "feedback", "preference", "safety", "fact", "correction", "goal", "health")
 CORRECTION = re.compile(r"(?i)\b(always|never|don'?t|do not|stop|instead|actually|please use|must)\b")
@@ -81,25 +83,25 @@ class Path:
     renamed: Counter = field(default_factory=Counter)  # 'dateutil → python-dateutil': the value respelled
     notes: Counter = field(default_factory=Counter)  # what the agent noted first
 
-    def describe(self) -> str:
+    def describe(self, words: Wording) -> str:
         """ "call pip_install(package=<module>)", with each argument's most common rendering and the note
         most runs of the path took first."""
         parts = []
         note, seen = self.notes.most_common(1)[0] if self.notes else ("", 0)
         if note and 2 * seen >= self.count:
-            parts.append(f"note {note!r}")
+            parts.append(words.note.format(note=note))
         for i, step in enumerate(self.steps):
             args = ", ".join(
                 f"{name}={values.most_common(1)[0][0]}" for (j, name), values in self.args.items() if j == i
             )
-            parts.append(f"call {step}({args})")
-        return ", then ".join(parts)
+            parts.append(words.call.format(call=f"{step}({args})"))
+        return words.joined(parts)
 
-    def respelled(self) -> str:
+    def respelled(self, words: Wording) -> str:
         """' (respelled where needed, e.g. jwt → PyJWT)', or nothing."""
         if not self.renamed:
             return ""
-        return f" (respelled where needed, e.g. {', '.join(v for v, _ in self.renamed.most_common(2))})"
+        return words.respelled.format(examples=", ".join(v for v, _ in self.renamed.most_common(2)))
 
 
 @dataclass
@@ -155,6 +157,7 @@ class Mined:
     facts: list[FactStatement] = field(default_factory=list)
     first_ts: dt.datetime | None = None
     last_ts: dt.datetime | None = None
+    wording: Wording = ENGLISH  # the language the units are worded in (see `mine_cluster`)
 
     @property
     def successes(self) -> int:
@@ -286,7 +289,7 @@ def generalise(message: str) -> tuple[str, dict[str, str]]:
         named, before, value = match.groups()
         if _PATH_LIKE.search(value):
             var = "file"
-        elif named or (before and before.isalpha() and before.lower() not in _NOT_A_NAME):
+        elif named or (before and before.isascii() and before.isalpha() and before.lower() not in _NOT_A_NAME):
             var = (named or before).lower()
         else:
             var = "value"
@@ -388,12 +391,20 @@ def mine_cluster(
     *,
     context: list[dict[str, Any]] | None = None,
     goal_status: dict[str, str] | None = None,
+    agent_wording: Wording = ENGLISH,
 ) -> Mined:
     """Count what a cluster's records say. `context`: the records of the same sessions (ordered), so an
-    error's follow-up and the tools called before the main tool can be seen; `goal_status`: goal → status."""
+    error's follow-up and the tools called before the main tool can be seen; `goal_status`: goal → status;
+    `agent_wording`: the language the agent's messages are in, for clusters with too few words of their
+    own (tool calls, results)."""
     records = sorted(records, key=lambda r: (r["ts"], r["id"]))
     agents = Counter(r["agent"] for r in records)
     mined = Mined(kind=classify(records), records=records, agent=agents.most_common(1)[0][0] if agents else "default")
+    # what people and the agent wrote, not tool output: an English error in a Chinese agent's log is
+    # still explained in Chinese
+    notes = [c for c in context or [] if c["kind"] == "observation"]
+    said = [r.get("content") or "" for r in records + notes if r["kind"] not in TOOL_KINDS]
+    mined.wording = wording_for(said, fallback=agent_wording, decisive=CLEAR_SHARE)
     if records:
         mined.first_ts, mined.last_ts = records[0]["ts"], records[-1]["ts"]
     for r in records:

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from .mine import Mined
+from .wording import ENGLISH, WORDINGS
 
 MAX_FACT_UNITS_PER_CLUSTER = 8
 MAX_QUOTES = 4
@@ -41,6 +42,7 @@ class Draft:
     previous_values: list[str] = field(default_factory=list)
     method: str = "template"
     dated: bool = True  # False when no source carries a real time (only the ingest time)
+    language: str = "en"  # a key of wording.WORDINGS: how render_text words a rule
 
     @property
     def support(self) -> int:
@@ -89,16 +91,22 @@ def render_text(draft: Draft) -> str:
         if draft.support > 1:
             text += f" (stated {draft.support} times)"
         return text.rstrip(".") + "."
-    parts = [f"{draft.condition}: {draft.action}." if draft.condition else f"{draft.action}."]
+    words = WORDINGS[draft.language]
+    action = draft.action or ""
+    parts = [
+        words.rule_sentence.format(condition=draft.condition, action=action)
+        if draft.condition
+        else action + words.sentence_end
+    ]
     if draft.expected_outcome:
-        parts.append(f"Expected: {draft.expected_outcome}.")
+        parts.append(words.expected.format(text=draft.expected_outcome))
     if draft.pitfall:
-        parts.append(f"Pitfall: {draft.pitfall}.")
-    evidence = f"seen {draft.support} times"
+        parts.append(words.pitfall.format(text=draft.pitfall))
+    evidence = words.seen.format(count=draft.support)
     if draft.trials:
-        evidence += f", {draft.successes}/{draft.trials} succeeded"
-    parts.append(f"({evidence})")
-    return " ".join(p.replace("..", ".") for p in parts)
+        evidence += words.succeeded_of.format(successes=draft.successes, trials=draft.trials)
+    parts.append(words.evidence.format(text=evidence))
+    return (" " if words is ENGLISH else "").join(p.replace("..", ".").replace("。。", "。") for p in parts)
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -131,30 +139,37 @@ def _call(tool: str, mined: Mined) -> str:
 
 
 def rule_draft(mined: Mined) -> Draft | None:
-    """condition · action · expected outcome · pitfall, from tools, errors and corrections; None if nothing concrete."""
+    """condition · action · expected outcome · pitfall, from tools, errors and corrections, worded in the
+    sources' language; None if nothing concrete."""
+    words = mined.wording
     tool = mined.primary_tool
     condition = action = expected = pitfall = None
     successes, trials = mined.successes, mined.trials
     if tool:
-        human = tool.replace("_", " ")
         top_error = mined.errors[0] if mined.errors else None
         steps = [f"{t}(…)" for t, _ in mined.preceded_by.most_common(3)]
-        action = (f"first {', then '.join(steps)}, then call " if steps else "call ") + _call(tool, mined)
+        call = _call(tool, mined)
+        action = (
+            words.first_then_call.format(steps=words.then.join(steps), call=call)
+            if steps
+            else words.call.format(call=call)
+        )
         error_rule = bool(top_error and mined.error_results > mined.ok_results)
         if top_error and error_rule:
-            condition = f"When {tool} fails with '{top_error.example}'"
+            condition = words.when_fails.format(tool=tool, error=words.quoted(top_error.example))
             best = top_error.best_path()
             # an error rule's action is the path that recovered, never one that failed; its rate, that path's
             if best is not None:
-                action = ", then ".join(p for p in (best.describe(), f"rerun {tool}") if p) + best.respelled()
+                action = words.joined((best.describe(words), words.rerun.format(tool=tool))) + best.respelled(words)
                 successes, trials = best.recovered, best.count
             elif top_error.paths:
-                action = f"stop: no fix for this {tool} error has worked yet"
+                action = words.no_fix.format(tool=tool)
                 successes, trials = 0, sum(p.count for p in top_error.paths.values())
         else:
-            condition = f"To {human} ({tool})"
+            condition = words.to_use.format(human=tool.replace("_", " "), tool=tool)
         if mined.result_keys:
-            expected = f"{tool} returns {', '.join(k for k, _ in mined.result_keys.most_common(6))}"
+            keys = words.list_separator.join(k for k, _ in mined.result_keys.most_common(6))
+            expected = words.returns.format(tool=tool, keys=keys)
         elif mined.ok_results:
             example = next(
                 (
@@ -165,26 +180,32 @@ def rule_draft(mined: Mined) -> Draft | None:
                 "",
             )
             example = " ".join(example.split())[:80]
-            expected = f"{tool} succeeds" + (f", e.g. '{example}'" if example else "")
+            expected = words.succeeds.format(tool=tool) + (
+                words.for_example.format(example=words.quoted(example)) if example else ""
+            )
         pitfalls = []
         for error in mined.errors[:2]:
-            text = f"error '{error.example}' ({error.count}x)"
+            text = words.error_seen.format(error=words.quoted(error.example), count=error.count)
             best = error.best_path()
             if best is not None and not (error_rule and error is top_error):
-                text += f" ⇒ {best.describe() or 'rerun'} ({best.recovered}/{best.count} recovered)"
+                path = best.describe(words) or words.bare_rerun
+                text += words.recovered.format(path=path, recovered=best.recovered, count=best.count)
             failed = error.failed_paths()
             if failed:
-                text += f"; failed again after: {failed[0].describe() or 'an immediate rerun'} ({failed[0].count}x)"
+                path = failed[0].describe(words) or words.immediate_rerun
+                text += words.failed_again.format(path=path, count=failed[0].count)
             pitfalls.append(text)
-        pitfall = "; ".join(pitfalls) or None
+        pitfall = words.clause_separator.join(pitfalls) or None
     if mined.corrections:
         said = Counter(text for _, text in mined.corrections)
-        quoted = "; ".join(f"'{text[:120]}'" + (f" ({n}x)" if n > 1 else "") for text, n in said.most_common(2))
+        quoted = words.clause_separator.join(
+            words.quoted(text[:120]) + (words.times.format(count=n) if n > 1 else "") for text, n in said.most_common(2)
+        )
         if action:
-            pitfall = (pitfall + "; " if pitfall else "") + f"the user corrected: {quoted}"
+            pitfall = (pitfall + words.clause_separator if pitfall else "") + words.user_corrected.format(quoted=quoted)
         else:
-            condition = "Standing instruction from the user"
-            action = f"follow the user's correction {quoted}"
+            condition = words.standing_instruction
+            action = words.follow_correction.format(quoted=quoted)
     if not action:
         return None
     draft = Draft(
@@ -198,6 +219,7 @@ def rule_draft(mined: Mined) -> Draft | None:
         as_of=mined.last_ts,
         successes=successes,
         trials=trials,
+        language=words.language,
     )
     draft.success_rate = round(successes / trials, 4) if trials else None
     draft.confidence = confidence_of(draft)
