@@ -256,3 +256,31 @@ def test_cli_missing_path_is_one_line_error_without_traceback(tmp_path):
 def test_items_carry_location_for_rejects():
     item = Item("f.jsonl", 3, error="bad")
     assert (item.file, item.line, item.event) == ("f.jsonl", 3, None)
+
+
+def test_the_embedding_cache_reads_each_vector_once_per_process_and_its_readers_share_it(make_engine) -> None:
+    """Reading vectors from DuckDB scans the whole FLOAT[] column, so a long-lived process keeps the
+    ones it read (bounded), and the server's reader threads share them."""
+    import numpy as np
+
+    from expengine.store.embeddings import VectorMemo
+
+    engine = make_engine()
+    store = engine.store
+    texts = ["book a train to Beijing", "the weather API is rate limited"]
+    first = store.embeddings.encode(texts)
+    store.embeddings.memo = VectorMemo()  # a new process: DuckDB has the vectors, memory has none
+    reader = store.reader()
+    try:
+        assert reader.embeddings.memo is store.embeddings.memo
+        assert np.allclose(reader.embeddings.encode(texts), first)
+        store.con.execute("DELETE FROM embeddings")  # the next read can only come from memory
+        assert np.allclose(store.embeddings.encode(texts[::-1]), first[::-1])
+        assert store.embeddings.encode(["a text never seen"]).shape == (1, first.shape[1])
+    finally:
+        reader.con.close()
+    small = VectorMemo(capacity=2)
+    small.put("m", {"a": first[0], "b": first[1]})
+    small.get("m", ["a"])  # a was read last: b is the least recently used
+    small.put("m", {"c": first[0]})
+    assert set(small.get("m", ["a", "b", "c"])) == {"a", "c"}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Iterable
 
 import duckdb
 import numpy as np
@@ -25,12 +28,48 @@ class EmbedCounts:
     cached: int = 0
 
 
+# vectors a process keeps in memory: ~31 MB at 384 dimensions
+MEMO_CAPACITY = 20_000
+
+
+class VectorMemo:
+    """The cached vectors a process read last, in memory. DuckDB reads a FLOAT[] column slowly: finding
+    40 vectors among 70k cached texts scans the whole column (45-65 ms), which a query pays for the
+    rules and archived sources it expands. A long-lived process (the server) reads each one once.
+    Shared by a store's reader threads; a (model, text hash) always maps to the same vector."""
+
+    def __init__(self, capacity: int = MEMO_CAPACITY):
+        self.capacity = capacity
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        found = {}
+        with self._lock:
+            for h in hashes:
+                vector = self._vectors.get((model, h))
+                if vector is not None:
+                    self._vectors.move_to_end((model, h))
+                    found[h] = vector
+        return found
+
+    def put(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            for h, vector in vectors.items():
+                self._vectors[(model, h)] = vector
+                self._vectors.move_to_end((model, h))
+            while len(self._vectors) > self.capacity:
+                self._vectors.popitem(last=False)
+
+
 class EmbeddingCache:
     """One embedder's vectors in one store; the model is only asked for texts the cache lacks, so a
-    fully cached run never loads it (pass a lazy embedder such as `LazyEmbedder`)."""
+    fully cached run never loads it (pass a lazy embedder such as `LazyEmbedder`). `memo`: vectors
+    already read, shared with the store's other caches (see `VectorMemo`)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, embedder: Embedder):
+    def __init__(self, con: duckdb.DuckDBPyConnection, embedder: Embedder, memo: VectorMemo | None = None):
         self.con, self.embedder = con, embedder
+        self.memo = memo if memo is not None else VectorMemo()
 
     @property
     def name(self) -> str:
@@ -50,13 +89,18 @@ class EmbeddingCache:
         model = self.name
         hashes = [text_hash(t) for t in texts]
         con = self.con
-        cached = {
-            h: np.asarray(v, dtype=np.float32)
-            for h, v in con.execute(
-                "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-                [model, list(set(hashes))],
-            ).fetchall()
-        }
+        cached = self.memo.get(model, set(hashes))
+        unread = list(set(hashes) - cached.keys())
+        if unread:
+            read = {
+                h: np.asarray(v, dtype=np.float32)
+                for h, v in con.execute(
+                    "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                    [model, unread],
+                ).fetchall()
+            }
+            self.memo.put(model, read)
+            cached.update(read)
         missing = [i for i, h in enumerate(hashes) if h not in cached]
         unique_missing: dict[str, int] = {}
         for i in missing:
@@ -73,6 +117,7 @@ class EmbeddingCache:
             )
             with arrow_view(con, "newvec", newvec):
                 con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
+            self.memo.put(model, fresh)
             cached.update(fresh)
         if counts is not None:
             counts.embedded += len(unique_missing)

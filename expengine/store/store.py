@@ -67,7 +67,7 @@ class Store:
         self.con = open_database(self.dir / DB_FILE)
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
-        self.embeddings = EmbeddingCache(self.con, self.embedder)
+        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
 
     @property
     def text_tokenizer(self) -> str:
@@ -95,7 +95,7 @@ class Store:
         path.write_text(tomli_w.dumps(data), encoding="utf-8")
         cfg.model = model
         self.embedder.switch(model)
-        self.embeddings = EmbeddingCache(self.con, self.embedder)
+        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
         self.index.tokenizer = self.text_tokenizer
         return True
 
@@ -104,7 +104,7 @@ class Store:
         and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
         view = copy.copy(self)
         view.con = self.con.cursor()
-        view.embeddings = EmbeddingCache(view.con, self.embedder)
+        view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo)
         view._depth = 0
         return view
 
