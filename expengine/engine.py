@@ -354,6 +354,16 @@ class Engine:
             return trace_unit(store, unit_id)
 
     # --- query, feedback, show (owner: query/) -------------------------------------------------
+    def warm(self) -> int:
+        """Load the embedding model and read into memory the vectors queries compare but LanceDB does
+        not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
+        how many vectors were read."""
+        from .query.search import warm
+
+        self.embedder.encode(["warm up"])
+        with self.session() as store:
+            return warm(store)
+
     def query(
         self,
         text: str,

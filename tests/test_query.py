@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from expengine.errors import InputError, NotFoundError
 from expengine.query.render import HEADER
 from expengine.store.db import utcnow
+from expengine.store.embeddings import VectorMemo
 from expengine.store.index import UNITS
 from expengine.store.reindex import unit_rows
 from expengine.store.state import set_state
@@ -653,6 +654,28 @@ def test_an_intent_rule_takes_the_slot_by_its_text_not_its_condition_vector(engi
         opened = engine_on(overrides={"query.unit_slot_floor": floor})
         assert ("u-weather" in [h.id for h in opened.query(text, k=3, touch=False).hits]) is slotted
         opened.close()
+
+
+def test_warm_reads_the_vectors_queries_compare_into_memory(engine_on):
+    """A server warms at start: an intent rule's text (LanceDB holds its condition's vector) and the
+    archived sources of units come from memory afterwards, never from a scan of the embedding cache."""
+    engine = engine_on()
+    condition = "the user asks about the weather in Paris"
+    engine.store.con.execute(
+        "UPDATE units SET cluster_key = 'intent:weather', condition = ? WHERE id = 'u-weather'", [condition]
+    )
+    engine.store.index.add(UNITS, unit_rows(engine.store, "id = 'u-weather'"))
+    before = engine.query("get_weather 429 retry", k=3, touch=False, kind="rule").to_dict()
+    engine.store.embeddings.memo = VectorMemo()  # a fresh process
+    assert engine.warm() >= 2  # the rule's text and its archived source s3
+    engine.store.con.execute("DELETE FROM embeddings")
+    after = engine.query("get_weather 429 retry", k=3, touch=False, kind="rule").to_dict()
+    assert [h["id"] for h in after["hits"]] == ["u-weather"]
+    # nothing was missing from memory: a miss would have embedded the text again and cached it
+    assert engine.store.con.execute("SELECT count(*) FROM embeddings").fetchone() == (0,)
+    assert {e["id"]: e["similarity"] for e in after["hits"][0]["expanded"]} == {
+        e["id"]: e["similarity"] for e in before["hits"][0]["expanded"]
+    }
 
 
 def test_compacting_the_index_files_and_scalar_indexes_change_no_answer(engine_on):

@@ -517,6 +517,25 @@ def _slotted(top: list[Hit], rule: Hit, k: int) -> list[Hit]:
 
 
 # --- expansion and reinforcement ---------------------------------------------------------------
+def warm(store: "Store") -> int:
+    """Read into memory the cached vectors queries compare but LanceDB does not hold: the texts of
+    active rules whose LanceDB vector embeds their condition (the rule slot), and the archived sources
+    of active units (expansion). Each first read would cost a query 45-65 ms at 100k memories (see
+    `VectorMemo`); a server does them all at start. How many were read."""
+    rules = store.con.execute(
+        f"SELECT text FROM units WHERE status = 'active' AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
+    ).fetchall()
+    sources = {
+        i
+        for (ids,) in store.con.execute("SELECT source_ids FROM units WHERE status = 'active'").fetchall()
+        for i in json_ids(ids)
+    }
+    archived = store.con.execute(
+        "SELECT text FROM records WHERE state = 'archived' AND id IN (SELECT unnest(?))", [sorted(sources)]
+    ).fetchall()
+    return store.embeddings.preload([t for (t,) in rules + archived])
+
+
 def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarray]:
     """Each distinct source text's vector: LanceDB holds those of active and dormant records (a lookup
     by id); the embedding cache those of archived ones (reading vectors from DuckDB costs ~1 ms a row)."""

@@ -394,7 +394,8 @@ def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_b
     recovered = engine.recover_interrupted()
     if recovered:
         log.warning("recovered interrupted compaction", extra={"runs": recovered})
-    engine.embedder.encode(["warm up"])  # load the model now, not on the first query
+    preloaded = engine.warm()  # the model and the vectors queries read, now rather than on first use
+    log.info("warm", extra={"vectors_in_memory": preloaded})
     import torch
 
     # one query embeds at a time per request thread; on two shared cores torch's own threads made a

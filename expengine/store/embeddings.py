@@ -28,8 +28,8 @@ class EmbedCounts:
     cached: int = 0
 
 
-# vectors a process keeps in memory: ~31 MB at 384 dimensions
-MEMO_CAPACITY = 20_000
+# vectors a process keeps in memory: ~77 MB at 384 dimensions
+MEMO_CAPACITY = 50_000
 
 
 class VectorMemo:
@@ -81,6 +81,21 @@ class EmbeddingCache:
         """Vector size, read from the cache when possible so the model stays unloaded."""
         row = self.con.execute("SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]).fetchall()
         return int(row[0][0]) if row else int(self.embedder.dim)
+
+    def preload(self, texts: list[str]) -> int:
+        """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
+        none: what a long-lived process does at start for the vectors queries will want. How many."""
+        wanted = list(dict.fromkeys(text_hash(t) for t in texts))[: self.memo.capacity]
+        if not wanted:
+            return 0
+        rows = self.con.execute(
+            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            [self.name, wanted],
+        ).fetchall()
+        if rows:
+            hashes, vectors = zip(*rows)
+            self.memo.put(self.name, dict(zip(hashes, np.asarray(vectors, dtype=np.float32))))
+        return len(rows)
 
     def encode(self, texts: list[str], counts: EmbedCounts | None = None) -> np.ndarray:
         """Vectors for `texts` in order, embedding (and caching) only the ones not cached yet."""
