@@ -236,29 +236,11 @@ def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, li
     return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
 
 
-def _text_search(store: "Store", name: str, words: str, where: str, limit: int) -> list[tuple[str, float]]:
-    def run(table) -> list[tuple[str, float]]:
-        rows = (
-            table.search(words, query_type="fts")
-            .where(where, prefilter=True)
-            .limit(limit)
-            .select(["id", "_score"])
-            .to_arrow()
-        )
-        return list(zip(rows.column("id").to_pylist(), rows.column("_score").to_pylist()))
-
-    table = store.index.table(name)
-    if table is None:
-        return []
-    try:
-        return run(table)
-    except ValueError as exc:  # no FTS index yet (e.g. units written without one): build it once
-        if "INVERTED index" not in str(exc):
-            raise
-        if table.count_rows() == 0:  # an empty table has none to build
-            return []
-        store.index.refresh_text_index(name)
-        return run(table)
+def _text_search(table: Any, words: str, where: str, limit: int) -> list[tuple[str, float]]:
+    """Full-text candidates from a table with a full-text index (`Index.ensure_text_index`)."""
+    rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"])
+    found = rows.to_arrow()
+    return list(zip(found.column("id").to_pylist(), found.column("_score").to_pylist()))
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -303,9 +285,11 @@ def retrieve(
     pool = _search_pool()
     store.index.db  # connect once, before the threads share it
     words = fts_text(text)
-    text_jobs = (
-        [(t, pool.submit(_text_search, store, name, words, where, limit)) for t, name, where in tables] if words else []
-    )
+    # indexes are built before the threads start, so a search never writes
+    searchable = [(t, name, where) for t, name, where in tables if words and store.index.ensure_text_index(name)]
+    text_jobs = [
+        (t, pool.submit(_text_search, store.index.table(name), words, where, limit)) for t, name, where in searchable
+    ]
     vector = vector() if callable(vector) else vector
     vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are

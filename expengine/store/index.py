@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -83,6 +84,8 @@ class Index:
         self._db: Any = None
         self._tables: dict[str, Any] = {}
         self._vector_indexed: dict[str, bool] = {}
+        self._text_indexed: dict[str, bool] = {}
+        self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
 
@@ -126,6 +129,7 @@ class Index:
         if table is None:
             self._tables[name] = self.db.create_table(name, data=rows)
             self._vector_indexed.pop(name, None)
+            self._text_indexed.pop(name, None)
             return
         if replace:
             self.delete(name, rows.column("id").to_pylist())
@@ -149,6 +153,7 @@ class Index:
         if self.table(name) is not None:
             self._tables.pop(name, None)
             self._vector_indexed.pop(name, None)
+            self._text_indexed.pop(name, None)
             self.db.drop_table(name)
 
     def compact_files(self, name: str) -> None:
@@ -178,6 +183,23 @@ class Index:
             from lancedb.index import FTS
 
             table.create_index("text", config=FTS(with_position=False, base_tokenizer=self.tokenizer), replace=True)
+            self._text_indexed[name] = True
+
+    def ensure_text_index(self, name: str) -> bool:
+        """Build the full-text index of a table that has rows but none (units written by `refine`
+        alone, without the index step of a compaction); whether the table can be searched by text. A
+        query calls it before its searches start: built from a search thread, the index raced the
+        table's other searches and was sometimes not seen."""
+        if self._text_indexed.get(name):
+            return True
+        with self._text_index_lock:
+            table = self.table(name)
+            if table is None:
+                return False
+            self._text_indexed[name] = any(i.index_type == "FTS" for i in table.list_indices())
+            if not self._text_indexed[name]:
+                self.refresh_text_index(name)  # nothing to index in an empty table: it stays unsearchable
+            return self._text_indexed[name]
 
     def has_vector_index(self, name: str) -> bool:
         """Whether the table has a vector index (asked once per table; `ensure_vector_index` updates it)."""
