@@ -28,6 +28,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
+sys.path.insert(0, str(REPO / "bench"))
+from common import english_logs  # noqa: E402  the benches' English-only selection, one embedder
+
 QUERY = "the tool failed with an error, what fixed it"
 # No model for refinement, and clustering on every cycle, so each compaction does real work fast.
 FAST = ["--set", "llm.mode=template", "--set", "cluster.interval_new_memories=0"]
@@ -52,7 +55,7 @@ class Tally:
 
 def make_slices(folder: Path, size: int, count: int) -> list[Path]:
     """`count` JSONL files of `size` lines, interleaving the English sample logs (wrapping around if needed)."""
-    english = sorted(p for p in SAMPLE_LOGS.glob("*.jsonl") if not p.name.startswith("zh_"))  # one embedder
+    english = english_logs(SAMPLE_LOGS)
     sources = [p.read_text(encoding="utf-8").splitlines() for p in english]
     lines = [line for group in zip(*sources) for line in group]
     folder.mkdir(parents=True, exist_ok=True)
