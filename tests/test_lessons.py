@@ -238,6 +238,37 @@ def test_lessons_are_written_by_refinement_and_traceable_with_trace(tmp_path, em
         assert engine.refine(run_id="r2").units_written == 0  # same runs, same outcomes: nothing rewritten
 
 
+def test_a_tool_rule_gives_way_to_the_intent_procedure_that_calls_its_tool(tmp_path, embedder):
+    """'To cancel reservation (cancel_reservation): call cancel_reservation(…)' restates the tool; the
+    intent's procedure says when and after what. Off by config, the tool rules stay."""
+    runs = [chat_run(1, n, CANCEL[n], ["get_reservation_details", "cancel_reservation"], 1.0) for n in range(4)]
+    runs += [chat_run(2, n, CANCEL[n + 4], ["cancel_reservation"], 0.0) for n in range(4)]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs), encoding="utf-8")
+    for retire in (True, False):
+        overrides = {"llm.mode": "template", "lessons.retire_tool_rules": str(retire).lower()}
+        with Engine(store=tmp_path / f"store-{retire}", embedder=embedder, overrides=overrides) as engine:
+            engine.ingest([str(path)], fmt="openai-chat")
+            report = engine.refine(run_id="r1")
+            rules = engine.store.con.execute(
+                "SELECT id, status, superseded_by, cluster_key FROM units WHERE kind = 'rule' AND condition LIKE 'To %'"
+            ).fetchall()
+            assert rules  # the tool clusters made tool rules
+            if not retire:
+                assert {status for _, status, _, _ in rules} == {"active"} and report.units_superseded == 0
+                continue
+            assert {status for _, status, _, _ in rules} == {"superseded"} and report.units_superseded == len(rules)
+            procedure = engine.units(status="active", kind="rule")
+            (winner,) = [u["id"] for u in procedure if u["category"] == "procedure"]
+            assert {by for _, _, by, _ in rules} == {winner}
+            history = engine.store.con.execute(
+                "SELECT detail FROM history WHERE item_id = ? AND action = 'superseded'", [rules[0][0]]
+            ).fetchall()
+            assert history and "intent's procedure calls its tool" in history[0][0]
+            hits = engine.query("please cancel my booking, I cannot fly", k=5, touch=False, kind="rule").hits
+            assert hits and all(not h.text.startswith("To ") for h in hits)
+
+
 # --- generalise across values; never recommend a failed path ---------------------------------------------
 def coding_session(n: int, module: str, package: str | None, *, fix_works: bool) -> list[dict]:
     """run_tests fails on a missing module; the agent installs `package` (None: reruns at once)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -45,7 +46,7 @@ from .templates import (
     render_text,
     template_drafts,
 )
-from .wording import Wording, rendered_counts, wording_for
+from .wording import WORDINGS, Wording, rendered_counts, wording_for
 
 if TYPE_CHECKING:
     from ...models.llm import LLM, LLMProvider
@@ -833,6 +834,49 @@ def _refine_intents(
                 report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
         if found and not dry_run:
             _retire_stale_intents(store, agent, {intent.key for intent, _ in found}, run_id, now)
+        if store.config.lessons.retire_tool_rules and not dry_run:
+            report.units_superseded += _retire_covered_tool_rules(store, agent, run_id, now)
+
+
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+def _retire_covered_tool_rules(store: "Store", agent: str, run_id: str | None, now: dt.datetime) -> int:
+    """A rule keyed by a tool alone ("To cancel reservation (cancel_reservation): call
+    cancel_reservation(…)") restates the tool's signature; once an intent's procedure calls that tool,
+    the procedure says when and after what, so the tool rule is superseded by it. Rules about a tool's
+    errors or the user's corrections stay. How many were superseded."""
+    procedures = store.con.execute(
+        "SELECT id, action, support FROM units WHERE status = 'active' AND agent = ? AND kind = 'rule' "
+        "AND category = 'procedure' AND cluster_key LIKE ?",
+        [agent, INTENT_PREFIX + "%"],
+    ).fetchall()
+    covering: dict[str, tuple[int, str]] = {}  # tool → (support, id) of the best-supported procedure calling it
+    for uid, action, support in procedures:
+        for tool in set(_CALLED.findall(action or "")):
+            covering[tool] = max(covering.get(tool, (-1, "")), (support or 0, uid))
+    if not covering:
+        return 0
+    conditions = {
+        words.to_use.format(human=tool.replace("_", " "), tool=tool): tool
+        for tool in covering
+        for words in WORDINGS.values()
+    }
+    rows = store.con.execute(
+        "SELECT id, condition FROM units WHERE status = 'active' AND agent = ? AND kind = 'rule' "
+        "AND cluster_key NOT LIKE ? AND condition IN (SELECT unnest(?)) AND pitfall IS NULL",
+        [agent, INTENT_PREFIX + "%", list(conditions)],
+    ).fetchall()
+    for uid, condition in rows:
+        winner = covering[conditions[condition]][1]
+        store.con.execute(
+            "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?", [winner, now, uid]
+        )
+        store.history_log(
+            uid, "superseded", f"by {winner} (an intent's procedure calls its tool)", run_id=run_id, at=now
+        )
+    store.index.delete(UNITS, [uid for uid, _ in rows])
+    return len(rows)
 
 
 def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: str | None, now: dt.datetime) -> None:
