@@ -113,7 +113,9 @@ class LessonsConfig:
     alpha: float = 0.1  # a lesson's Fisher exact p-value must be below this
     min_runs: int = 3  # runs with, and runs without, the feature
     max_lessons: int = 3  # per intent, strongest first
-    retire_tool_rules: bool = True  # a tool-keyed rule gives way to an intent procedure calling its tool
+    # a tool-keyed rule gives way to an intent procedure calling its tool; off: on tau-bench it cost the
+    # default query 4.8 points of next-tool lift (docs/benchmarks.md)
+    retire_tool_rules: bool = False
 
 
 @dataclass
