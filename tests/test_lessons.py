@@ -384,3 +384,15 @@ def test_rules_from_chinese_sources_are_worded_in_chinese():
     assert "，然后 cancel_reservation(" in main.action and main.expected_outcome == "cancel_reservation 成功，请求完成"
     for unit in (lesson, main):
         assert not any(word in render_text(unit) for word in ENGLISH_TEMPLATE_WORDS)
+
+
+def test_a_path_quotes_a_note_when_most_of_its_runs_noted_something_first_however_worded():
+    from collections import Counter
+
+    from expengine.lifecycle.refine.mine import Path as RecoveryPath
+
+    notes = Counter({"rate limited (429); waiting 60 s before retrying.": 3, "Backing off 60 seconds.": 2})
+    noted = RecoveryPath(steps=(), count=8, recovered=8, notes=notes)
+    assert noted.describe(ENGLISH) == "note 'rate limited (429); waiting 60 s before retrying.'"
+    assert noted.describe(CHINESE) == "记下“rate limited (429); waiting 60 s before retrying.”"
+    assert RecoveryPath(steps=(), count=11, recovered=11, notes=notes).describe(ENGLISH) == ""  # 5 of 11 noted

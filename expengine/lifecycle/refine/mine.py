@@ -84,12 +84,12 @@ class Path:
     notes: Counter = field(default_factory=Counter)  # what the agent noted first
 
     def describe(self, words: Wording) -> str:
-        """ "call pip_install(package=<module>)", with each argument's most common rendering and the note
-        most runs of the path took first."""
+        """ "call pip_install(package=<module>)", with each argument's most common rendering; when most runs
+        of the path noted something first ("waiting 60 s before retrying"), the most common such note,
+        however the others worded it."""
         parts = []
-        note, seen = self.notes.most_common(1)[0] if self.notes else ("", 0)
-        if note and 2 * seen >= self.count:
-            parts.append(words.note.format(note=note))
+        if self.notes and 2 * sum(self.notes.values()) >= self.count:
+            parts.append(words.note.format(note=self.notes.most_common(1)[0][0]))
         for i, step in enumerate(self.steps):
             args = ", ".join(
                 f"{name}={values.most_common(1)[0][0]}" for (j, name), values in self.args.items() if j == i
