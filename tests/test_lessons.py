@@ -396,3 +396,5 @@ def test_a_path_quotes_a_note_when_most_of_its_runs_noted_something_first_howeve
     assert noted.describe(ENGLISH) == "note 'rate limited (429); waiting 60 s before retrying.'"
     assert noted.describe(CHINESE) == "记下“rate limited (429); waiting 60 s before retrying.”"
     assert RecoveryPath(steps=(), count=11, recovered=11, notes=notes).describe(ENGLISH) == ""  # 5 of 11 noted
+    one_offs = Counter({f"thought number {n}": 1 for n in range(5)})  # most runs noted, each its own way
+    assert RecoveryPath(steps=(), count=8, recovered=8, notes=one_offs).describe(ENGLISH) == ""

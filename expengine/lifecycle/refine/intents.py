@@ -26,10 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .mine import tool_arguments
+from .mine import SCRATCHPAD_TOOLS, tool_arguments
 from .wording import CHINESE, CLEAR_SHARE, ENGLISH, Wording, wording_for
 
-SKIPPED_TOOLS = ("think",)  # the agent's scratchpad, not a step of the procedure
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing
 
 
@@ -153,7 +152,7 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
             run.corrected |= r is not first_user and r.get("category") in ("correction", "safety")
         elif r["kind"] == "feedback" and r.get("feedback_signal") == "negative":
             run.corrected = True
-        elif r["kind"] == "tool_call" and r.get("tool_name") and r["tool_name"] not in SKIPPED_TOOLS:
+        elif r["kind"] == "tool_call" and r.get("tool_name") and r["tool_name"] not in SCRATCHPAD_TOOLS:
             args = tool_arguments(r)
             call = Call(r["tool_name"], args, {name: _provenance(v, user_text, results) for name, v in args.items()})
             run.calls.append(call)

@@ -17,6 +17,7 @@ from typing import Any
 from .wording import CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 TOOL_KINDS = ("tool_call", "tool_result")
+SCRATCHPAD_TOOLS = ("think",)  # the agent thinking aloud through a tool: never a step of a procedure
 LESSON_CATEGORIES = ("error", "outcome", "feedback", "preference", "safety", "fact", "correction", "goal", "health")
 CORRECTION = re.compile(r"(?i)\b(always|never|don'?t|do not|stop|instead|actually|please use|must)\b")
 SPEAKER_PREFIX = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?): (.+)$", re.S)
@@ -84,12 +85,13 @@ class Path:
     notes: Counter = field(default_factory=Counter)  # what the agent noted first
 
     def describe(self, words: Wording) -> str:
-        """ "call pip_install(package=<module>)", with each argument's most common rendering; when most runs
-        of the path noted something first ("waiting 60 s before retrying"), the most common such note,
-        however the others worded it."""
+        """ "call pip_install(package=<module>)", with each argument's most common rendering, and the note
+        most runs of the path took first; or, when most runs noted something first however worded, the
+        note worded alike in at least two of them ("waiting 60 s before retrying"), never a one-off."""
         parts = []
-        if self.notes and 2 * sum(self.notes.values()) >= self.count:
-            parts.append(words.note.format(note=self.notes.most_common(1)[0][0]))
+        note, seen = self.notes.most_common(1)[0] if self.notes else ("", 0)
+        if note and (2 * seen >= self.count or (seen >= 2 and 2 * sum(self.notes.values()) >= self.count)):
+            parts.append(words.note.format(note=note))
         for i, step in enumerate(self.steps):
             args = ", ".join(
                 f"{name}={values.most_common(1)[0][0]}" for (j, name), values in self.args.items() if j == i
@@ -334,7 +336,7 @@ def _path(
         name = r.get("tool_name")
         if r["kind"] == "observation" and r.get("content"):
             notes.append(" ".join(r["content"].split())[:80])
-        elif r["kind"] == "tool_call" and name and name != tool:
+        elif r["kind"] == "tool_call" and name and name != tool and name not in SCRATCHPAD_TOOLS:
             pending[name] = (name, tool_arguments(r))
         elif r["kind"] == "tool_result" and name == tool:
             return tuple(steps), args, notes, renamed, not r.get("tool_error")
@@ -410,7 +412,8 @@ def mine_cluster(
     for r in records:
         if r["kind"] in TOOL_KINDS and r.get("tool_name"):
             mined.tools[r["tool_name"]] += 1
-    mined.primary_tool = mined.tools.most_common(1)[0][0] if mined.tools else None
+    # the agent's scratchpad is no tool a rule is about ("To think (think): call think(thought=…)")
+    mined.primary_tool = next((t for t, _ in mined.tools.most_common() if t not in SCRATCHPAD_TOOLS), None)
     _mine_tool_use(mined, records, context or [])
     by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in sorted(context or records, key=lambda r: (r["ts"], r["id"])):
@@ -518,7 +521,7 @@ def _mine_preceding(mined: Mined, records: list[dict[str, Any]], by_session: dic
                 continue
             if r.get("tool_name") == tool:
                 break
-            if r.get("tool_name") and r["tool_name"] not in before and r["tool_name"] != "think":
+            if r.get("tool_name") and r["tool_name"] not in before and r["tool_name"] not in SCRATCHPAD_TOOLS:
                 before.append(r["tool_name"])
         mined.preceded_by.update(before)
     threshold = max(2, len(sessions) // 2)
