@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .mine import SCRATCHPAD_TOOLS, tool_arguments
+from .mine import CJK, SCRATCHPAD_TOOLS, tool_arguments
 from .wording import CHINESE, CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing
@@ -167,10 +167,10 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
 def shorten(text: str, words: int) -> str:
     """The request without greetings, cut at `words` words: what a condition quotes. Chinese has no
     spaces: its greeting is cut at the first punctuation, and it is cut at two characters a word."""
-    if _CJK.search(text):
-        head, _, rest = text.partition(_first_stop(text))
+    if CJK.search(text):
+        head, *rest = _STOPS.split(text, maxsplit=1)
         if rest and head.strip() in CHINESE.greetings:
-            text = rest.strip()
+            text = rest[0].strip()
         limit = 2 * words
         return text[:limit] + ("…" if len(text) > limit else "")
     parts = text.split()
@@ -181,13 +181,7 @@ def shorten(text: str, words: int) -> str:
 
 
 _GOAL_LABEL = re.compile(r"^goal \w+: ")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _STOPS = re.compile(r"[，。！？、,.!?\s]")
-
-
-def _first_stop(text: str) -> str:
-    match = _STOPS.search(text)
-    return match.group() if match else "\0"
 
 
 def group_intents(

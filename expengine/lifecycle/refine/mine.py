@@ -58,7 +58,7 @@ ZH_FACTS = (
     ("dislikes", re.compile(rf"我(?:很|非常|真的)?(?:不喜欢|讨厌|受不了)(.+?){_ZH_END}"), "{s}不喜欢{v}", False),
     ("prefers", re.compile(rf"我(?:很|非常|特别|真的|最)?(?:喜欢|爱|偏爱)(.+?){_ZH_END}"), "{s}喜欢{v}", False),
 )
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # Han, kana, Hangul
 _NOT_A_VALUE = re.compile(r"(?i)^(it|that|this|them|those|these|him|her|so|when|how|what|you|to|the)$")
 # A liked or disliked thing is a short noun phrase: "live music", "writing". Clauses ("how it shows the
 # togetherness", "seeing them soak", "every day") and phrases about the speaker ("talking about my
@@ -219,7 +219,7 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
     if record.get("kind") not in ("message", "note") or record.get("role") not in (None, "user", "system"):
         return []
     subject, text = speaker_and_text(record)
-    if _CJK.search(text):
+    if CJK.search(text):
         return _chinese_facts(record, "用户" if subject == "the user" else subject, text)
     if not text or len(text.split()) < 3 or record.get("category") == "chatter":
         return []
@@ -251,7 +251,7 @@ def extract_facts(record: dict[str, Any]) -> list[FactStatement]:
 
 def _chinese_facts(record: dict[str, Any], subject: str, text: str) -> list[FactStatement]:
     """Chinese has no spaces: length is counted in characters, and statements stay in Chinese."""
-    if len(_CJK.findall(text)) < 4 or record.get("category") == "chatter":
+    if len(CJK.findall(text)) < 4 or record.get("category") == "chatter":
         return []
     ts, rid = record["ts"], record["id"]
     found = []

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .mine import Mined
+from .mine import CJK, Mined
 from .wording import ENGLISH, WORDINGS
 
 MAX_FACT_UNITS_PER_CLUSTER = 8
@@ -78,7 +77,7 @@ def render_text(draft: Draft) -> str:
     """The one paragraph `query` returns for a unit."""
     if draft.attribute == DIGEST_ATTRIBUTE:
         return draft.statement or ""
-    if draft.kind == "fact" and _CJK.search(draft.statement or ""):
+    if draft.kind == "fact" and CJK.search(draft.statement or ""):
         return _render_chinese_fact(draft)
     if draft.kind == "fact":
         when = f"As of {draft.as_of:%Y-%m-%d} " if draft.as_of and draft.dated else ""
@@ -107,9 +106,6 @@ def render_text(draft: Draft) -> str:
         evidence += words.succeeded_of.format(successes=draft.successes, trials=draft.trials)
     parts.append(words.evidence.format(text=evidence))
     return (" " if words is ENGLISH else "").join(p.replace("..", ".").replace("。。", "。") for p in parts)
-
-
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 def _render_chinese_fact(draft: Draft) -> str:
