@@ -86,16 +86,19 @@ class EmbeddingCache:
         """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
         none: what a long-lived process does at start for the vectors queries will want. How many."""
         wanted = list(dict.fromkeys(text_hash(t) for t in texts))[: self.memo.capacity]
-        if not wanted:
-            return 0
-        rows = self.con.execute(
-            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-            [self.name, wanted],
-        ).fetchall()
-        if rows:
-            hashes, vectors = zip(*rows)
-            self.memo.put(self.name, dict(zip(hashes, np.asarray(vectors, dtype=np.float32))))
-        return len(rows)
+        return len(self._read(self.name, wanted)) if wanted else 0
+
+    def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
+        read = {
+            h: np.asarray(v, dtype=np.float32)
+            for h, v in self.con.execute(
+                "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                [model, hashes],
+            ).fetchall()
+        }
+        self.memo.put(model, read)
+        return read
 
     def encode(self, texts: list[str], counts: EmbedCounts | None = None) -> np.ndarray:
         """Vectors for `texts` in order, embedding (and caching) only the ones not cached yet."""
@@ -107,15 +110,7 @@ class EmbeddingCache:
         cached = self.memo.get(model, set(hashes))
         unread = list(set(hashes) - cached.keys())
         if unread:
-            read = {
-                h: np.asarray(v, dtype=np.float32)
-                for h, v in con.execute(
-                    "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-                    [model, unread],
-                ).fetchall()
-            }
-            self.memo.put(model, read)
-            cached.update(read)
+            cached.update(self._read(model, unread))
         missing = [i for i, h in enumerate(hashes) if h not in cached]
         unique_missing: dict[str, int] = {}
         for i in missing:
