@@ -569,11 +569,7 @@ def _write(
                 added.append(row["id"])
                 con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
             for loser in step.decision.losers:
-                con.execute(
-                    "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
-                    [row["id"], now, loser],
-                )
-                store.history_log(loser, "superseded", f"by {row['id']} (cluster {cluster.key})", run_id=run_id, at=now)
+                _supersede(store, loser, row["id"], f"cluster {cluster.key}", run_id, now)
                 removed.append(loser)
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
@@ -868,15 +864,19 @@ def _retire_covered_tool_rules(store: "Store", agent: str, run_id: str | None, n
         [agent, INTENT_PREFIX + "%", list(conditions)],
     ).fetchall()
     for uid, condition in rows:
-        winner = covering[conditions[condition]][1]
-        store.con.execute(
-            "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?", [winner, now, uid]
-        )
-        store.history_log(
-            uid, "superseded", f"by {winner} (an intent's procedure calls its tool)", run_id=run_id, at=now
-        )
+        _supersede(store, uid, covering[conditions[condition]][1], "an intent's procedure calls its tool", run_id, now)
     store.index.delete(UNITS, [uid for uid, _ in rows])
     return len(rows)
+
+
+def _supersede(store: "Store", uid: str, winner: str, why: str, run_id: str | None, now: dt.datetime) -> None:
+    """An active unit gives way to `winner`, with the reason in its history (the caller drops it from
+    LanceDB, in one delete for all it supersedes)."""
+    store.con.execute(
+        "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
+        [winner, now, uid],
+    )
+    store.history_log(uid, "superseded", f"by {winner} ({why})", run_id=run_id, at=now)
 
 
 def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: str | None, now: dt.datetime) -> None:
@@ -892,10 +892,7 @@ def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: st
         return
     for uid, sources in stale:
         winner = max(current, key=lambda c: len(c[1] & sources))[0]
-        store.con.execute(
-            "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ?", [winner, now, uid]
-        )
-        store.history_log(uid, "superseded", f"by {winner} (its intent was regrouped)", run_id=run_id, at=now)
+        _supersede(store, uid, winner, "its intent was regrouped", run_id, now)
     store.index.delete(UNITS, [uid for uid, _ in stale])
 
 
