@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from .mine import CJK, Mined
-from .wording import ENGLISH, WORDINGS
+from .wording import WORDINGS
 
 MAX_FACT_UNITS_PER_CLUSTER = 8
 MAX_QUOTES = 4
@@ -105,7 +105,7 @@ def render_text(draft: Draft) -> str:
     if draft.trials:
         evidence += words.succeeded_of.format(successes=draft.successes, trials=draft.trials)
     parts.append(words.evidence.format(text=evidence))
-    return (" " if words is ENGLISH else "").join(p.replace("..", ".").replace("。。", "。") for p in parts)
+    return words.sentence_gap.join(p.replace("..", ".").replace("。。", "。") for p in parts)
 
 
 def _render_chinese_fact(draft: Draft) -> str:

@@ -30,6 +30,7 @@ class Wording:
 
     language: str
     then: str
+    before_latin: str  # after `then`, before a step that starts with a tool name
     quote: str
     list_separator: str
     clause_separator: str
@@ -57,6 +58,7 @@ class Wording:
     # render_text
     rule_sentence: str
     sentence_end: str
+    sentence_gap: str  # between a rule's sentences: a space in English, none in Chinese
     expected: str
     pitfall: str
     seen: str
@@ -95,7 +97,7 @@ class Wording:
         text = ""
         for part in filter(None, parts):
             if text:
-                text += self.then + (" " if self.language == "zh" and part[:1].isascii() else "")
+                text += self.then + (self.before_latin if part[:1].isascii() else "")
             text += part
         return text
 
@@ -103,6 +105,7 @@ class Wording:
 ENGLISH = Wording(
     language="en",
     then=", then ",
+    before_latin="",
     quote="'{text}'",
     list_separator=", ",
     clause_separator="; ",
@@ -128,6 +131,7 @@ ENGLISH = Wording(
     times=" ({count}x)",
     rule_sentence="{condition}: {action}.",
     sentence_end=".",
+    sentence_gap=" ",
     expected="Expected: {text}.",
     pitfall="Pitfall: {text}.",
     seen="seen {count} times",
@@ -162,6 +166,7 @@ ENGLISH = Wording(
 CHINESE = Wording(
     language="zh",
     then="，然后",
+    before_latin=" ",
     quote="“{text}”",
     list_separator="、",
     clause_separator="；",
@@ -187,6 +192,7 @@ CHINESE = Wording(
     times="（{count} 次）",
     rule_sentence="{condition}：{action}。",
     sentence_end="。",
+    sentence_gap="",
     expected="预期：{text}。",
     pitfall="注意：{text}。",
     seen="出现 {count} 次",
