@@ -16,7 +16,6 @@ from the one stored on its active units.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 import time
@@ -27,9 +26,12 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ModelError
 from ...ingest.events import TIME_ASSUMED
 from ...results import Result
+from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
-from ...store.index import UNITS
-from .conflicts import decide, normalized
+from ...store.records import fetch_records, select_records
+from ...store.units import signature_of, unit_id
+from ...textutil import normalized
+from .conflicts import decide
 from .ground import check_digest, check_fact, check_rule, source_text
 from .mine import (
     LESSON_CATEGORIES,
@@ -53,62 +55,6 @@ if TYPE_CHECKING:
     from ...store.store import Store
     from ..cycle import CycleContext
 
-RECORD_COLUMNS = (
-    "id",
-    "agent",
-    "session",
-    "goal_id",
-    "ts",
-    "kind",
-    "role",
-    "content",
-    "text",
-    "tool_name",
-    "tool_args",
-    "tool_result",
-    "tool_error",
-    "outcome",
-    "feedback_signal",
-    "feedback_target",
-    "category",
-    "pinned",
-    "protected",
-    "state",
-    "importance",
-    "meta",
-)
-UNIT_FIELDS = (
-    "id",
-    "kind",
-    "text",
-    "condition",
-    "action",
-    "expected_outcome",
-    "pitfall",
-    "statement",
-    "subject",
-    "attribute",
-    "as_of",
-    "category",
-    "agent",
-    "support",
-    "success_rate",
-    "confidence",
-    "source_ids",
-    "method",
-    "cluster_key",
-    "created",
-    "updated",
-    "last_used",
-    "utility",
-    "weight",
-    "helpful",
-    "harmful",
-    "status",
-    "supersedes",
-    "superseded_by",
-    "cluster_signature",
-)
 NEVER_DORMANT_CATEGORIES = ("error", "outcome", "feedback", "preference", "safety")
 ARCHIVABLE_KINDS = ("tool_call", "tool_result")  # observations often carry the lesson (what followed an error)
 MAX_EXAMPLES = 3
@@ -171,16 +117,6 @@ class RefineReport(Result):
     units: list[dict[str, Any]] = field(default_factory=list)
 
 
-def unit_id(kind: str, agent: str, cluster_key: str, text: str) -> str:
-    """A content hash, so refining the same evidence twice writes the same unit (idempotent)."""
-    digest = hashlib.sha256(f"{kind}\x1f{agent}\x1f{cluster_key}\x1f{normalized(text)}".encode()).hexdigest()
-    return "u-" + digest[:12]
-
-
-def signature_of(member_ids: list[str]) -> str:
-    return hashlib.sha256("\n".join(sorted(member_ids)).encode()).hexdigest()[:16]
-
-
 # --- inputs ----------------------------------------------------------------------------------------
 def load_clusters(store: "Store") -> tuple[list[ClusterInput], bool]:
     """Clusters from pruning if any were written, else the deterministic grouping (second value True)."""
@@ -197,11 +133,7 @@ def load_clusters(store: "Store") -> tuple[list[ClusterInput], bool]:
 def auto_clusters(store: "Store") -> list[ClusterInput]:
     """The fallback grouping documented in the module docstring, over active and dormant records."""
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    cursor = store.con.execute(
-        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE state IN ('active', 'dormant') ORDER BY ts, id"
-    )
-    for row in cursor.fetchall():
-        r = dict(zip(RECORD_COLUMNS, row))
+    for r in select_records(store, "state IN ('active', 'dormant')"):
         agent = r["agent"]
         if r["kind"] in ("tool_call", "tool_result") and r["tool_name"]:
             groups[(agent, f"tool:{r['tool_name']}")].append(r["id"])
@@ -223,27 +155,14 @@ def auto_clusters(store: "Store") -> list[ClusterInput]:
     ]
 
 
-def _fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    rows = store.con.execute(
-        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE id IN (SELECT unnest(?)) ORDER BY ts, id",
-        [list(dict.fromkeys(ids))],
-    ).fetchall()
-    return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
-
-
 def _context(store: "Store", records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool use and observations of the sources' sessions, so mining sees what followed an error."""
     sessions = sorted({r["session"] for r in records if r.get("session") and r["kind"] in ("tool_call", "tool_result")})
     if not sessions:
         return []
-    rows = store.con.execute(
-        f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE session IN (SELECT unnest(?)) "
-        "AND kind IN ('tool_call', 'tool_result', 'observation') ORDER BY ts, id",
-        [sessions],
-    ).fetchall()
-    return [dict(zip(RECORD_COLUMNS, row)) for row in rows]
+    return select_records(
+        store, "session IN (SELECT unnest(?)) AND kind IN ('tool_call', 'tool_result', 'observation')", [sessions]
+    )
 
 
 AGENT_LANGUAGE_SAMPLE = 500
@@ -270,16 +189,6 @@ def _goal_status(store: "Store", records: list[dict[str, Any]]) -> dict[str, str
         return {}
     found = store.con.execute("SELECT goal_id, status FROM goals WHERE goal_id IN (SELECT unnest(?))", [goals])
     return dict(found.fetchall())
-
-
-def _active_units(store: "Store", agent: str, kind: str) -> list[dict[str, Any]]:
-    cursor = store.con.execute(
-        "SELECT id, kind, text, cluster_key, cluster_signature, created, condition, action, subject, attribute, "
-        "statement, support, as_of, source_ids FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
-        [agent, kind],
-    )
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 # --- the model ---------------------------------------------------------------------------------------
@@ -450,13 +359,11 @@ class _Step:
 def _plan(
     store: "Store", cluster: ClusterInput, pairs: list[tuple[Draft, dict[str, Any]]], report: RefineReport
 ) -> list[_Step]:
-    con = store.con
     ids = [row["id"] for _, row in pairs]
-    existing = con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall() if ids else []
-    existing_ids = {r[0] for r in existing}
+    existing_ids = units.existing_ids(store, ids)
     steps: list[_Step] = []
     for draft, row in pairs:
-        active = _active_units(store, cluster.agent, row["kind"])
+        active = units.active_units(store, cluster.agent, row["kind"])
         twin = _twin(row, active)
         if twin is None and row["id"] in existing_ids:
             steps.append(_Step(row, "keep"))  # refined before and since superseded: leave it
@@ -485,23 +392,6 @@ def _plan(
     return steps
 
 
-MERGE_FIELDS = (
-    "text",
-    "condition",
-    "action",
-    "expected_outcome",
-    "pitfall",
-    "statement",
-    "as_of",
-    "support",
-    "success_rate",
-    "confidence",
-    "source_ids",
-    "method",
-    "cluster_signature",
-)
-
-
 def _write(
     store: "Store",
     cluster: ClusterInput,
@@ -514,7 +404,6 @@ def _write(
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
     pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
     written or merged (the units whose sources changed)."""
-    con = store.con
     steps = _plan(store, cluster, pairs, report)
     report.units_unchanged += sum(1 for s in steps if s.action == "keep")
     written = [s.row for s in steps if s.action != "keep"]
@@ -531,56 +420,37 @@ def _write(
             row = step.row
             if step.action == "keep":
                 if row["cluster_key"] == cluster.key:
-                    con.execute("UPDATE units SET cluster_signature = ? WHERE id = ?", [cluster.signature, row["id"]])
+                    units.set_signature(store, cluster.signature, ids=[row["id"]])
                 continue
             if step.action == "merge":
                 row["updated"] = now
-                con.execute(
-                    f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
-                    [row[k] for k in MERGE_FIELDS] + [now, row["id"]],
-                )
-                store.history_log(
-                    row["id"],
-                    "merged",
-                    {
-                        "cluster": cluster.key,
-                        "support": row["support"],
-                        "from_support": (step.twin or {}).get("support"),
-                    },
-                    run_id=run_id,
-                    at=now,
-                )
+                detail = {
+                    "cluster": cluster.key,
+                    "support": row["support"],
+                    "from_support": (step.twin or {}).get("support"),
+                }
+                units.merge(store, row, detail=detail, run_id=run_id, now=now)
                 added.append(row["id"])
-                con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
                 continue
             row["created"] = row["updated"] = now
-            con.execute(
-                f"INSERT INTO units ({', '.join(UNIT_FIELDS)}) VALUES ({', '.join('?' for _ in UNIT_FIELDS)})",
-                [row[k] for k in UNIT_FIELDS],
-            )
-            store.history_log(
-                row["id"],
-                "refined",
-                {"cluster": cluster.key, "method": row["method"], "support": row["support"], "status": row["status"]},
-                run_id=run_id,
-                at=now,
-            )
+            detail = {
+                "cluster": cluster.key,
+                "method": row["method"],
+                "support": row["support"],
+                "status": row["status"],
+            }
+            units.insert(store, row, action="refined", detail=detail, run_id=run_id, now=now)
             if row["status"] == "active":
                 added.append(row["id"])
-                con.execute("INSERT INTO pending_index VALUES (?, 'unit') ON CONFLICT DO NOTHING", [row["id"]])
-            for loser in step.decision.losers:
-                _supersede(store, loser, row["id"], f"cluster {cluster.key}", run_id, now)
-                removed.append(loser)
+            losers = step.decision.losers
+            removed += losers
+            units.set_status(
+                store, losers, "superseded", winner=row["id"], reason=f"cluster {cluster.key}", run_id=run_id, now=now
+            )
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
     report.units_superseded += len(removed)
-    if removed:
-        store.index.delete(UNITS, removed)
-    if added:
-        from ...store.reindex import unit_rows
-
-        store.index.add(UNITS, unit_rows(store, "id IN (SELECT unnest(?))", [added]), replace=True)
-        con.execute("DELETE FROM pending_index WHERE target = 'unit' AND id IN (SELECT unnest(?))", [added])
+    units.index_journalled(store, added)
     return written
 
 
@@ -632,25 +502,6 @@ def _sleep_covered_sources(
 
 
 # --- the cycle ---------------------------------------------------------------------------------------
-def _stored_signatures(store: "Store") -> dict[str, set[str]]:
-    stored: dict[str, set[str]] = defaultdict(set)
-    for key, signature in store.con.execute(
-        "SELECT cluster_key, cluster_signature FROM units WHERE status = 'active' AND cluster_key IS NOT NULL"
-    ).fetchall():
-        stored[key].add(signature)
-    return stored
-
-
-def _previous_sources(store: "Store", cluster_key: str) -> list[str]:
-    """Sources of the cluster's active units: archived sources leave the cluster but stay evidence."""
-    ids: list[str] = []
-    for (source_ids,) in store.con.execute(
-        "SELECT source_ids FROM units WHERE status = 'active' AND cluster_key = ?", [cluster_key]
-    ).fetchall():
-        ids.extend(json_ids(source_ids))
-    return ids
-
-
 def _load_llm(store: "Store", llm: LLMProvider, report: RefineReport) -> LLM | None:
     if not store.config.llm.uses_model:
         return None
@@ -683,7 +534,7 @@ def refine_clusters(
     clusters, report.auto_clusters = load_clusters(store)
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
-    stored = _stored_signatures(store)
+    stored = units.stored_signatures(store)
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set())]
     report.clusters_unchanged = len(clusters) - len(changed)
     model = _load_llm(store, llm, report) if changed else None
@@ -711,17 +562,14 @@ def _refine_one(
     now: dt.datetime,
     wordings: dict[str, Wording],
 ) -> None:
-    previous = _previous_sources(store, cluster.key)
+    previous = units.cluster_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
         # only archived sources left the cluster: the evidence is the same, so keep the units
         if not dry_run:
-            store.con.execute(
-                "UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
-                [cluster.signature, cluster.key],
-            )
+            units.set_signature(store, cluster.signature, cluster_key=cluster.key)
         report.clusters_unchanged += 1
         return
-    records = [r for r in _fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
+    records = [r for r in fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
     if len(records) < store.config.refine.min_support:
         report.clusters_not_concrete += 1
         return
@@ -796,8 +644,7 @@ def _refine_intents(
     from .intents import build_runs
     from .lessons import intent_drafts
 
-    cursor = store.con.execute(f"SELECT {', '.join(RECORD_COLUMNS)} FROM records WHERE goal_id IS NOT NULL")
-    records = [dict(zip(RECORD_COLUMNS, row)) for row in cursor.fetchall()]
+    records = select_records(store, "goal_id IS NOT NULL")
     status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
     by_agent: dict[str, list[Any]] = defaultdict(list)
     for run in build_runs(records, status):
@@ -863,20 +710,11 @@ def _retire_covered_tool_rules(store: "Store", agent: str, run_id: str | None, n
         "AND cluster_key NOT LIKE ? AND condition IN (SELECT unnest(?)) AND pitfall IS NULL",
         [agent, INTENT_PREFIX + "%", list(conditions)],
     ).fetchall()
+    why = "an intent's procedure calls its tool"
     for uid, condition in rows:
-        _supersede(store, uid, covering[conditions[condition]][1], "an intent's procedure calls its tool", run_id, now)
-    store.index.delete(UNITS, [uid for uid, _ in rows])
+        winner = covering[conditions[condition]][1]
+        units.set_status(store, [uid], "superseded", winner=winner, reason=why, run_id=run_id, now=now)
     return len(rows)
-
-
-def _supersede(store: "Store", uid: str, winner: str, why: str, run_id: str | None, now: dt.datetime) -> None:
-    """An active unit gives way to `winner`, with the reason in its history (the caller drops it from
-    LanceDB, in one delete for all it supersedes)."""
-    store.con.execute(
-        "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id = ? AND status = 'active'",
-        [winner, now, uid],
-    )
-    store.history_log(uid, "superseded", f"by {winner} ({why})", run_id=run_id, at=now)
 
 
 def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: str | None, now: dt.datetime) -> None:
@@ -892,8 +730,9 @@ def _retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: st
         return
     for uid, sources in stale:
         winner = max(current, key=lambda c: len(c[1] & sources))[0]
-        _supersede(store, uid, winner, "its intent was regrouped", run_id, now)
-    store.index.delete(UNITS, [uid for uid, _ in stale])
+        units.set_status(
+            store, [uid], "superseded", winner=winner, reason="its intent was regrouped", run_id=run_id, now=now
+        )
 
 
 def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:
@@ -914,49 +753,6 @@ def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]]
         report.rejection_reasons.append(f"digest: {reasons[0][:160]}")
         return None
     return draft
-
-
-def list_units(
-    store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
-) -> list[dict[str, Any]]:
-    """Every field of every unit matching the filters, best first (confidence, then support)."""
-    where, params = [], []
-    for column, value in (("agent", agent), ("status", status), ("kind", kind)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    sql = f"SELECT {', '.join(UNIT_FIELDS)} FROM units"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    rows = store.con.execute(sql + " ORDER BY confidence DESC, support DESC, id", params).fetchall()
-    return [_unit_dict(row) for row in rows]
-
-
-def _unit_dict(row: tuple) -> dict[str, Any]:
-    unit = dict(zip(UNIT_FIELDS, row))
-    unit["source_ids"] = json_ids(unit["source_ids"])
-    return unit
-
-
-def trace_unit(store: "Store", unit_id_: str) -> dict[str, Any]:
-    """The unit, every raw record it came from (whatever their state) and its history."""
-    from ...errors import NotFoundError
-
-    row = store.con.execute(f"SELECT {', '.join(UNIT_FIELDS)} FROM units WHERE id = ?", [unit_id_]).fetchall()
-    if not row:
-        raise NotFoundError(f"no unit with id {unit_id_!r}", hint="see `expengine units`")
-    unit = _unit_dict(row[0])
-    records = _fetch_records(store, unit["source_ids"])
-    found = {r["id"] for r in records}
-    history = store.con.execute(
-        "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at", [unit_id_]
-    ).fetchall()
-    return {
-        "unit": unit,
-        "records": records,
-        "missing_source_ids": [i for i in unit["source_ids"] if i not in found],
-        "history": [dict(zip(("happened_at", "action", "detail", "run_id"), h)) for h in history],
-    }
 
 
 class RefineStep:
