@@ -111,7 +111,7 @@ def test_reindex_after_embedder_change_re_embeds_with_the_new_model(tmp_path: Pa
 def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
     import datetime as dt
 
-    from expengine.lifecycle.refine.mine import extract_facts
+    from expengine.lifecycle.refine.facts import extract_facts
     from expengine.lifecycle.refine.templates import Draft, render_text
 
     def facts(text: str) -> list[str]:

@@ -19,7 +19,8 @@ from expengine.lifecycle.refine.intents import (
     shorten,
 )
 from expengine.lifecycle.refine.lessons import contrasts, lesson_drafts
-from expengine.lifecycle.refine.mine import generalise, mine_cluster
+from expengine.lifecycle.refine.mine import mine_cluster
+from expengine.lifecycle.refine.recovery import generalise
 from expengine.lifecycle.refine.templates import Draft, rule_draft
 from expengine.lifecycle.refine.wording import CHINESE, ENGLISH
 
@@ -389,7 +390,7 @@ def test_rules_from_chinese_sources_are_worded_in_chinese():
 def test_a_path_quotes_a_note_when_most_of_its_runs_noted_something_first_however_worded():
     from collections import Counter
 
-    from expengine.lifecycle.refine.mine import Path as RecoveryPath
+    from expengine.lifecycle.refine.recovery import RecoveryPath
 
     notes = Counter({"rate limited (429); waiting 60 s before retrying.": 3, "Backing off 60 seconds.": 2})
     noted = RecoveryPath(steps=(), count=8, recovered=8, notes=notes)

@@ -12,8 +12,9 @@ from expengine.config import LLMConfig
 from expengine.engine import Engine
 from expengine.errors import ModelError, NotFoundError
 from expengine.lifecycle.refine.conflicts import decide
+from expengine.lifecycle.refine.facts import extract_facts
 from expengine.lifecycle.refine.ground import check_fact, check_rule, source_text
-from expengine.lifecycle.refine.mine import extract_facts, mine_cluster
+from expengine.lifecycle.refine.mine import mine_cluster
 from expengine.lifecycle.refine.templates import Draft, wilson_lower_bound
 from expengine.models.llm import get_llm, parse_json_object
 from expengine.store.units import signature_of, unit_id

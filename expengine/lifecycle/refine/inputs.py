@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.records import select_records
 from ...store.units import signature_of
-from .mine import extract_facts
+from .facts import extract_facts
 from .wording import Wording, wording_for
 
 if TYPE_CHECKING:

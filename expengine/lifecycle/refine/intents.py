@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...textutil import CJK
-from .mine import SCRATCHPAD_TOOLS, tool_arguments
+from .recovery import SCRATCHPAD_TOOLS, tool_arguments
 from .wording import CHINESE, CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.db import json_ids
 from ...store.state import set_state
-from .mine import LESSON_CATEGORIES, speaker_and_text
+from .facts import speaker_and_text
+from .mine import LESSON_CATEGORIES
 from .templates import DIGEST_ATTRIBUTE
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ class Wording:
     quote: str
     list_separator: str
     clause_separator: str
-    # templates.rule_draft and mine.Path
+    # templates.rule_draft and recovery.RecoveryPath
     call: str
     first_then_call: str
     note: str
