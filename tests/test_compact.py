@@ -580,6 +580,9 @@ def test_refine_hook_runs_after_pruning_and_before_purge(store, monkeypatch):
         def to_dict(self):
             return {"units_written": 0}
 
+        def summary(self):
+            return "0 units written"
+
     def fake_refine(db, llm, *, dry_run, run_id, max_llm_calls, now):
         calls.append((dry_run, run_id, max_llm_calls, db.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]))
         if len(calls) == 2:

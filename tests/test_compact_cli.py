@@ -147,3 +147,20 @@ def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine,
     assert state_of(engine)["late"] == "active"
     assert engine.store.index.count("memories", "id = 'c01' AND state = 'dormant'") == 1  # index agrees again
     assert engine.store.con.execute("SELECT status FROM runs WHERE id = 'run-killed'").fetchall() == [("interrupted",)]
+
+
+def test_every_step_renders_its_own_summary_line(store_dir):
+    """The CLI has no per-step code: each declared step's report carries the line `compact` prints."""
+    from expengine.lifecycle.steps import STEPS
+
+    report = invoke(store_dir, "compact", "--dry-run", "--json")
+    assert list(report["steps"]) == [s.name for s in STEPS]  # the dry run takes no snapshot
+    assert all(isinstance(step["summary"], str) and step["summary"] for step in report["steps"].values())
+    assert report["steps"]["decay"]["summary"] == (
+        f"{report['steps']['decay']['decayed']} decayed, {report['steps']['decay']['became_dormant']} dormant"
+    )
+    shown = CliRunner().invoke(app, ["--store", str(store_dir), "compact"], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert "archived," in shown.stdout and "chatter messages asleep" in shown.stdout
+    help_text = " ".join(CliRunner().invoke(app, ["compact", "--help"]).stdout.split())
+    assert all(s.does in help_text for s in STEPS), help_text

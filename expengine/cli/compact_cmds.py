@@ -12,10 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InputError, NotFoundError
+from ..lifecycle.steps import STEPS
 from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
 
 
-@app.command()
+@app.command(help=f"One forgetting cycle: snapshot, {', '.join(s.does for s in STEPS)}. Cron-safe.")
 def compact(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan (on a throw-away copy); change nothing."),
@@ -23,7 +24,6 @@ def compact(
     max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Cap on LLM calls for refinement."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """One forgetting cycle: snapshot, decay, goal cleanup, cluster pruning, refine, purge. Cron-safe."""
     data = call(ctx, "compact", dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
     if as_json:
         emit_json(data)
@@ -53,7 +53,7 @@ def _print_report(data: dict[str, Any]) -> None:
     stdout.print(table)
     steps = Table("step", "seconds", "what happened", title="steps")
     for name, step in data["steps"].items():
-        steps.add_row(name, f"{step.get('seconds', 0):.2f}", _step_summary(name, step))
+        steps.add_row(name, f"{step.get('seconds', 0):.2f}", step.get("summary", ""))
     stdout.print(steps)
     stdout.print(f"clustering {data['clustering']}")
     if data["dry_run"]:
@@ -63,36 +63,6 @@ def _print_report(data: dict[str, Any]) -> None:
                     stdout.print(f"  {name}: {ex}")
     elif data["snapshot_id"]:
         stderr.print(f"snapshot {data['snapshot_id']} (undo with: expengine restore {data['snapshot_id']})")
-
-
-def _step_summary(name: str, step: dict[str, Any]) -> str:
-    if step.get("skipped"):
-        return str(step["skipped"])
-    if step.get("error"):
-        return f"error: {step['error']}"
-    if name == "decay":
-        return f"{step['decayed']} decayed, {step['became_dormant']} dormant"
-    if name == "goals":
-        return (
-            f"goals {step['goals_handled']}: {step['process_weakened']} process weakened, "
-            f"{step['lessons_reinforced']} lessons and {step['failure_records_reinforced']} failure records reinforced, "
-            f"{step['became_dormant']} dormant"
-        )
-    if name == "chatter":
-        return (
-            f"{step['dormant']} chatter messages asleep ({step['boilerplate']} boilerplate, {step['no_content']} empty)"
-        )
-    if name == "clusters":
-        return (
-            f"{step['records_clustered']} records in {step['clusters']} clusters; {step['merged_records']} merged into "
-            f"{step['merged_groups']} survivors; {step['dormant_covered']} covered and {step['dormant_empty']} empty "
-            f"went dormant; {step['kept_by_floor']} kept by the keep_ratio floor"
-        )
-    if name == "purge":
-        return f"{step['archived']} archived, {step['waiting']} waiting out the observation window"
-    if name == "snapshot":
-        return str(step.get("id", ""))
-    return ", ".join(f"{k}={v}" for k, v in step.items() if k != "seconds" and not isinstance(v, (list, dict)))[:200]
 
 
 @app.command()

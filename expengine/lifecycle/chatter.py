@@ -24,7 +24,7 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..results import Result
 
@@ -75,6 +75,9 @@ class ChatterReport(Result):
     dormant: int = 0
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+    def summary(self) -> str:
+        return f"{self.dormant} chatter messages asleep ({self.boilerplate} boilerplate, {self.no_content} empty)"
 
 
 def stop_words() -> frozenset[str]:
@@ -207,7 +210,5 @@ SLEEPABLE_CATEGORIES = ("chatter", "smalltalk", "conversation", "process", "fact
 class ChatterStep:
     """Chatter is found among all active messages, so it runs every cycle (after goal cleanup, before clustering)."""
 
-    name = "chatter"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
-        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()
+    def run(self, store: "Store", ctx: "CycleContext") -> ChatterReport:
+        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)

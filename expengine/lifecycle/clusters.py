@@ -80,6 +80,16 @@ class ClusterReport(Result):
     merge_examples: list[dict[str, Any]] = field(default_factory=list)
     dormant_examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    clustering: str = ""  # why a cycle ran or skipped it (the cycle moves it to its own report)
+
+    def summary(self) -> str:
+        if self.skipped:
+            return self.skipped
+        return (
+            f"{self.records_clustered} records in {self.clusters} clusters; {self.merged_records} merged into "
+            f"{self.merged_groups} survivors; {self.dormant_covered} covered and {self.dormant_empty} empty "
+            f"went dormant; {self.kept_by_floor} kept by the keep_ratio floor"
+        )
 
 
 @dataclass
@@ -453,10 +463,10 @@ def clustering_due(store: "Store", now: dt.datetime) -> tuple[bool, str]:
 class ClustersStep:
     """Clustering is the expensive step: it runs only when enough changed since the last one."""
 
-    name = "clusters"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+    def run(self, store: "Store", ctx: "CycleContext") -> ClusterReport:
         due, why = clustering_due(store, ctx.now)
         if not due:
-            return {"skipped": why, "clustering": why, "k_rule": k_rule(store), "seconds": 0.0}
-        return {**prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict(), "clustering": why}
+            return ClusterReport(skipped=why, k_rule=k_rule(store), clustering=why)
+        report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)
+        report.clustering = why
+        return report

@@ -1,5 +1,6 @@
-"""One compaction cycle: a snapshot, then the declared `STEPS` in order (decay → goal cleanup → chatter →
-cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then a report.
+"""One compaction cycle: a snapshot, then the declared `steps.STEPS` in order (decay → goal cleanup →
+chatter → cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then
+a report. Each step's report renders its own summary line (its `summary` key).
 
 Safety:
 - the Engine holds the store lock for the cycle, so one compaction (or ingest) runs at a time;
@@ -30,15 +31,9 @@ from ..results import Result
 from ..store.db import utcnow
 from ..store.reindex import rebuild
 from ..textutil import approx_tokens
-from .chatter import ChatterStep
-from .clusters import ClustersStep
-from .cycle import CycleContext, Step
-from .decay import DecayStep
-from .goals import GoalsStep
-from .index_refresh import IndexStep
-from .purge import PurgeStep
-from .refine import RefineStep
+from .cycle import CycleContext
 from .snapshot import create_snapshot, list_snapshots, restore_snapshot
+from .steps import STEPS
 
 if TYPE_CHECKING:
     from ..models.llm import LLMProvider
@@ -143,9 +138,6 @@ def _pause_for_tests(store: "Store", step: str) -> None:
             signal.pause()
 
 
-STEPS: list[Step] = [DecayStep(), GoalsStep(), ChatterStep(), ClustersStep(), RefineStep(), PurgeStep(), IndexStep()]
-
-
 def compact(
     store: "Store",
     llm: "LLMProvider",
@@ -176,6 +168,7 @@ def compact(
         "id": snapshot.id,
         "size_bytes": snapshot.size_bytes,
         "seconds": round(time.perf_counter() - snap_started, 3),
+        "summary": snapshot.id,
     }
     store.con.execute(
         "INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id]
@@ -204,12 +197,13 @@ def compact(
 def _run_steps(store: "Store", report: CompactReport, ctx: CycleContext) -> None:
     """Each step runs in one DuckDB transaction, so a concurrent reader sees the store before or after it."""
     report.ingested_upto = _iso(store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0])
-    for step in STEPS:
+    for declared in STEPS:
         with store.transaction():
-            result = step.run(store, ctx)
-        ctx.reports[step.name] = result
-        report.steps[step.name] = result
-        _pause_for_tests(store, step.name)
+            result = declared.load().run(store, ctx)
+        data = {**result.to_dict(), "summary": result.summary()}
+        ctx.reports[declared.name] = data
+        report.steps[declared.name] = data
+        _pause_for_tests(store, declared.name)
     report.clustering = report.steps["clusters"].pop("clustering", report.steps["clusters"].get("skipped", ""))
 
 

@@ -32,6 +32,9 @@ class DecayReport(Result):
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
+    def summary(self) -> str:
+        return f"{self.decayed} decayed, {self.became_dormant} dormant"
+
 
 def lambda_sql(store: "Store") -> str:
     """SQL for each record's λ this cycle (columns of `records r`, plus `lt.goal_id` for long-term goals)."""
@@ -100,7 +103,5 @@ def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
 class DecayStep:
     """Decay is defined per cycle, so it runs every cycle."""
 
-    name = "decay"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
-        return decay(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()
+    def run(self, store: "Store", ctx: "CycleContext") -> DecayReport:
+        return decay(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)

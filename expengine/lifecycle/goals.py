@@ -59,6 +59,12 @@ class GoalCleanupReport(Result):
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
+    def summary(self) -> str:
+        return (
+            f"goals {self.goals_handled}: {self.process_weakened} process weakened, {self.lessons_reinforced} "
+            f"lessons and {self.failure_records_reinforced} failure records reinforced, {self.became_dormant} dormant"
+        )
+
 
 def _is_correction(r: dict[str, Any]) -> bool:
     if r["kind"] == "feedback":
@@ -224,7 +230,5 @@ def _apply(
 
 
 class GoalsStep:
-    name = "goals"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
-        return goal_cleanup(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()
+    def run(self, store: "Store", ctx: "CycleContext") -> GoalCleanupReport:
+        return goal_cleanup(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)

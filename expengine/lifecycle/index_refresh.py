@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..results import Result
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -22,10 +25,20 @@ def planned_indexes(store: "Store") -> dict[str, dict[str, bool]]:
     return {name: {"vector_index": n >= above, "text_index": n > 0} for name, n in rows.items()}
 
 
-class IndexStep:
-    name = "index"
+@dataclass
+class IndexReport(Result):
+    state_changes: int
+    indexes: dict[str, dict[str, bool]] | None  # None: nothing changed, nothing refreshed
+    seconds: float = 0.0
 
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+    def summary(self) -> str:
+        if self.indexes is None:
+            return "nothing changed"
+        return f"{self.state_changes} state changes; refreshed " + ", ".join(self.indexes)
+
+
+class IndexStep:
+    def run(self, store: "Store", ctx: "CycleContext") -> IndexReport:
         from ..store.reindex import refresh_indexes
 
         started = time.perf_counter()
@@ -36,4 +49,4 @@ class IndexStep:
         indexes = None
         if moved or clustered:
             indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
-        return {"state_changes": int(moved), "indexes": indexes, "seconds": round(time.perf_counter() - started, 3)}
+        return IndexReport(int(moved), indexes, seconds=round(time.perf_counter() - started, 3))

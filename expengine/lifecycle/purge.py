@@ -43,6 +43,9 @@ class PurgeReport(Result):
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
+    def summary(self) -> str:
+        return f"{self.archived} archived, {self.waiting} waiting out the observation window"
+
 
 @dataclass
 class ForgetResult(Result):
@@ -289,7 +292,5 @@ def forget(
 
 
 class PurgeStep:
-    name = "purge"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
-        return purge(store, dry_run=False, run_id=ctx.run_id, now=ctx.now).to_dict()
+    def run(self, store: "Store", ctx: "CycleContext") -> PurgeReport:
+        return purge(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)

@@ -25,6 +25,7 @@ from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
 from ...store.units import signature_of
 from ...store.vocabulary import TIME_ASSUMED
+from ..cycle import Failed, Skipped
 from .ground import check_digest, check_fact, check_rule, source_text
 from .inputs import ClusterInput, agent_wording, goal_status, load_clusters, session_context
 from .mine import mine_cluster
@@ -39,7 +40,7 @@ from .write import unit_row, write_units
 if TYPE_CHECKING:
     from ...models.llm import LLM, LLMProvider
     from ...store.store import Store
-    from ..cycle import CycleContext
+    from ..cycle import CycleContext, StepReport
 
 
 def refine_clusters(
@@ -231,17 +232,13 @@ def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]]
 class RefineStep:
     """Refinement inside a cycle: a model problem is reported and must not undo decay and pruning."""
 
-    name = "refine"
-
-    def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
+    def run(self, store: "Store", ctx: "CycleContext") -> "StepReport":
         if not ctx.refine:
-            return {"skipped": "refinement off (--no-refine)", "seconds": 0.0}
+            return Skipped("refinement off (--no-refine)")
         started = time.perf_counter()
         try:
-            result = refine_clusters(
+            return refine_clusters(
                 store, ctx.llm, dry_run=False, run_id=ctx.run_id, max_llm_calls=ctx.max_llm_calls, now=ctx.now
-            ).to_dict()
+            )
         except ModelError as exc:
-            result = {"error": str(exc)}
-        result.setdefault("seconds", round(time.perf_counter() - started, 3))
-        return result
+            return Failed(str(exc), seconds=round(time.perf_counter() - started, 3))

@@ -224,13 +224,13 @@ def group_intents(
 
 
 @dataclass
-class Step:
+class ProcedureStep:
     tool: str
     args: list[tuple[str, str]]  # (argument name, where its value came from)
     runs: int  # successful runs that made this call
 
 
-def procedure(successes: list[Run], *, share: float = 0.5) -> list[Step]:
+def procedure(successes: list[Run], *, share: float = 0.5) -> list[ProcedureStep]:
     """The calls at least `share` of the successful runs made, in their median order of first use,
     with the argument names most of those calls passed and each value's usual source."""
     if not successes:
@@ -260,11 +260,11 @@ def procedure(successes: list[Run], *, share: float = 0.5) -> list[Step]:
             for name, n in names[tool].most_common()
             if n >= 0.5 * calls
         ]
-        steps.append(Step(tool, args, used[tool]))
+        steps.append(ProcedureStep(tool, args, used[tool]))
     return steps
 
 
-def describe_step(step: Step, words: Wording) -> str:
+def describe_step(step: ProcedureStep, words: Wording) -> str:
     """'cancel_reservation(reservation_id ← from get_user_details result)'."""
     sources = {"user": words.from_user, "agent": words.from_agent}
     args = ", ".join(

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...results import Result
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass
@@ -38,3 +35,11 @@ class RefineReport(Result):
     dormant: int = 0
     seconds: float = 0.0
     units: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        by_model = self.units_by_method.get("llm", 0)
+        return (
+            f"{self.clusters_refined} of {self.clusters_total} clusters refined: {self.units_written} units written "
+            f"({by_model} worded by the model), {self.units_merged} merged, {self.units_superseded} superseded; "
+            f"{self.archived} sources archived, {self.dormant} asleep"
+        )
