@@ -219,6 +219,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
     expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
     from expengine import Engine
+    from expengine.query.args import QueryArgs
     from expengine.query.expand import attach_evidence
     from expengine.query.filters import make_filters
     from expengine.query.retrieve import embed_query, retrieve
@@ -245,7 +246,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     with Engine(store=store, embedder=precomputed) as engine, engine.session() as db:
         engine.warm()
         search = timed(engine, lambda e, q: e.query(q, touch=False))
-        filters = make_filters()
+        filters = make_filters(QueryArgs(text="any"))
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters)[0])
         fused = {q: retrieve(db, q, precomputed.encode([q])[0], filters)[0] for q in queries}
         duck = timed(db, lambda d, q: rank(d, fused[q], filters))

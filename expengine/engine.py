@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .config import Config, default_store_dir
 from .errors import InputError, StoreError
-from .models.embedder import Embedder, LazyEmbedder
+from .models.embedder import Embedder, LazyEmbedder, known_model
 from .models.llm import LLM
-from .results import Result
 from .store.db import LOCK_FILE, StoreLock
-from .store.index import MEMORIES, UNITS
+from .store.reindex import heal_pending
 from .store.store import Store
 
 if TYPE_CHECKING:
@@ -31,31 +29,7 @@ if TYPE_CHECKING:
     from .query.feedback import FeedbackResult
     from .query.hits import QueryResult
     from .query.show import ShowResult
-
-
-@dataclass
-class Stats(Result):
-    raw: int
-    active: int
-    dormant: int
-    archived: int
-    units: int
-    rejects: int
-    by_kind: dict[str, int] = field(default_factory=dict)
-    by_agent: dict[str, int] = field(default_factory=dict)
-    by_category: dict[str, int] = field(default_factory=dict)
-    goals: dict[str, int] = field(default_factory=dict)
-    units_by_status: dict[str, int] = field(default_factory=dict)
-    indexed_memories: int = 0
-    indexed_units: int = 0
-    active_tokens: int = 0
-    hot_tokens: int = 0
-    raw_tokens: int = 0
-    hot_share: float | None = None
-    size_bytes: int = 0
-    store: str = ""
-    scripts: dict[str, float] = field(default_factory=dict)
-    embedder: str = ""
+    from .store.stats import Stats
 
 
 class Engine:
@@ -112,7 +86,7 @@ class Engine:
                 raise
             self._store = store
             try:
-                _heal_pending_index(store)
+                heal_pending(store)
                 yield store
             finally:
                 if not self._held:
@@ -180,9 +154,11 @@ class Engine:
         with self.session() as store:
             return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
 
-    def stats(self) -> Stats:
+    def stats(self) -> "Stats":
+        from .store.stats import store_stats
+
         with self.session() as store:
-            return _stats(store)
+            return store_stats(store)
 
     def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """Quarantined input lines, newest first, with file, line, reason and raw text."""
@@ -200,7 +176,7 @@ class Engine:
         from .store.reindex import rebuild
 
         with self.session() as store:
-            if model is not None and not store.choose_embedder(_packaged(model), explicit=True):
+            if model is not None and not store.choose_embedder(known_model(model), explicit=True):
                 raise InputError(
                     "this store's embedder is a model folder or one passed in, so --model cannot switch it",
                     hint="set [embedder] model_path in the store's config.toml instead, then reindex",
@@ -364,43 +340,16 @@ class Engine:
         with self.session() as store:
             return warm(store)
 
-    def query(
-        self,
-        text: str,
-        *,
-        k: int = 5,
-        touch: bool = True,
-        agent: str | None = None,
-        category: str | None = None,
-        kind: str | None = None,
-        outcome: str | None = None,
-        since: Any = None,
-        until: Any = None,
-        goal: str | None = None,
-        budget: int | None = None,
-        include_dormant: bool = False,
-        expand: bool | None = None,
-    ) -> "QueryResult":
-        """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless touch=False."""
+    def query(self, text: str, **options: Any) -> "QueryResult":
+        """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless
+        touch=False. `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind,
+        outcome, since, until, goal, budget, include_dormant, expand)."""
+        from .query.args import QueryArgs
         from .query.search import query
 
+        args = QueryArgs(text, **options)
         with self.session() as store:
-            return query(
-                store,
-                text,
-                k=k,
-                touch=touch,
-                budget=budget,
-                expand=expand,
-                agent=agent,
-                category=category,
-                kind=kind,
-                outcome=outcome,
-                since=since,
-                until=until,
-                goal=goal,
-                include_dormant=include_dormant,
-            )
+            return query(store, args)
 
     def reinforce(self, result: Any) -> None:
         """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
@@ -432,7 +381,7 @@ class Engine:
 
     def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
         """Bring a quarantined unit back into queries (False if it was not quarantined)."""
-        from .query.feedback import restore_unit
+        from .store.feedback import restore_unit
 
         with self.session() as store:
             return restore_unit(store, unit_id, reason=reason)
@@ -443,55 +392,3 @@ class Engine:
 
         with self.session() as store:
             return show(store, item_id)
-
-
-def _heal_pending_index(store: Store) -> None:
-    """Finish the LanceDB half of any write that a crash interrupted."""
-    if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
-        from .store.reindex import index_pending
-
-        index_pending(store)
-
-
-def _stats(store: Store) -> Stats:
-    from .ingest.scripts import count_scripts, shares
-    from .lifecycle.compact import hot_text
-
-    con = store.con
-
-    def grouped(sql: str) -> dict[str, int]:
-        return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
-
-    def scalar(sql: str) -> int:
-        return int(con.execute(sql).fetchall()[0][0])
-
-    states = grouped("SELECT state, count(*) FROM records GROUP BY state")
-    size = sum(f.stat().st_size for f in store.dir.rglob("*") if f.is_file())
-    return Stats(
-        raw=sum(states.values()),
-        active=states.get("active", 0),
-        dormant=states.get("dormant", 0),
-        archived=states.get("archived", 0),
-        units=scalar("SELECT count(*) FROM units WHERE status = 'active'"),
-        rejects=scalar("SELECT count(*) FROM rejects"),
-        by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
-        by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
-        by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
-        goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
-        units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
-        indexed_memories=store.index.count(MEMORIES),
-        indexed_units=store.index.count(UNITS),
-        **hot_text(store),
-        size_bytes=size,
-        store=str(store.dir),
-        scripts=shares(count_scripts(t for (t,) in con.execute("SELECT text FROM records").fetchall())),
-        embedder=store.embeddings.name,
-    )
-
-
-def _packaged(model: str) -> str:
-    from .models.embedder import MODELS
-
-    if model not in MODELS:
-        raise InputError(f"unknown embedder model {model!r}", hint=f"use one of {', '.join(MODELS)}")
-    return model

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import inspect
 import sys
-from typing import Any, Optional
+import typing
+from typing import Any, Callable, Optional
 
 import typer
 
 from ..errors import InputError
+from ..query.args import QueryArgs
 from .common import JSON_OPTION, app, call, emit_json, stdout
 
 FORMATS = ("prompt", "table")
@@ -19,55 +24,63 @@ def _short(text: str | None, width: int = 90) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _query_options(run: Callable[..., None]) -> Callable[..., None]:
+    """`run(ctx, arguments, fmt, as_json)` as a Typer command whose options are made from
+    `QueryArgs`' fields: their names, defaults and help, so the CLI never drifts from the library."""
+    hints = typing.get_type_hints(QueryArgs)
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    renamed: dict[str, str] = {}  # option name -> QueryArgs field it turns off
+    for f in dataclasses.fields(QueryArgs):
+        meta, annotation = f.metadata, hints[f.name]
+        if f.default is dataclasses.MISSING:
+            default: Any = typer.Argument(..., help=meta["help"])
+        elif "off" in meta:
+            flag, help_text = meta["off"]
+            name = flag.lstrip("-").replace("-", "_")
+            renamed[name] = f.name
+            params.append(_option(name, bool, typer.Option(False, flag, help=help_text)))
+            continue
+        else:
+            flag = "--" + f.name.replace("_", "-")
+            flags = [meta["flag"], flag] if "flag" in meta else [flag]
+            if annotation == Optional[bool]:
+                flags = [f"{flag}/--no-{f.name.replace('_', '-')}"]
+            default = typer.Option(f.default, *flags, help=meta["help"])
+        if dt.datetime in typing.get_args(annotation):
+            annotation = Optional[str]  # --since / --until: ISO-8601 text
+        params.append(_option(f.name, annotation, default))
+    params.append(
+        _option(
+            "fmt",
+            Optional[str],
+            typer.Option(None, "--format", help="prompt or table (default: table on a terminal, else prompt)."),
+        )
+    )
+    params.append(_option("as_json", bool, JSON_OPTION))
+
+    def command(ctx: typer.Context, fmt: Optional[str], as_json: bool, **values: Any) -> None:
+        for option, turned_off in renamed.items():
+            values[turned_off] = not values.pop(option)
+        run(ctx, values, fmt, as_json)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = run.__doc__
+    command.__name__ = run.__name__
+    return command
+
+
+def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
 @app.command()
-def query(
-    ctx: typer.Context,
-    text: str = typer.Argument(..., help="The situation the agent is in, or what it is about to do."),
-    k: int = typer.Option(5, "-k", "--k", help="At most this many hits."),
-    agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's memories and units."),
-    category: Optional[str] = typer.Option(None, "--category", help="Only this category."),
-    kind: Optional[str] = typer.Option(
-        None,
-        "--kind",
-        help="A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only).",
-    ),
-    outcome: Optional[str] = typer.Option(None, "--outcome", help="success or failure (memories only)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Not older than this (ISO-8601, UTC)."),
-    until: Optional[str] = typer.Option(None, "--until", help="Not newer than this (ISO-8601, UTC)."),
-    goal: Optional[str] = typer.Option(None, "--goal", help="Only memories of this goal id."),
-    budget: Optional[int] = typer.Option(
-        None, "--budget", help="Stop adding hits when the prompt text would pass this many tokens."
-    ),
-    include_dormant: bool = typer.Option(False, "--include-dormant", help="Search dormant memories too."),
-    expand: Optional[bool] = typer.Option(
-        None, "--expand/--no-expand", help="Show a unit's sources most relevant to the query (default: on)."
-    ),
-    no_touch: bool = typer.Option(False, "--no-touch", help="Do not reinforce the hits (the store is left unchanged)."),
-    fmt: Optional[str] = typer.Option(
-        None, "--format", help="prompt or table (default: table on a terminal, else prompt)."
-    ),
-    as_json: bool = JSON_OPTION,
-) -> None:
+@_query_options
+def query(ctx: typer.Context, arguments: dict[str, Any], fmt: Optional[str], as_json: bool) -> None:
     """Ranked knowledge units and memories for a situation. Example: expengine query "get_weather returns 429" """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint="use --format prompt or --format table")
-    result = call(
-        ctx,
-        "query",
-        text=text,
-        k=k,
-        touch=not no_touch,
-        agent=agent,
-        category=category,
-        kind=kind,
-        outcome=outcome,
-        since=since,
-        until=until,
-        goal=goal,
-        budget=budget,
-        include_dormant=include_dormant,
-        expand=expand,
-    )
+    result = call(ctx, "query", **arguments)
     if as_json:
         emit_json(result)
         return

@@ -16,11 +16,12 @@ from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
+from ..textutil import count_scripts, shares
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .rules import assess
-from .scripts import SWITCH_SHARE, count_scripts, embedder_warning, shares, unreadable_share
+from .scripts import SWITCH_SHARE, embedder_warning, unreadable_share
 
 # events per file read ahead to choose a new store's embedder from all the files of its first ingest
 PRESCAN = 2000
@@ -264,7 +265,7 @@ def _store_batch(
             _track_goal(store, r)
     for r in fresh:
         if r["kind"] == "feedback" and r["feedback_target"]:
-            from ..query.feedback import apply_feedback
+            from ..store.feedback import apply_feedback
 
             apply_feedback(
                 store,

@@ -9,54 +9,13 @@ do not outweigh its sentences."""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter
-from typing import Iterable
 
-SCRIPTS = ("latin", "cjk", "other")
 # share of words MiniLM cannot read from which a new store takes the multilingual model, and from
 # which a file of a later ingest into a MiniLM store is named in the warning
 SWITCH_SHARE = 0.2
 # share of a whole ingest from which an ingest into a MiniLM store warns
 WARN_SHARE = 0.1
-_LETTERS = re.compile(r"[^\W\d_]+")
-
-
-def script_of(char: str) -> str | None:
-    """latin, cjk (Han, kana, Hangul) or other for a letter; None for digits, spaces and punctuation."""
-    if not char.isalpha():
-        return None
-    if char.isascii():
-        return "latin"
-    name = unicodedata.name(char, "")
-    if name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")):
-        return "cjk"
-    return "latin" if name.startswith("LATIN") else "other"
-
-
-def count_scripts(texts: Iterable[str], counts: Counter[str] | None = None) -> Counter[str]:
-    """Words per script (see the module's docstring), added to `counts`."""
-    counts = counts if counts is not None else Counter()
-    for text in texts:
-        for match in _LETTERS.finditer(text or ""):
-            word = match.group()
-            if word.isascii():
-                counts["latin"] += 1
-                continue
-            previous = None
-            for char in word:
-                script = script_of(char)
-                if script and (script == "cjk" or script != previous):
-                    counts[script] += 1
-                previous = script
-    return counts
-
-
-def shares(counts: Counter[str]) -> dict[str, float]:
-    """Share of words per script, rounded to 3 places (all zero for text without letters)."""
-    total = sum(counts.values())
-    return {s: round(counts[s] / total, 3) if total else 0.0 for s in SCRIPTS}
 
 
 def unreadable_share(counts: Counter[str]) -> float:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..results import Result
 from ..store.db import utcnow
 from ..store.reindex import rebuild
-from ..textutil import approx_tokens
+from ..store.stats import hot_text
 from .cycle import CycleContext
 from .snapshot import create_snapshot, list_snapshots, restore_snapshot
 from .steps import STEPS
@@ -72,23 +72,6 @@ class CompactReport(Result):
     recovered: list[dict[str, Any]] = field(default_factory=list)
     ingested_upto: str | None = None
     seconds: float = 0.0
-
-
-def hot_text(store: "Store") -> dict[str, Any]:
-    """Tokens a default query can return (active memories' and active units' text) against all raw text."""
-    con = store.con
-    memory, raw = (
-        sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall())
-        for sql in ("SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records")
-    )
-    units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
-    hot = memory + units
-    return {
-        "active_tokens": memory,
-        "hot_tokens": hot,
-        "raw_tokens": raw,
-        "hot_share": round(hot / raw, 4) if raw else None,
-    }
 
 
 def counts(store: "Store") -> Counts:

@@ -281,7 +281,7 @@ def forget(
     if dry_run:
         return result
     store.index.delete(MEMORIES, targets)
-    store.index.delete(UNITS, emptied)
+    units.unindex(store.index, emptied)
     con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [targets + emptied])
     store.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
     scrub_index(store.index, [MEMORIES, UNITS])

@@ -19,6 +19,7 @@ import duckdb
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
+from ..store import units
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
@@ -172,7 +173,7 @@ def forget_in_snapshots(
             con.execute("BEGIN")
             _, emptied = forget_rows(con, targets)
             index.delete(MEMORIES, targets)
-            index.delete(UNITS, emptied)
+            units.unindex(index, emptied)
             scrub_index(index, [MEMORIES, UNITS])
             con.execute("COMMIT")
             counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())

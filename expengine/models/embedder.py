@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
 
 
 class Embedder(Protocol):
@@ -142,6 +142,13 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MIN
 def packaged_model(setting: str) -> str:
     """The packaged model an `[embedder] model` setting means: `auto` is MiniLM until a first ingest picks."""
     return MINILM if setting == "auto" else setting
+
+
+def known_model(model: str) -> str:
+    """`model` when it names a packaged model (`reindex --model`), else a usage error."""
+    if model not in MODELS:
+        raise InputError(f"unknown embedder model {model!r}", hint=f"use one of {', '.join(MODELS)}")
+    return model
 
 
 class LazyEmbedder:

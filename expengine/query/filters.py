@@ -16,6 +16,8 @@ from ..store.vocabulary import KINDS as RECORD_KINDS
 from ..store.vocabulary import OUTCOMES, EventError, parse_ts
 
 if TYPE_CHECKING:
+    from .args import QueryArgs
+
     pass
 
 
@@ -81,9 +83,9 @@ def as_time(value: dt.datetime | str | None, name: str) -> dt.datetime | None:
         raise InputError(f"--{name}: {exc}", hint="use ISO-8601, e.g. 2026-03-01 or 2026-03-01T09:15:00Z") from exc
 
 
-def make_filters(
-    *, agent=None, category=None, kind=None, outcome=None, since=None, until=None, goal=None, include_dormant=False
-) -> Filters:
+def make_filters(args: "QueryArgs") -> Filters:
+    """The query's filters, checked: a kind or outcome the store never holds is a usage error."""
+    kind, outcome = args.kind, args.outcome
     if kind is not None and kind not in RECORD_KINDS + UNIT_KINDS:
         raise InputError(
             f"unknown kind {kind!r}", hint=f"use a record kind ({', '.join(RECORD_KINDS)}) or a unit kind (rule, fact)"
@@ -91,12 +93,12 @@ def make_filters(
     if outcome is not None and outcome not in OUTCOMES:
         raise InputError(f"unknown outcome {outcome!r}", hint=f"use one of {', '.join(OUTCOMES)}")
     return Filters(
-        agent=agent,
-        category=category,
+        agent=args.agent,
+        category=args.category,
         kind=kind,
         outcome=outcome,
-        since=as_time(since, "since"),
-        until=as_time(until, "until"),
-        goal=goal,
-        include_dormant=include_dormant,
+        since=as_time(args.since, "since"),
+        until=as_time(args.until, "until"),
+        goal=args.goal,
+        include_dormant=args.include_dormant,
     )

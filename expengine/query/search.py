@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..store.db import utcnow
 from ..store.units import record_use
+from .args import QueryArgs
 from .expand import attach_evidence
 from .filters import make_filters
 from .hits import Hit, QueryResult, ScoreParts
@@ -73,26 +74,16 @@ def _rounded(hit: Hit) -> Hit:
     return hit
 
 
-def query(
-    store: "Store",
-    text: str,
-    *,
-    k: int = 5,
-    touch: bool = True,
-    budget: int | None = None,
-    expand: bool | None = None,
-    **filter_args: Any,
-) -> QueryResult:
+def query(store: "Store", args: QueryArgs) -> QueryResult:
+    """Answer one query (its arguments checked by `QueryArgs`): retrieve, score, expand, render, and
+    reinforce what was kept unless `touch` is off."""
     started = time.perf_counter()
-    if not isinstance(text, str) or not text.strip():
+    text, k, budget, expand = args.text, args.k, args.budget, args.expand
+    if not text.strip():
         raise InputError(
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
-    if k < 1:
-        raise InputError(f"k must be at least 1, got {k}")
-    if budget is not None and budget < 1:
-        raise InputError(f"the token budget must be at least 1, got {budget}")
-    filters = make_filters(**filter_args)
+    filters = make_filters(args)
     fused, vector = retrieve(store, text, lambda: embed_query(store, text), filters)
     top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
@@ -101,7 +92,7 @@ def query(
         for hit in top:
             hit.expanded = []
     prompt, kept = render_prompt(top, budget=budget, evidence_floor=store.config.query.evidence_floor)
-    if touch and kept:
+    if args.touch and kept:
         reinforce(store, kept)
     return QueryResult(
         query=text,

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
+from ..arguments import Args, model_of, validate
 from ..errors import InputError, NotFoundError
+from ..query import args as query_args
 from ..results import to_json
 
 if TYPE_CHECKING:
@@ -27,26 +29,7 @@ if TYPE_CHECKING:
 Mode = Literal["read", "write", "exclusive"]
 
 
-class Args(BaseModel):
-    """Strict: a wrong type or an unknown field is a 400, never coerced."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class QueryArgs(Args):
-    text: str = Field(min_length=1, description="The situation the agent is in, or what it is about to do.")
-    k: int = Field(5, ge=1, le=100, description="At most this many hits.")
-    touch: bool = Field(True, description="Reinforce the hits (false leaves the store unchanged).")
-    agent: Optional[str] = None
-    category: Optional[str] = None
-    kind: Optional[str] = None
-    outcome: Optional[str] = None
-    since: Optional[str] = Field(None, description="ISO-8601, UTC.")
-    until: Optional[str] = Field(None, description="ISO-8601, UTC.")
-    goal: Optional[str] = None
-    budget: Optional[int] = Field(None, ge=1)
-    include_dormant: bool = False
-    expand: Optional[bool] = None
+QueryArgs = model_of(query_args.QueryArgs)
 
 
 class IdArgs(Args):
@@ -112,7 +95,7 @@ class ForgetArgs(Args):
     dry_run: bool = False
 
 
-def _query(engine: Engine, a: QueryArgs) -> Any:
+def _query(engine: Engine, a: Args) -> Any:
     return engine.query(**a.model_dump())
 
 
@@ -181,15 +164,7 @@ def lookup(name: str) -> Op:
 
 def parse(op: Op, payload: Any) -> Args:
     """Validate a request body; a bad one is an InputError (exit code 2, HTTP 400) naming the field."""
-    try:
-        return op.args.model_validate({} if payload is None else payload)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise InputError(
-            f"bad argument {where}: {first['msg']}",
-            hint=f"{len(exc.errors())} problem(s); fields: {', '.join(op.args.model_fields)}",
-        ) from None
+    return validate(op.args, payload)
 
 
 def dumps(op: Op, result: Any) -> str:

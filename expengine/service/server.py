@@ -176,7 +176,7 @@ class Service:
     async def execute(self, name: str, op: ops.Op, args: ops.Args) -> Any:
         if op.mode != "read":
             return await asyncio.wrap_future(self.submit(name, op, args))
-        touch = isinstance(args, ops.QueryArgs) and args.touch
+        touch = isinstance(args, ops.QueryArgs) and getattr(args, "touch", False)
         if touch:
             args = args.model_copy(update={"touch": False})
         result = await run_in_threadpool(self.read, op, args)

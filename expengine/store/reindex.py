@@ -61,6 +61,12 @@ def rebuild(store: "Store") -> dict[str, int]:
     return {"memories": memories, "units": units.num_rows}
 
 
+def heal_pending(store: "Store") -> None:
+    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened)."""
+    if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
+        index_pending(store)
+
+
 def index_pending(store: "Store") -> None:
     """Re-add what DuckDB committed but LanceDB may lack (`add` replaces by id, so no duplicates), and
     delete what DuckDB no longer indexes (a `forget` killed before it reached LanceDB)."""

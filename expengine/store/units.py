@@ -28,6 +28,7 @@ from .records import fetch_records
 if TYPE_CHECKING:
     import duckdb
 
+    from .index import Index
     from .store import Store
 
 STATUSES = ("active", "superseded", "quarantined")
@@ -353,10 +354,15 @@ def drop_sources(con: "duckdb.DuckDBPyConnection", uid: str, sources_left: list[
 
 def delete(con: "duckdb.DuckDBPyConnection", ids: list[str]) -> int:
     """Delete units and their history for real (only `forget` does); returns the history rows deleted.
-    The caller removes them from LanceDB, whose folder it knows (a snapshot has its own)."""
+    The caller removes them from LanceDB after its transaction (`unindex`), on the index it holds."""
     if not ids:
         return 0
     history = con.execute("SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [ids]).fetchall()[0][0]
     con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [ids])
     con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [ids])
     return int(history)
+
+
+def unindex(index: "Index", ids: list[str]) -> None:
+    """Deleted units leave a LanceDB folder: the live store's, or a snapshot's."""
+    index.delete(UNITS, ids)

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from ...ingest.scripts import count_scripts
+from ...textutil import count_scripts
 
 # share of the sources' words in CJK from which units are worded in Chinese
 CHINESE_SHARE = 0.5

@@ -1,0 +1,90 @@
+"""The store's size and shape (`expengine stats`), and the hot text share compaction reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..results import Result
+from ..textutil import approx_tokens, count_scripts, shares
+from .index import MEMORIES, UNITS
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+@dataclass
+class Stats(Result):
+    raw: int
+    active: int
+    dormant: int
+    archived: int
+    units: int
+    rejects: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_agent: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
+    goals: dict[str, int] = field(default_factory=dict)
+    units_by_status: dict[str, int] = field(default_factory=dict)
+    indexed_memories: int = 0
+    indexed_units: int = 0
+    active_tokens: int = 0
+    hot_tokens: int = 0
+    raw_tokens: int = 0
+    hot_share: float | None = None
+    size_bytes: int = 0
+    store: str = ""
+    scripts: dict[str, float] = field(default_factory=dict)
+    embedder: str = ""
+
+
+def hot_text(store: "Store") -> dict[str, Any]:
+    """Tokens a default query can return (active memories' and active units' text) against all raw text."""
+    con = store.con
+    memory, raw = (
+        sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall())
+        for sql in ("SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records")
+    )
+    units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
+    hot = memory + units
+    return {
+        "active_tokens": memory,
+        "hot_tokens": hot,
+        "raw_tokens": raw,
+        "hot_share": round(hot / raw, 4) if raw else None,
+    }
+
+
+def store_stats(store: "Store") -> Stats:
+    """What `expengine stats` shows: records by state, kind, agent and category, units, rejects, goals,
+    the index, the hot text share, the size on disk, the scripts and the embedder."""
+    con = store.con
+
+    def grouped(sql: str) -> dict[str, int]:
+        return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
+
+    def scalar(sql: str) -> int:
+        return int(con.execute(sql).fetchall()[0][0])
+
+    states = grouped("SELECT state, count(*) FROM records GROUP BY state")
+    size = sum(f.stat().st_size for f in store.dir.rglob("*") if f.is_file())
+    return Stats(
+        raw=sum(states.values()),
+        active=states.get("active", 0),
+        dormant=states.get("dormant", 0),
+        archived=states.get("archived", 0),
+        units=scalar("SELECT count(*) FROM units WHERE status = 'active'"),
+        rejects=scalar("SELECT count(*) FROM rejects"),
+        by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
+        by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
+        by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
+        goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
+        units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),
+        indexed_memories=store.index.count(MEMORIES),
+        indexed_units=store.index.count(UNITS),
+        **hot_text(store),
+        size_bytes=size,
+        store=str(store.dir),
+        scripts=shares(count_scripts(t for (t,) in con.execute("SELECT text FROM records").fetchall())),
+        embedder=store.embeddings.name,
+    )
