@@ -10,8 +10,9 @@ import grimp
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "expengine"
-# Top floor first; a floor may import any floor below it, never one above. The leaves (errors,
-# results, textutil) import nothing of the package, so every floor may use them.
+# Top floor first; a floor may import any floor below it, never one above. The leaves (exceptions,
+# the JSON serialiser, strict argument models, text helpers) import only each other, so every floor
+# may use them.
 FLOORS = [
     "expengine.cli",
     "expengine.service",
@@ -23,7 +24,7 @@ FLOORS = [
     "expengine.models",
     "expengine.config",
 ]
-LEAVES = ["expengine.errors", "expengine.results", "expengine.textutil"]
+LEAVES = ["expengine.errors", "expengine.results", "expengine.arguments", "expengine.textutil"]
 MAX_LINES = 400
 # Modules other sessions are hardening at the same time; split them when that work has landed.
 OVER_THE_LIMIT_FOR_NOW = {"service/server.py"}
@@ -48,9 +49,18 @@ def test_no_floor_imports_a_floor_above_it(graph):
     assert _routes(graph.find_illegal_dependencies_for_layers(layers=FLOORS)) == []
 
 
-def test_the_leaves_import_nothing_of_the_package(graph):
+def test_the_floor_check_finds_an_arrow_up():
+    """Not vacuous: a store module importing query would be reported."""
+    changed = grimp.build_graph("expengine")
+    changed.add_import(importer="expengine.store.units", imported="expengine.query.search")
+    assert "expengine.store.units -> expengine.query.search" in _routes(
+        changed.find_illegal_dependencies_for_layers(layers=FLOORS)
+    )
+
+
+def test_the_leaves_import_only_each_other(graph):
     for leaf in LEAVES:
-        assert graph.find_modules_directly_imported_by(leaf) == set(), leaf
+        assert graph.find_modules_directly_imported_by(leaf) <= set(LEAVES), leaf
 
 
 def test_no_import_circle_between_modules(graph):
