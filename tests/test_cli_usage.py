@@ -125,6 +125,8 @@ def test_global_option_mistakes_are_exit_2(monkeypatch, capsys, argv, mentions):
 def test_the_installed_entry_point_gives_exit_2(tmp_path, argv, mentions):
     """`python -m expengine` as a user runs it: the real process, its real exit code and stderr."""
     env = {**os.environ, "EXPENGINE_HOME": str(tmp_path / "store"), "PYTHONPATH": str(Path(__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-m", "expengine", *argv], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "expengine", *argv], capture_output=True, text=True, env=env, timeout=60
+    )
     assert_one_line_usage_error(done.returncode, done.stdout, done.stderr, mentions=mentions)
     assert not (tmp_path / "store").exists()  # a usage mistake touches nothing

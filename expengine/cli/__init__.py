@@ -6,15 +6,15 @@ import sys
 
 import typer
 
+# typer >= 0.29 parses with its own bundled copy of click and raises that copy's exceptions, not click's
+# (pyproject pins the typer range this is tested with).
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
+
 from ..errors import ExpengineError
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
 from . import compact_cmds, query_cmds, refine_cmds, service_cmds, store_cmds  # noqa: E402,F401
 from .common import app, stderr, styled
-
-# typer >= 0.29 parses with its own bundled copy of click and raises that copy's exceptions, not click's
-# (pyproject pins the typer range this is tested with).
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError  # noqa: E402
 
 
 def main() -> None:
