@@ -94,6 +94,7 @@ def ingest(
         batch.clear()
 
     for name in files:
+        _record_file(store, name, now)
         counts = words.setdefault(name, Counter())
         for item in read_items(name, **read):
             result.read += 1
@@ -120,6 +121,14 @@ def ingest(
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
     return result
+
+
+def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
+    """Note the file before reading it, so an ingest killed midway is listed by `repair` too."""
+    from pathlib import Path
+
+    path = "<stdin>" if name == "-" else str(Path(name).resolve())
+    store.con.execute("INSERT INTO ingested_files VALUES (?, ?)", [path, now])
 
 
 def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
-from ..errors import InputError, NotFoundError
+from ..errors import ExpengineError, InputError, NotFoundError, StoreError
 from ..results import Result
-from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, check_whole, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
 
@@ -47,6 +47,17 @@ class RestoreResult(Result):
     raw_after: int
     active_after: int
     runs_rolled_back: list[str]
+
+
+@dataclass
+class RepairResult(Result):
+    repaired: bool
+    message: str
+    snapshot_id: str | None = None
+    snapshot_created: str | None = None
+    damaged_copy: str | None = None  # the damaged database, kept beside the store
+    # files ingested after the snapshot was taken (read from the damaged database): ingest them again
+    reingest: list[str] | None = None
 
 
 def snapshot_root(store: "Store") -> Path:
@@ -79,7 +90,10 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
 
 def list_snapshots(store: "Store") -> list[SnapshotInfo]:
     """Complete snapshots, newest first."""
-    root = snapshot_root(store)
+    return _snapshots_in(snapshot_root(store))
+
+
+def _snapshots_in(root: Path) -> list[SnapshotInfo]:
     if not root.exists():
         return []
     found = []
@@ -186,3 +200,83 @@ def forget_in_snapshots(
         os.replace(meta, folder / META_FILE)
         done += 1
     return done
+
+
+def damage_in(path: Path) -> str | None:
+    """Why the DuckDB file at `path` cannot be trusted, or None when every table reads back whole (each
+    block is read, so DuckDB checks its checksum). Reads only; streams, so a large store is not held."""
+    try:
+        check_whole(path)
+        con = duckdb.connect(str(path), read_only=True)
+    except (ExpengineError, duckdb.Error) as exc:
+        return getattr(exc, "message", None) or str(exc).splitlines()[0]
+    try:
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            for _ in con.sql(f'SELECT * FROM "{table}"').to_arrow_reader(65536):
+                pass
+    except duckdb.Error as exc:
+        return str(exc).splitlines()[0]
+    finally:
+        con.close()
+    return None
+
+
+def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool = False) -> RepairResult:
+    """Put the newest snapshot whose database reads back whole in place of a damaged database (the caller
+    holds the store lock; the store is not open). The damaged file is copied aside first, never deleted, and
+    the files ingested since the snapshot are read from it where it still can be, so ingesting them again
+    brings back the rest. A kill at any point leaves either the damaged store or the snapshot's, never half."""
+    db_path = store_dir / DB_FILE
+    damage = damage_in(db_path) if db_path.exists() else "the database file is missing"
+    if damage is None and not force:
+        return RepairResult(repaired=False, message=f"the store database {db_path} reads back whole: nothing to repair")
+    candidates = _snapshots_in(store_dir / SNAPSHOT_DIR)
+    if snapshot_id is not None:
+        candidates = [s for s in candidates if s.id == snapshot_id]
+        if not candidates:
+            raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see the folders in snapshots/")
+    chosen = next((s for s in candidates if damage_in(store_dir / SNAPSHOT_DIR / s.id / DB_FILE) is None), None)
+    if chosen is None:
+        raise StoreError(
+            f"no snapshot of {store_dir} reads back whole, so there is nothing to repair from",
+            hint="ingest the logs again into a new store (--store NEW); the damaged file is left as it is",
+        )
+    reingest = _ingested_since(db_path, chosen.created) if db_path.exists() else None
+    kept = None
+    if db_path.exists():
+        kept = db_path.with_name(f"{DB_FILE}.damaged-{utcnow().strftime('%Y%m%dT%H%M%S')}")
+        shutil.copy2(db_path, kept)
+    _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir)
+    again = (
+        "ingest again: " + ", ".join(reingest)
+        if reingest
+        else (
+            "no file was ingested since"
+            if reingest == []
+            else "the files ingested since could not be read: ingest the logs written since then again"
+        )
+    )
+    return RepairResult(
+        repaired=True,
+        message=f"put back snapshot {chosen.id} (taken {chosen.created}); {again}",
+        snapshot_id=chosen.id,
+        snapshot_created=chosen.created,
+        damaged_copy=str(kept) if kept else None,
+        reingest=reingest,
+    )
+
+
+def _ingested_since(db_path: Path, created: str) -> list[str] | None:
+    """Files an ingest started reading after `created`, from the (damaged) database; None if unreadable."""
+    try:
+        con = duckdb.connect(str(db_path), read_only=True)
+        try:
+            rows = con.execute(
+                "SELECT path FROM ingested_files WHERE started >= ?::TIMESTAMP GROUP BY path ORDER BY min(started), path",
+                [created],
+            ).fetchall()
+        finally:
+            con.close()
+    except duckdb.Error:
+        return None
+    return [r[0] for r in rows]

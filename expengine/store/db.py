@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import json
+import logging
 import os
+import stat
+import struct
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
@@ -19,6 +26,13 @@ DB_FILE = "expengine.duckdb"
 LANCE_DIR = "lance"
 LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
+# DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
+DUCKDB_HEADER_BYTES = 3 * 4096
+REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
+# errors that mean "this user may not write here" (a read-only mount, another user's store)
+READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+log = logging.getLogger("expengine.store")
 
 
 def json_ids(value: str | None) -> list[str]:
@@ -46,19 +60,45 @@ def utcnow() -> dt.datetime:
 
 
 class StoreLock:
-    """An exclusive advisory lock on the store, so one process writes at a time (cron-safe)."""
+    """An exclusive advisory lock on the store, so one process writes at a time (cron-safe).
+
+    Where this user cannot write the lock file (a read-only store), a shared lock on it is taken instead
+    when it can be read, or none: such a store can only be read (`read_only`), and writers still wait."""
 
     def __init__(self, path: Path, *, timeout: float):
         self.path, self.timeout = path, timeout
         self._fd: int | None = None
+        self.read_only = False
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            if exc.errno not in READ_ONLY_ERRNOS:
+                raise
+            self.read_only = True
+            self._acquire_shared()
+            return
+        self.read_only = False
+        self._wait(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+
+    def _acquire_shared(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return  # no lock file and no right to make one: nothing can write here as this user either
+        self._wait(fd, fcntl.LOCK_SH)
+        self._fd = fd
+
+    def _wait(self, fd: int, mode: int) -> None:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = self._holder(fd)
@@ -68,9 +108,6 @@ class StoreLock:
                         hint="wait for it to finish (a compaction can take minutes) or raise --wait",
                     ) from None
                 time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
-        self._fd = fd
 
     @staticmethod
     def _holder(fd: int) -> str:
@@ -86,15 +123,115 @@ class StoreLock:
             self._fd = None
 
 
-def open_database(path: Path) -> duckdb.DuckDBPyConnection:
-    """Connect and apply any migrations not yet applied, in order, each in its own transaction."""
+def secure_store_dir(path: Path) -> None:
+    """Create the store folder owner-only (0700), or tighten an existing one and everything in it (folders
+    0700, files 0600 at most, never adding a permission) with a one-line notice: a store holds every memory
+    in clear, and other users must not read it."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if not mode & 0o077:
+        return
+    loose = 0
     try:
-        con = duckdb.connect(str(path))
+        for folder, dirs, files in os.walk(path):
+            for entry in [folder] + [os.path.join(folder, f) for f in files]:
+                current = stat.S_IMODE(os.lstat(entry).st_mode)
+                if current & 0o077 and not os.path.islink(entry):
+                    os.chmod(entry, current & ~0o077)
+                    loose += 1
+    except OSError as exc:
+        log.warning(
+            f"notice: the store {path} is readable by other users ({mode:o}) and cannot be tightened: {exc.strerror}"
+        )
+        return
+    log.warning(
+        f"notice: tightened the store {path} to owner-only (was {mode:o}; {loose} file(s) and folder(s) changed)"
+    )
+
+
+_umask_lock = threading.Lock()
+_umask_users = 0
+_umask_saved = 0
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Everything created in the block is owner-only (umask 077), whatever the caller's umask. The umask is
+    per process, so overlapping blocks (threads) share one: the first sets it, the last restores it."""
+    global _umask_users, _umask_saved
+    with _umask_lock:
+        if _umask_users == 0:
+            _umask_saved = os.umask(0o077)
+        _umask_users += 1
+    try:
+        yield
+    finally:
+        with _umask_lock:
+            _umask_users -= 1
+            if _umask_users == 0:
+                os.umask(_umask_saved)
+
+
+def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect, check the file is whole, and apply any migrations not yet applied, in order, each in its own
+    transaction. `read_only`: for a store this user cannot write; it must need no migration."""
+    check_whole(path)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
+        if is_damage(exc):
+            raise damaged(path, str(exc)) from exc
         raise StoreError(
             f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?"
         ) from exc
-    con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
+    try:
+        _migrate(con, read_only=read_only)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def check_whole(path: Path) -> None:
+    """A DuckDB file shorter than the blocks its header counts was cut short (a full disk, a bad copy). DuckDB
+    opens such a file and fails later, on whichever query reads a missing block, or says nothing when none
+    does; so the committed header (the one with the higher iteration) is read before connecting. A header
+    layout this check does not know is left to DuckDB."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(DUCKDB_HEADER_BYTES)
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return
+    if len(head) < DUCKDB_HEADER_BYTES:
+        raise damaged(path, f"it is {size} bytes, less than DuckDB's header")
+    if head[8:12] != b"DUCK":
+        return
+    headers = [struct.unpack_from("<QQqqQQ", head, offset) for offset in (4096, 8192)]
+    *_, blocks, block_size = max(headers, key=lambda h: h[1])  # checksum, iteration, meta, free list, count, size
+    if not block_size or block_size & (block_size - 1) or blocks > 1 << 40:
+        return
+    expected = DUCKDB_HEADER_BYTES + blocks * block_size
+    if size < expected:
+        raise damaged(path, f"it is {size} bytes, its header counts {expected}: the file was cut short")
+
+
+def damaged(path: Path, why: str) -> StoreError:
+    """One line with the fix: scripts and cron mail show the first line only."""
+    return StoreError(f"the store database {path} is damaged ({why}): {REPAIR_HINT}")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A DuckDB error that means the file is damaged (a missing block, a failed checksum), not a bad query."""
+    text = str(exc)
+    return isinstance(exc, (duckdb.IOException, duckdb.InternalException, duckdb.FatalException)) and (
+        "Could not read" in text or "checksum" in text.lower() or "Corrupt" in text
+    )
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
+    if not read_only:
+        con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
     applied = {row[0] for row in con.execute("SELECT name FROM migrations").fetchall()}
     known = {name for name, _ in MIGRATIONS}
     unknown = applied - known
@@ -103,9 +240,13 @@ def open_database(path: Path) -> duckdb.DuckDBPyConnection:
             f"the store was written by a newer expengine (migrations {', '.join(sorted(unknown))})",
             hint="upgrade expengine",
         )
-    for name, fn in MIGRATIONS:
-        if name in applied:
-            continue
+    pending = [(name, fn) for name, fn in MIGRATIONS if name not in applied]
+    if pending and read_only:
+        raise StoreError(
+            f"the store is read-only for this user and needs an upgrade ({', '.join(n for n, _ in pending)})",
+            hint="run any expengine command on it once as a user who can write it",
+        )
+    for name, fn in pending:
         con.execute("BEGIN")
         try:
             fn(con)
@@ -114,7 +255,6 @@ def open_database(path: Path) -> duckdb.DuckDBPyConnection:
         except Exception:
             con.execute("ROLLBACK")
             raise
-    return con
 
 
 class arrow_view:
