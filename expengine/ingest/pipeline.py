@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import arrow_view, utcnow
+from ..store.db import arrow_view, journal_ingest, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
 from .events import Event, as_text, render
@@ -127,8 +127,7 @@ def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
     """Note the file before reading it, so an ingest killed midway is listed by `repair` too."""
     from pathlib import Path
 
-    path = "<stdin>" if name == "-" else str(Path(name).resolve())
-    store.con.execute("INSERT INTO ingested_files VALUES (?, ?)", [path, now])
+    journal_ingest(store.dir, "<stdin>" if name == "-" else str(Path(name).resolve()), now)
 
 
 def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:

@@ -7,11 +7,12 @@ hidden temporary folder and renamed when complete, so a kill during the copy nev
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -19,7 +20,7 @@ import duckdb
 
 from ..errors import ExpengineError, InputError, NotFoundError, StoreError
 from ..results import Result
-from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, check_whole, utcnow
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, check_whole, ingested_since, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
 
@@ -56,8 +57,8 @@ class RepairResult(Result):
     snapshot_id: str | None = None
     snapshot_created: str | None = None
     damaged_copy: str | None = None  # the damaged database, kept beside the store
-    # files ingested after the snapshot was taken (read from the damaged database): ingest them again
-    reingest: list[str] | None = None
+    # files ingested after the snapshot was taken (from the ingest journal): ingest them again
+    reingest: list[str] = field(default_factory=list)
 
 
 def snapshot_root(store: "Store") -> Path:
@@ -224,7 +225,7 @@ def damage_in(path: Path) -> str | None:
 def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool = False) -> RepairResult:
     """Put the newest snapshot whose database reads back whole in place of a damaged database (the caller
     holds the store lock; the store is not open). The damaged file is copied aside first, never deleted, and
-    the files ingested since the snapshot are read from it where it still can be, so ingesting them again
+    the files ingested since the snapshot come from the ingest journal beside it, so ingesting them again
     brings back the rest. A kill at any point leaves either the damaged store or the snapshot's, never half."""
     db_path = store_dir / DB_FILE
     damage = damage_in(db_path) if db_path.exists() else "the database file is missing"
@@ -241,21 +242,13 @@ def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool
             f"no snapshot of {store_dir} reads back whole, so there is nothing to repair from",
             hint="ingest the logs again into a new store (--store NEW); the damaged file is left as it is",
         )
-    reingest = _ingested_since(db_path, chosen.created) if db_path.exists() else None
+    reingest = ingested_since(store_dir, dt.datetime.fromisoformat(chosen.created))
     kept = None
     if db_path.exists():
         kept = db_path.with_name(f"{DB_FILE}.damaged-{utcnow().strftime('%Y%m%dT%H%M%S')}")
         shutil.copy2(db_path, kept)
     _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir)
-    again = (
-        "ingest again: " + ", ".join(reingest)
-        if reingest
-        else (
-            "no file was ingested since"
-            if reingest == []
-            else "the files ingested since could not be read: ingest the logs written since then again"
-        )
-    )
+    again = "ingest again: " + ", ".join(reingest) if reingest else "no file was ingested since"
     return RepairResult(
         repaired=True,
         message=f"put back snapshot {chosen.id} (taken {chosen.created}); {again}",
@@ -264,19 +257,3 @@ def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool
         damaged_copy=str(kept) if kept else None,
         reingest=reingest,
     )
-
-
-def _ingested_since(db_path: Path, created: str) -> list[str] | None:
-    """Files an ingest started reading after `created`, from the (damaged) database; None if unreadable."""
-    try:
-        con = duckdb.connect(str(db_path), read_only=True)
-        try:
-            rows = con.execute(
-                "SELECT path FROM ingested_files WHERE started >= ?::TIMESTAMP GROUP BY path ORDER BY min(started), path",
-                [created],
-            ).fetchall()
-        finally:
-            con.close()
-    except duckdb.Error:
-        return None
-    return [r[0] for r in rows]

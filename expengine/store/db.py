@@ -26,6 +26,9 @@ DB_FILE = "expengine.duckdb"
 LANCE_DIR = "lance"
 LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
+# one JSON line per file an ingest started reading: beside the database, not in it, so that `repair` can
+# still say what to ingest again when the database is the thing that is damaged
+INGEST_JOURNAL = "ingested.jsonl"
 # DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
 DUCKDB_HEADER_BYTES = 3 * 4096
 REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
@@ -121,6 +124,28 @@ class StoreLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def journal_ingest(store_dir: Path, path: str, started: dt.datetime) -> None:
+    with open(store_dir / INGEST_JOURNAL, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"path": path, "started": started.isoformat()}) + "\n")
+
+
+def ingested_since(store_dir: Path, since: dt.datetime) -> list[str]:
+    """Files an ingest started reading at or after `since`, in order, each once (a torn last line is skipped)."""
+    found: dict[str, None] = {}
+    try:
+        lines = (store_dir / INGEST_JOURNAL).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            if dt.datetime.fromisoformat(entry["started"]) >= since:
+                found.setdefault(str(entry["path"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return list(found)
 
 
 def secure_store_dir(path: Path) -> None:

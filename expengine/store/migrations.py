@@ -214,10 +214,3 @@ def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))"
     )
     con.execute("ALTER TABLE units ADD COLUMN cluster_signature VARCHAR")
-
-
-@migration
-def m009_ingested_files(con: duckdb.DuckDBPyConnection) -> None:
-    """Which files each ingest read, and when: after `repair` puts a snapshot back, the files ingested since
-    are the ones to ingest again (ids are content hashes, so what the snapshot already holds does not double)."""
-    con.execute("CREATE TABLE ingested_files (path VARCHAR NOT NULL, started TIMESTAMP NOT NULL)")
