@@ -40,6 +40,23 @@ def test_random_kills_during_ingest_and_compaction_heal_on_rerun(tmp_path, embed
     assert len(ingested) > 30  # slices landed, so the raw-count check compared real numbers
 
 
+@pytest.mark.slow
+def test_random_kills_during_forget_restore_and_reindex_heal_on_rerun(tmp_path, embedder):
+    kill_test = load_kill_test()
+    slices = kill_test.make_slices(tmp_path / "slices", 20, 8)
+    store = tmp_path / "store"
+    kill_test.prepare_store(store, slices, embedder)
+    assert kill_test.run_to_end(kill_test.command(store, "ingest", *map(str, slices[-4:]), "--json")) is None
+    ingested = set().union(*map(kill_test.slice_ids, slices[-4:]))
+    rng = random.Random(11)
+    for phase in ("forget", "restore", "reindex"):
+        tally = kill_test.run_phase(
+            store, phase, kills=2, rng=rng, slices=slices, ingested=ingested, embedder=embedder, log=lambda *_: None
+        )
+        assert tally.failures == [] and tally.kills == 2, tally
+        assert tally.healed == tally.checks >= 1
+
+
 def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write_jsonl):
     """Each check can fail: duplicates, a wrong raw count, an unindexed memory, a missing source, a pending write."""
     kill_test = load_kill_test()
