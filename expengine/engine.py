@@ -13,7 +13,7 @@ from .errors import InputError, StoreError
 from .models.embedder import Embedder, LazyEmbedder
 from .models.llm import LLM
 from .results import Result
-from .store.db import LOCK_FILE, StoreLock, private_files, secure_store_dir
+from .store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir
 from .store.index import MEMORIES, UNITS
 from .store.store import Store
 
@@ -493,11 +493,15 @@ def _store_errors(store_dir: Path) -> Iterator[None]:
 
 
 def _heal_pending_index(store: Store) -> None:
-    """Finish the LanceDB half of any write that a crash interrupted."""
+    """Finish the LanceDB half of any write that a crash interrupted, and the scrub of a killed `forget`."""
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         from .store.reindex import index_pending
 
         index_pending(store)
+    if (store.dir / SCRUB_PENDING).exists():
+        from .lifecycle.purge import finish_forget
+
+        finish_forget(store)
 
 
 def _stats(store: Store) -> Stats:

@@ -29,6 +29,9 @@ SNAPSHOT_DIR = "snapshots"
 # one JSON line per file an ingest started reading: beside the database, not in it, so that `repair` can
 # still say what to ingest again when the database is the thing that is damaged
 INGEST_JOURNAL = "ingested.jsonl"
+# marks a `forget` whose deletion may have committed before its scrub: the next open finishes the scrub,
+# since a rerun of the same `forget` finds nothing left to delete and would leave the old bytes in the files
+SCRUB_PENDING = ".forget-scrub-pending"
 # DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
 DUCKDB_HEADER_BYTES = 3 * 4096
 REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
