@@ -70,7 +70,9 @@ def tree_bytes(path: Path) -> int:
 
 
 # --- damage is detected at open -----------------------------------------------------------------------------
-@pytest.mark.parametrize("share", [0.75, 0.9])
+# A small store's file ends in free blocks, so a cut that only removes them loses nothing and is no damage
+# (every table still reads back whole); these cuts reach the data.
+@pytest.mark.parametrize("share", [0.5, 0.75])
 @pytest.mark.parametrize(
     "command", [["stats"], ["query", "weather", "--no-touch"], ["ingest", "-"], ["reindex"], ["snapshots"]]
 )
@@ -125,7 +127,7 @@ def test_repair_passes_over_a_damaged_snapshot_and_leaves_a_whole_store_alone(sn
     healthy = cli(store, "repair")
     assert healthy.returncode == 0 and "nothing to repair" in healthy.stdout
     cut(store / "snapshots" / newest / DB_FILE, 0.5)
-    cut(store / DB_FILE, 0.9)
+    cut(store / DB_FILE, 0.5)
     result = json.loads(cli(store, "repair", "--json").stdout)
     assert result["repaired"] and result["snapshot_id"] != newest
     assert cli(store, "stats").returncode == 0

@@ -203,7 +203,7 @@ def private_files() -> Iterator[None]:
 def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Connect, check the file is whole, and apply any migrations not yet applied, in order, each in its own
     transaction. `read_only`: for a store this user cannot write; it must need no migration."""
-    check_whole(path)
+    short = short_of_its_header(path)
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
@@ -213,6 +213,9 @@ def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
             f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?"
         ) from exc
     try:
+        problem = unreadable(con) if short else None
+        if problem:
+            raise damaged(path, f"{short}, and {problem}")
         _migrate(con, read_only=read_only)
     except BaseException:
         con.close()
@@ -220,28 +223,40 @@ def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     return con
 
 
-def check_whole(path: Path) -> None:
-    """A DuckDB file shorter than the blocks its header counts was cut short (a full disk, a bad copy). DuckDB
-    opens such a file and fails later, on whichever query reads a missing block, or says nothing when none
-    does; so the committed header (the one with the higher iteration) is read before connecting. A header
-    layout this check does not know is left to DuckDB."""
+def short_of_its_header(path: Path) -> str | None:
+    """Why the DuckDB file may have been cut short (a full disk, a bad copy): shorter than the blocks its
+    committed header (the one with the higher iteration) counts. DuckDB opens such a file and fails later,
+    on whichever query reads a missing block, or says nothing when none does. The counted blocks may include
+    free ones at the end, so a short file is damaged only if a table then fails to read (`unreadable`). A
+    file shorter than the header itself is damaged; a header layout this check does not know is DuckDB's."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(DUCKDB_HEADER_BYTES)
             size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
-        return
+        return None
     if len(head) < DUCKDB_HEADER_BYTES:
         raise damaged(path, f"it is {size} bytes, less than DuckDB's header")
     if head[8:12] != b"DUCK":
-        return
+        return None
     headers = [struct.unpack_from("<QQqqQQ", head, offset) for offset in (4096, 8192)]
     *_, blocks, block_size = max(headers, key=lambda h: h[1])  # checksum, iteration, meta, free list, count, size
     if not block_size or block_size & (block_size - 1) or blocks > 1 << 40:
-        return
+        return None
     expected = DUCKDB_HEADER_BYTES + blocks * block_size
-    if size < expected:
-        raise damaged(path, f"it is {size} bytes, its header counts {expected}: the file was cut short")
+    return f"it is {size} bytes, its header counts {expected}" if size < expected else None
+
+
+def unreadable(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The first error met reading every table in full (each block read, so DuckDB checks its checksum), or
+    None. Streams, so a large store is not held in memory."""
+    try:
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            for _ in con.sql(f'SELECT * FROM "{table}"').to_arrow_reader(65536):
+                pass
+    except (duckdb.Error, OSError) as exc:  # OSError: the Arrow stream's form of DuckDB's IO error
+        return str(exc).splitlines()[0]
+    return None
 
 
 def damaged(path: Path, why: str) -> StoreError:
