@@ -11,7 +11,7 @@ from .config import Config, default_store_dir
 from .errors import InputError, StoreError
 from .models.embedder import Embedder, LazyEmbedder, known_model
 from .models.llm import LLM
-from .store.db import LOCK_FILE, StoreLock
+from .store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir
 from .store.reindex import heal_pending
 from .store.store import Store
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .lifecycle.goals import GoalCleanupReport
     from .lifecycle.purge import ForgetResult, PurgeReport
     from .lifecycle.refine import RefineReport
-    from .lifecycle.snapshot import RestoreResult, SnapshotInfo
+    from .lifecycle.snapshot import RepairResult, RestoreResult, SnapshotInfo
     from .query.feedback import FeedbackResult
     from .query.hits import QueryResult
     from .query.show import ShowResult
@@ -54,7 +54,7 @@ class Engine:
     ):
         self.store_dir = Path(store).expanduser() if store else default_store_dir()
         try:
-            self.store_dir.mkdir(parents=True, exist_ok=True)
+            secure_store_dir(self.store_dir)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR"
@@ -74,19 +74,22 @@ class Engine:
     @contextmanager
     def session(self) -> Iterator[Store]:
         """The open store for the block: lock, open (healing an interrupted index write), close, unlock."""
-        with self._guard:
+        with self._guard, private_files(), _store_errors(self.store_dir):
             if self._store is not None:
                 yield self._store
                 return
             self._lock.acquire()
             try:
-                store = Store(self.store_dir, config=self.config, embedder=self.embedder)
+                store = Store(
+                    self.store_dir, config=self.config, embedder=self.embedder, read_only=self._lock.read_only
+                )
             except BaseException:
                 self._lock.release()
                 raise
             self._store = store
             try:
-                heal_pending(store)
+                if not store.read_only:
+                    _heal(store)
                 yield store
             finally:
                 if not self._held:
@@ -249,6 +252,29 @@ class Engine:
         with self.session() as store:
             return restore_snapshot(store, snapshot_id)
 
+    def repair(self, *, snapshot_id: str | None = None, force: bool = False) -> "RepairResult":
+        """Put the newest snapshot that reads back whole in place of a damaged database, and say which files
+        were ingested since (ingest them again: ids are content hashes, nothing doubles). A whole database is
+        left alone unless `force`."""
+        from .lifecycle.snapshot import repair_store
+
+        with self._guard, private_files():
+            if self._store is not None:
+                raise StoreError("the store is open in this Engine", hint="close it before repairing")
+            self._lock.acquire()
+            try:
+                if self._lock.read_only:
+                    raise StoreError(
+                        f"the store {self.store_dir} is read-only for this user", hint="repair it as its owner"
+                    )
+                result = repair_store(self.store_dir, snapshot_id=snapshot_id, force=force)
+            finally:
+                self._lock.release()
+        if result.repaired:
+            with self.session() as store:  # the snapshot's database gets any migration it lacks
+                store.history_log(result.snapshot_id or "", "repair", {"reingest": result.reingest})
+        return result
+
     def recover_interrupted(self) -> list[dict[str, Any]]:
         """Roll back a compaction a killed process left 'running'; `compact` does this first anyway."""
         from .lifecycle.compact import recover_interrupted
@@ -392,3 +418,33 @@ class Engine:
 
         with self.session() as store:
             return show(store, item_id)
+
+
+@contextmanager
+def _store_errors(store_dir: Path) -> Iterator[None]:
+    """DuckDB errors that are not bugs become one line with the fix: a damaged file (a block that cannot be
+    read) and a write refused because this user can only read the store."""
+    import duckdb
+
+    from .store.db import DB_FILE, damaged, is_damage
+
+    try:
+        yield
+    except duckdb.Error as exc:
+        if is_damage(exc):
+            raise damaged(store_dir / DB_FILE, str(exc).splitlines()[0]) from exc
+        if "read-only" in str(exc):
+            raise StoreError(
+                f"the store {store_dir} is read-only for this user, and this command writes to it",
+                hint="run it as the store's owner; stats and query --no-touch only read",
+            ) from exc
+        raise
+
+
+def _heal(store: Store) -> None:
+    """Finish the LanceDB half of any write that a crash interrupted, and the scrub of a killed `forget`."""
+    heal_pending(store)
+    if (store.dir / SCRUB_PENDING).exists():
+        from .lifecycle.purge import finish_forget
+
+        finish_forget(store)

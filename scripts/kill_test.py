@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Random kill -9 during ingest and compaction, each followed by a rerun and a consistency check.
+"""Random kill -9 during ingest, compaction, forget, restore and reindex, each followed by a rerun and a
+consistency check.
 
     python scripts/kill_test.py --seed 7 --kills 20 --phase both
+    python scripts/kill_test.py --seed 7 --kills 10 --phase forget,restore,reindex
 
 Builds a store from slices of sample_logs. For each kill it starts `python -m expengine ... ingest`
 (a new slice) or `compact` as a subprocess, SIGKILLs it after a seeded random delay, reruns the same
 command to completion and checks the store with `check_store`. The delay is drawn inside the window
-where the command writes: from just before its first write to its end, both measured on one clean
-calibration run. Prints a summary; exits 1 on any failure. The test suite runs a few kills through
+where the command writes: from just before its first write (half a second, or a tenth of a short run)
+to its end, both measured on one clean calibration run. Prints a summary; exits 1 on any failure. The test suite runs a few kills through
 `run_phase`, so the script and the suite check the same way.
 """
 
@@ -113,13 +115,76 @@ def env() -> dict[str, str]:
     }
 
 
-def run_to_end(cmd: list[str]) -> str | None:
-    """Run a command to completion; the problem, or None when it exited 0."""
+def run_to_end(cmd: list[str], ok: tuple[int, ...] = (0,)) -> str | None:
+    """Run a command to completion; the problem, or None when it exited with a code in `ok`."""
     done = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
-    return None if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
+    return None if done.returncode in ok else f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
 
 
-def calibrate(cmd: list[str], store: Path) -> tuple[float, float]:
+@dataclass
+class Step:
+    """One command to kill and rerun, and what the store must hold once it has run to the end."""
+
+    argv: list[str]
+    expected: set[str]  # the raw record ids afterwards
+    ok: tuple[int, ...] = (0,)  # exit codes of a successful rerun
+    gone: list[str] = field(default_factory=list)  # text that no file of the store may hold afterwards
+
+
+def steps(phase: str, store: Path, slices: list[Path], ingested: set[str], embedder: Any):
+    """The endless sequence of commands a phase kills: each `ingest` a new slice; `compact`; `reindex`;
+    `forget` a fresh session (ingested here first, each record carrying a marker no file may keep);
+    `restore` alternating between two snapshots that differ by a slice."""
+    from expengine import Engine
+
+    if phase == "ingest":
+        for path in slices[:-5]:  # the last five are the other phases' (base, restore)
+            yield Step(command(store, "ingest", str(path), "--json"), ingested | slice_ids(path))
+    elif phase in ("compact", "reindex"):
+        while True:
+            yield Step(command(store, phase, "--json"), set(ingested))
+    elif phase == "forget":
+        for n in range(10_000):
+            session, marker = f"kill-forget-{n}", f"forgetmarker{n:05d}zq"
+            events = [
+                {
+                    "id": f"{session}-{i}",
+                    "ts": "2026-03-01T09:00:00Z",
+                    "kind": "note",
+                    "agent": "bot",
+                    "session": session,
+                    "content": f"private note {i} {marker}",
+                }
+                for i in range(5)
+            ]
+            log = store.parent / f"{session}.jsonl"
+            log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+            with Engine(store=store, embedder=embedder) as engine:
+                engine.ingest([str(log)])
+                engine.snapshot(reason="kill test")  # so forget has snapshots to clean as well
+            # a rerun after a kill that committed finds nothing left to forget: exit 5 is then success
+            yield Step(
+                command(store, "forget", "--session", session, "--yes", "--json"), set(ingested), (0, 5), [marker]
+            )
+    elif phase == "restore":
+        with Engine(store=store, embedder=embedder) as engine:
+            first = engine.snapshot(reason="kill test A").id
+            engine.ingest([str(slices[-5])])
+            second = engine.snapshot(reason="kill test B").id
+        ids = {first: set(ingested), second: ingested | slice_ids(slices[-5])}
+        for n in range(10_000):
+            target = (first, second)[n % 2]
+            yield Step(command(store, "restore", target, "--json"), ids[target])
+    else:
+        raise ValueError(f"unknown phase {phase!r}")
+
+
+def files_holding(store: Path, text: str) -> list[str]:
+    data = text.encode()
+    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and data in p.read_bytes())
+
+
+def calibrate(cmd: list[str], store: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
     """Seconds to the first change of a store file, and to the end, of one clean run."""
     before = fingerprint(store)
     started = time.monotonic()
@@ -130,7 +195,7 @@ def calibrate(cmd: list[str], store: Path) -> tuple[float, float]:
             first_write = time.monotonic() - started
         time.sleep(POLL)
     total = time.monotonic() - started
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise RuntimeError(f"calibration run failed: {proc.stderr.read()[-400:] if proc.stderr else ''}")
     return (first_write if first_write is not None else 0.0), total
 
@@ -227,37 +292,37 @@ def run_phase(
     embedder: Any = None,
     log=print,
 ) -> Tally:
-    """`kills` random SIGKILLs of `ingest` (one new slice each) or `compact`, each rerun and checked."""
+    """`kills` random SIGKILLs of the phase's command (see `steps`), each rerun to the end and checked;
+    `ingested` is kept equal to the raw ids the store must hold."""
     tally = Tally(phase=phase)
-    next_slice = iter(slices)
+    sequence = steps(phase, store, slices, ingested, embedder)
 
-    def cmd() -> tuple[list[str], set[str]]:
-        if phase == "ingest":
-            path = next(next_slice)
-            return command(store, "ingest", str(path), "--json"), slice_ids(path)
-        return command(store, "compact", "--json"), set()
+    def settle(step: Step) -> None:
+        ingested.clear()
+        ingested.update(step.expected)
 
-    first, ids = cmd()
-    first_write, total = calibrate(first, store)
-    ingested |= ids
-    low, high = max(0.0, first_write - 0.5), total
+    first = next(sequence)
+    first_write, total = calibrate(first.argv, store, first.ok)
+    settle(first)
+    # from just before the first write (half a second, or a tenth of a short run such as a restore's)
+    low, high = max(0.0, first_write - min(0.5, 0.1 * total)), total
     tally.calibration_s = (round(first_write, 2), round(total, 2))
     log(f"{phase}: calibration run wrote after {first_write:.2f} s and ended after {total:.2f} s")
     attempts = 0
     while tally.kills < kills and attempts < 3 * kills:
         attempts += 1
-        current, ids = cmd()
+        current = next(sequence)
         delay = rng.uniform(low, high)
-        killed, wrote, ran = kill_after(current, store, delay)
-        ingested |= ids
+        killed, wrote, ran = kill_after(current.argv, store, delay)
         if not killed:
+            settle(current)
             tally.missed += 1
             high = ran  # runs got faster than the calibration (e.g. clustering less): follow them
             continue
         tally.kills += 1
         tally.mid_write += wrote
         while tally.kills < kills and rng.random() < AGAIN:  # kill the rerun too, e.g. while it recovers
-            killed, wrote_again, _ = kill_after(current, store, rng.uniform(low, high))
+            killed, wrote_again, _ = kill_after(current.argv, store, rng.uniform(low, high))
             if not killed:
                 break
             tally.kills += 1
@@ -266,11 +331,16 @@ def run_phase(
         tally.checks += 1
         problems = []
         rerun_started = time.monotonic()
-        rerun = run_to_end(current)
+        rerun = run_to_end(current.argv, current.ok)
         high = max(low + POLL, time.monotonic() - rerun_started)
+        settle(current)
         if rerun:
             problems.append(f"rerun failed: {rerun}")
         problems += check_store(store, ingested, embedder)
+        for text in current.gone:
+            holding = files_holding(store, text)
+            if holding:
+                problems.append(f"forgotten text {text!r} is still in {holding[:3]}")
         where = "mid-write" if wrote else "before any write"
         if problems:
             tally.failures += [f"{phase} kill {tally.kills} at {delay:.2f} s ({where}): {p}" for p in problems]
@@ -284,14 +354,22 @@ def run_phase(
     return tally
 
 
+PHASES = ("ingest", "compact", "forget", "restore", "reindex")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kills", type=int, default=20, help="kills per phase")
-    parser.add_argument("--phase", choices=("ingest", "compact", "both"), default="both")
+    parser.add_argument(
+        "--phase", default="both", help=f"comma-separated, in order: {', '.join(PHASES)}; both = ingest,compact"
+    )
     parser.add_argument("--slice", type=int, default=50, help="lines of sample_logs per ingest")
     parser.add_argument("--store", type=Path, help="work folder (default: a temporary one, removed at the end)")
     args = parser.parse_args()
+    phases = ["ingest", "compact"] if args.phase == "both" else args.phase.split(",")
+    if not set(phases) <= set(PHASES):
+        parser.error(f"--phase takes {', '.join(PHASES)} or both")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(REPO))
     from expengine.models.embedder import get_embedder
@@ -301,29 +379,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="expengine-kill-") as tmp:
         work = args.store or Path(tmp)
         store = work / "store"
-        slices = make_slices(work / "slices", args.slice, 3 * args.kills + 4)
+        slices = make_slices(work / "slices", args.slice, 3 * args.kills + 6)
         ingested: set[str] = set()
         embedder = get_embedder()
         prepare_store(store, slices, embedder)
-        tallies = []
-        if args.phase in ("ingest", "both"):
-            tallies.append(
-                run_phase(
-                    store, "ingest", kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder
-                )
-            )
-        if args.phase == "compact":  # a store to compact: a few slices ingested without kills
+        if phases[0] != "ingest":  # a store to work on: a few slices ingested without kills
             base = slices[-4:]
             if run_to_end(command(store, "ingest", *map(str, base), "--json")):
                 print("could not ingest the base slices", file=sys.stderr)
                 return 1
             ingested |= set().union(*map(slice_ids, base))
-        if args.phase in ("compact", "both"):
-            tallies.append(
-                run_phase(
-                    store, "compact", kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder
-                )
-            )
+        tallies = [
+            run_phase(store, phase, kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder)
+            for phase in phases
+        ]
     seconds = time.monotonic() - started
     summary = {
         "seed": args.seed,

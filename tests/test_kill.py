@@ -23,21 +23,36 @@ def load_kill_test():
     return module
 
 
-@pytest.mark.slow
-def test_random_kills_during_ingest_and_compaction_heal_on_rerun(tmp_path, embedder):
+def kills_heal(tmp_path, embedder, phases, *, kills: int, seed: int, base: bool) -> set[str]:
+    """Run the script's phases on a prepared store (with `base`, four slices ingested first, unkilled);
+    every kill must be followed by a rerun that heals. Returns the raw ids the store holds at the end."""
     kill_test = load_kill_test()
-    slices = kill_test.make_slices(tmp_path / "slices", 30, 12)
+    slices = kill_test.make_slices(tmp_path / "slices", 20 if base else 30, 3 * kills + 6)
     store = tmp_path / "store"
     kill_test.prepare_store(store, slices, embedder)
     ingested: set[str] = set()
-    rng = random.Random(5)
-    for phase in ("ingest", "compact"):
+    if base:
+        assert kill_test.run_to_end(kill_test.command(store, "ingest", *map(str, slices[-4:]), "--json")) is None
+        ingested = set().union(*map(kill_test.slice_ids, slices[-4:]))
+    rng = random.Random(seed)
+    for phase in phases:
         tally = kill_test.run_phase(
-            store, phase, kills=3, rng=rng, slices=slices, ingested=ingested, embedder=embedder, log=lambda *_: None
+            store, phase, kills=kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder, log=lambda *_: None
         )
-        assert tally.failures == [] and tally.kills == 3
+        assert tally.failures == [] and tally.kills == kills, tally
         assert tally.healed == tally.checks >= 1
+    return ingested
+
+
+@pytest.mark.slow
+def test_random_kills_during_ingest_and_compaction_heal_on_rerun(tmp_path, embedder):
+    ingested = kills_heal(tmp_path, embedder, ("ingest", "compact"), kills=3, seed=5, base=False)
     assert len(ingested) > 30  # slices landed, so the raw-count check compared real numbers
+
+
+@pytest.mark.slow
+def test_random_kills_during_forget_restore_and_reindex_heal_on_rerun(tmp_path, embedder):
+    assert kills_heal(tmp_path, embedder, ("forget", "restore", "reindex"), kills=2, seed=11, base=True)
 
 
 def test_the_checker_sees_a_store_that_did_not_heal(tmp_path, make_engine, write_jsonl):

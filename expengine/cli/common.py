@@ -26,7 +26,8 @@ app = typer.Typer(
 # prompts, error lines) prints verbatim, `[/x]` included. Styling goes through `styled`, never through markup.
 _NO_COLOR = bool(os.environ.get("NO_COLOR")) or None
 stdout = Console(no_color=_NO_COLOR, highlight=False, markup=False, emoji=False, soft_wrap=True)
-stderr = Console(stderr=True, no_color=_NO_COLOR, highlight=False, markup=False, emoji=False)
+# soft_wrap: an error or log line stays one line whatever the terminal width (scripts grep it)
+stderr = Console(stderr=True, no_color=_NO_COLOR, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print exactly one JSON object to stdout.")
 

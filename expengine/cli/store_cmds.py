@@ -134,6 +134,27 @@ def reindex(
         stdout.print(f"reindexed {result['memories']} memories and {result['units']} units")
 
 
+@app.command()
+def repair(
+    ctx: typer.Context,
+    snapshot: Optional[str] = typer.Option(
+        None, "--snapshot", help="Put back this snapshot (default: the newest good one)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Put the snapshot back even when the database reads whole."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Put the newest good snapshot back in place of a damaged database, and list the files to ingest again.
+    Runs in this process (stop `expengine serve` first): a damaged store cannot be served."""
+    with open_engine(ctx) as engine:
+        result = engine.repair(snapshot_id=snapshot, force=force)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    stdout.print(result.message)
+    if result.damaged_copy:
+        stderr.print(f"the damaged database is kept as {result.damaged_copy}")
+
+
 config_app = typer.Typer(help="Show or write the store's config.toml.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 

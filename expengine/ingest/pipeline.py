@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import arrow_view, utcnow
+from ..store.db import arrow_view, journal_ingest, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
 from ..textutil import count_scripts, shares
@@ -95,6 +95,7 @@ def ingest(
         batch.clear()
 
     for name in files:
+        _record_file(store, name, now)
         counts = words.setdefault(name, Counter())
         for item in read_items(name, **read):
             result.read += 1
@@ -121,6 +122,13 @@ def ingest(
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
     return result
+
+
+def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
+    """Note the file before reading it, so an ingest killed midway is listed by `repair` too."""
+    from pathlib import Path
+
+    journal_ingest(store.dir, "<stdin>" if name == "-" else str(Path(name).resolve()), now)
 
 
 def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import gzip
 import io
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +86,12 @@ def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, n
     try:
         buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
         head = buffered.peek(65536)[:65536]  # type: ignore[union-attr]
+        if head.startswith(codecs.BOM_UTF8):  # read as utf-8-sig: the mark is not part of the first line
+            buffered.read(len(codecs.BOM_UTF8))
+            head = head[len(codecs.BOM_UTF8) :]
         chosen = _sniff(head) if fmt == "auto" else fmt
         if chosen == "openai-chat" and head.lstrip().startswith(b"["):
-            yield from _read_chat_array(buffered, label, agent=agent, now=now)
+            yield from _read_chat_array(buffered, label, max_run_bytes=max_line_bytes, agent=agent, now=now)
         else:
             yield from _read_lines(buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -125,20 +130,15 @@ def _read_lines(
             yield Item(label, number, error=str(exc), raw=text)
 
 
-def _read_chat_array(stream: IO[bytes], label: str, *, agent: str | None, now: dt.datetime) -> Iterator[Item]:
-    data = stream.read()
-    try:
-        runs = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        yield Item(label, 1, error=f"invalid UTF-8 at byte {exc.start}")
-        return
-    except json.JSONDecodeError as exc:
-        yield Item(label, exc.lineno, error=f"malformed JSON: {exc.msg} at column {exc.colno}")
-        return
-    if not isinstance(runs, list):
-        yield Item(label, 1, error="an openai-chat file must be a JSON array of runs or JSONL of runs")
-        return
-    for index, run in enumerate(runs):
+def _read_chat_array(
+    stream: IO[bytes], label: str, *, max_run_bytes: int, agent: str | None, now: dt.datetime
+) -> Iterator[Item]:
+    """A JSON array of runs, read one run at a time: a run is held only up to `max_run_bytes` (the line
+    limit, as for a run on one JSONL line), so a huge array, or one of whitespace, stays in bounded memory."""
+    for index, run in enumerate(_array_items(stream, max_run_bytes, label)):
+        if isinstance(run, Item):
+            yield run
+            return
         try:
             if not is_run(run):
                 raise EventError(f"run {index} has no `traj` or `messages` list")
@@ -150,6 +150,85 @@ def _read_chat_array(stream: IO[bytes], label: str, *, agent: str | None, now: d
             continue
         for ev in events:
             yield _located(ev, label, index + 1, agent_override=None)
+
+
+CHUNK_BYTES = 1 << 20
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _array_items(stream: IO[bytes], limit: int, label: str) -> Iterator[Any]:
+    """The elements of a top-level JSON array, decoded one at a time from `stream`. An element, and the
+    whitespace before it, may each take at most `limit` bytes; past that, or on malformed JSON, the last
+    thing yielded is an Item with the error (a whitespace bomb is refused after `limit` bytes, not read whole)."""
+    decoder, utf8 = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
+    buffer, pos, eof = "", 0, False
+
+    def read_more(size: int) -> None:
+        nonlocal buffer, pos, eof
+        chunk = stream.read(size)
+        eof = not chunk
+        buffer, pos = buffer[pos:] + utf8.decode(chunk, final=eof), 0
+
+    def skip_space() -> bool:
+        """Move past whitespace, reading on; False after more than `limit` of it."""
+        nonlocal pos
+        skipped = 0
+        while True:
+            end = _SPACE.match(buffer, pos).end()  # type: ignore[union-attr]
+            skipped, pos = skipped + end - pos, end
+            if skipped > limit:
+                return False
+            if pos < len(buffer) or eof:
+                return True
+            read_more(CHUNK_BYTES)
+
+    def error(message: str) -> Item:
+        return Item(label, count + 1, error=message)
+
+    too_long = f"longer than {limit} bytes (raise ingest.max_line_bytes)"
+    count = 0
+    try:
+        if not skip_space() or buffer[pos : pos + 1] != "[":
+            yield error("an openai-chat file must be a JSON array of runs or JSONL of runs")
+            return
+        pos += 1
+        while True:
+            if not skip_space():
+                yield error(f"whitespace in the array is {too_long}")
+                return
+            if pos >= len(buffer):
+                yield error("malformed JSON: the array is not closed with ]")
+                return
+            if buffer[pos] == "]":
+                return
+            if count:
+                if buffer[pos] != ",":
+                    yield error(f"malformed JSON: expected , or ] after run {count - 1}")
+                    return
+                pos += 1
+                if not skip_space():
+                    yield error(f"whitespace in the array is {too_long}")
+                    return
+            while True:
+                try:
+                    element, end = decoder.raw_decode(buffer, pos)
+                    break
+                except json.JSONDecodeError:
+                    if len(buffer) - pos > limit:
+                        yield error(f"run {count} is {too_long}")
+                        return
+                    if eof:
+                        raise
+                    read_more(max(CHUNK_BYTES, len(buffer) - pos))  # doubling: a long run is parsed a few times
+            if end - pos > limit:
+                yield error(f"run {count} is {too_long}")
+                return
+            pos, count = end, count + 1
+            yield element
+    except UnicodeDecodeError as exc:
+        yield error(f"invalid UTF-8 in run {count} ({exc.reason})")
+    except json.JSONDecodeError as exc:
+        yield error(f"malformed JSON in run {count}: {exc.msg}")
 
 
 def _located(ev: Event, label: str, number: int, *, agent_override: str | None) -> Item:

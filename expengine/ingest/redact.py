@@ -74,11 +74,22 @@ class _Kind:
     pattern: re.Pattern[str]
     group: int = 0  # the group that is the secret; 0: the whole match
     valid: Callable[[str], bool] | None = None
-    # the pattern runs only when the lowercased text holds one of these (a cheap filter: most text has no "://")
+    # the pattern runs only when the lowercased text holds one of these (a cheap filter: most text has no "://");
+    # DIGIT stands for any digit, ASCII or not, since `\d` matches them all ("４１１１…" is a card number too)
     needs: tuple[str, ...] = ()
+    # texts the pattern is written to catch; tests run each through the whole redact path, prefilter included
+    examples: tuple[str, ...] = ()
+
+    def may_match(self, lowered: str, has_digit: bool) -> bool:
+        """The prefilter: False only when the pattern cannot match (it is a speed-up, never a decision)."""
+        if not self.needs:
+            return True
+        return any(n in lowered for n in self.needs if n != DIGIT) or (DIGIT in self.needs and has_digit)
 
 
-_DIGITS = tuple("0123456789")
+DIGIT = "<digit>"
+_DIGITS = (DIGIT,)
+_ANY_DIGIT = re.compile(r"\d")
 _KEY_WORDS = ("pass", "pwd", "secret", "key", "token", "credential")
 
 # Order matters: specific kinds first, so a key inside `password=...` is labelled by its own kind.
@@ -90,23 +101,67 @@ _KINDS: list[_Kind] = [
             re.S,
         ),
         needs=("-----begin",),
+        examples=("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAqPEM\n-----END RSA PRIVATE KEY-----",),
     ),
     _Kind(
         "URL_PASSWORD",
         re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]+:{_NOT_DONE}([^\s/@?#]+)@"),
         1,
         needs=("://",),
+        examples=("postgres://admin:UrlPa55word@db.internal:5432/app",),
     ),
-    _Kind("JWT", re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"), needs=("eyj",)),
-    _Kind("API_KEY", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), needs=("gh",)),
-    _Kind("API_KEY", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), needs=("xox",)),
-    _Kind("API_KEY", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"), needs=("_live_", "_test_")),
     _Kind(
-        "API_KEY", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"), needs=("sk-", "pk-", "rk-")
+        "JWT",
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
+        needs=("eyj",),
+        examples=("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",),
     ),
-    _Kind("API_KEY", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), needs=("aiza",)),
-    _Kind("API_KEY", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), needs=("akia", "asia")),
-    _Kind("TOKEN", re.compile(rf"\b[Bb]earer\s+{_NOT_DONE}([A-Za-z0-9._\-+/=]{{16,}})"), 1, needs=("bearer",)),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        needs=("gh", "github_pat_"),
+        examples=(
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "github_pat_11ABCDEFG012345678WXYZ_" + "aB3" * 19 + "xY",  # 22 + _ + 59, as GitHub issues them
+        ),
+    ),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+        needs=("xox",),
+        examples=("xoxb-2048-4096-AbCdEfGhIjKlMnOp",),
+    ),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"),
+        needs=("_live_", "_test_"),
+        examples=("sk_live_4eC39HqLyjWDarjtT1zdp7dc",),
+    ),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\b(?:sk|pk|rk)-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
+        needs=("sk-", "pk-", "rk-"),
+        examples=("sk-proj-Abc123Def456Ghi789Jkl012",),
+    ),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+        needs=("aiza",),
+        examples=("AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",),
+    ),
+    _Kind(
+        "API_KEY",
+        re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+        needs=("akia", "asia"),
+        examples=("AKIAIOSFODNN7EXAMPLQ",),
+    ),
+    _Kind(
+        "TOKEN",
+        re.compile(rf"\b[Bb]earer\s+{_NOT_DONE}([A-Za-z0-9._\-+/=]{{16,}})"),
+        1,
+        needs=("bearer",),
+        examples=("Authorization: Bearer Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1",),
+    ),
     # key = value, key: value, "key": "value" (JSON in text); a prefix is fine (db_password=, AWS_SECRET_ACCESS_KEY:)
     # because `_` is not in the look-behind
     _Kind(
@@ -114,6 +169,10 @@ _KINDS: list[_Kind] = [
         re.compile(rf"(?i)(?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[=:]\s*{_NOT_DONE}{_QUOTED_OR_WORD}"),
         1,
         needs=_KEY_WORDS,
+        examples=(
+            "db_password=S3cr3tPassW0rd!",
+            '"api_key": "abc123secretvalue"',
+        ),
     ),
     # a password stated in a sentence: "my password is hunter2.", "the passcode was 4417", "密码是abc123"
     _Kind(
@@ -124,27 +183,47 @@ _KINDS: list[_Kind] = [
         ),
         1,
         needs=("pass", "pwd"),
+        examples=(
+            "my password is Tr0ub4dor&3.",
+            "the passcode was 884213",
+        ),
     ),
     _Kind(
         "PASSWORD",
         re.compile(rf"(?:密码|密碼|口令)\s*(?:是|为|為|:|：)\s*{_NOT_DONE}([^\s，。；！,;!]+)"),
         1,
         needs=("密码", "密碼", "口令"),
+        examples=("我的密码是abc12345，别告诉别人",),
     ),
     _Kind(
         "AWS_SECRET",
         re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
         valid=_aws_secret_ok,
         needs=_DIGITS,
+        examples=("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKQY",),
     ),
-    _Kind("EMAIL", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs=("@",)),
+    _Kind(
+        "EMAIL",
+        re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"),
+        needs=("@",),
+        examples=("jane.doe@example.org",),
+    ),
     _Kind(
         "IBAN",
         re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"),
         valid=_iban_ok,
         needs=_DIGITS,
+        examples=(
+            "GB82 WEST 1234 5698 7654 32",
+            "DE89370400440532013000",
+        ),
     ),
-    _Kind("SSN", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"), needs=("-",)),
+    _Kind(
+        "SSN",
+        re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"),
+        needs=("-",),
+        examples=("SSN 123-45-6789 on file",),
+    ),
     _Kind(
         "CN_ID",
         re.compile(
@@ -152,15 +231,36 @@ _KINDS: list[_Kind] = [
         ),
         valid=_cn_id_ok,
         needs=_DIGITS,
+        examples=("身份证号11010519491231002X已登记",),
     ),
-    _Kind("CARD", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), valid=_card_ok, needs=_DIGITS),
-    _Kind("CN_MOBILE", re.compile(r"(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)"), needs=_DIGITS),
+    _Kind(
+        "CARD",
+        re.compile(r"\b(?:\d[ -]?){12,18}\d\b"),
+        valid=_card_ok,
+        needs=_DIGITS,
+        examples=(
+            "card 4111 1111 1111 1111 exp 12/27",
+            "card ４１１１ １１１１ １１１１ １１１１ (full-width digits)",
+        ),
+    ),
+    _Kind(
+        "CN_MOBILE",
+        re.compile(r"(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)"),
+        needs=_DIGITS,
+        examples=("我的手机号是13812345678，请回电",),
+    ),
     _Kind(
         "PHONE",
         re.compile(r"(?<![\w-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])"),
         needs=_DIGITS,
+        examples=("call (415) 555-0132",),
     ),
-    _Kind("PHONE", re.compile(r"(?<![\w-])\+\d{1,3}[\s.-]?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}(?![\w-])"), needs=("+",)),
+    _Kind(
+        "PHONE",
+        re.compile(r"(?<![\w-])\+\d{1,3}[\s.-]?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}(?![\w-])"),
+        needs=("+",),
+        examples=("+44 20 7946 0958",),
+    ),
 ]
 
 
@@ -174,9 +274,9 @@ class Redactor:
     def __call__(self, text: str | None) -> tuple[str | None, int]:
         if not self.enabled or not text:
             return text, 0
-        replaced, lowered = 0, text.lower()
+        replaced, lowered, has_digit = 0, text.lower(), _ANY_DIGIT.search(text) is not None
         for kind in _KINDS:
-            if kind.needs and not any(n in lowered for n in kind.needs):
+            if not kind.may_match(lowered, has_digit):
                 continue
 
             def sub(match: re.Match[str], kind: _Kind = kind) -> str:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..errors import InputError, NotFoundError
 from ..results import Result
 from ..store import units
-from ..store.db import DB_FILE, arrow_view, json_ids, utcnow
+from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
@@ -275,6 +275,8 @@ def forget(
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    if not dry_run:
+        (store.dir / SCRUB_PENDING).touch()  # before the commit: a kill after it leaves the old bytes behind
     con.execute("ROLLBACK" if dry_run else "COMMIT")
     result.preview, result.dry_run = preview, dry_run
     result.snapshots = len(list_snapshots(store)) if dry_run else snapshots
@@ -284,11 +286,17 @@ def forget(
     units.unindex(store.index, emptied)
     con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [targets + emptied])
     store.history_log("forget", "forget", {"records": result.records, "units_deleted": emptied})
+    finish_forget(store)
+    return result
+
+
+def finish_forget(store: "Store") -> None:
+    """Leave no copy of forgotten rows in the store's files (see store/scrub.py), then drop the mark."""
     scrub_index(store.index, [MEMORIES, UNITS])
     store.close()
     rewrite_database(store.dir / DB_FILE)
     store.reopen()
-    return result
+    (store.dir / SCRUB_PENDING).unlink(missing_ok=True)
 
 
 class PurgeStep:

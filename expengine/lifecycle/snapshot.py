@@ -7,20 +7,21 @@ hidden temporary folder and renamed when complete, so a kill during the copy nev
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError, NotFoundError, StoreError
 from ..results import Result
 from ..store import units
-from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, utcnow
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, ingested_since, unreadable, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
 
@@ -48,6 +49,17 @@ class RestoreResult(Result):
     raw_after: int
     active_after: int
     runs_rolled_back: list[str]
+
+
+@dataclass
+class RepairResult(Result):
+    repaired: bool
+    message: str
+    snapshot_id: str | None = None
+    snapshot_created: str | None = None
+    damaged_copy: str | None = None  # the damaged database, kept beside the store
+    # files ingested after the snapshot was taken (from the ingest journal): ingest them again
+    reingest: list[str] = field(default_factory=list)
 
 
 def snapshot_root(store: "Store") -> Path:
@@ -80,7 +92,10 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
 
 def list_snapshots(store: "Store") -> list[SnapshotInfo]:
     """Complete snapshots, newest first."""
-    root = snapshot_root(store)
+    return _snapshots_in(snapshot_root(store))
+
+
+def _snapshots_in(root: Path) -> list[SnapshotInfo]:
     if not root.exists():
         return []
     found = []
@@ -187,3 +202,52 @@ def forget_in_snapshots(
         os.replace(meta, folder / META_FILE)
         done += 1
     return done
+
+
+def damage_in(path: Path) -> str | None:
+    """Why the DuckDB file at `path` cannot be trusted, or None when every table reads back whole."""
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        return str(exc).splitlines()[0]
+    try:
+        return unreadable(con)
+    finally:
+        con.close()
+
+
+def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool = False) -> RepairResult:
+    """Put the newest snapshot whose database reads back whole in place of a damaged database (the caller
+    holds the store lock; the store is not open). The damaged file is copied aside first, never deleted, and
+    the files ingested since the snapshot come from the ingest journal beside it, so ingesting them again
+    brings back the rest. A kill at any point leaves either the damaged store or the snapshot's, never half."""
+    db_path = store_dir / DB_FILE
+    damage = damage_in(db_path) if db_path.exists() else "the database file is missing"
+    if damage is None and not force:
+        return RepairResult(repaired=False, message=f"the store database {db_path} reads back whole: nothing to repair")
+    candidates = _snapshots_in(store_dir / SNAPSHOT_DIR)
+    if snapshot_id is not None:
+        candidates = [s for s in candidates if s.id == snapshot_id]
+        if not candidates:
+            raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see the folders in snapshots/")
+    chosen = next((s for s in candidates if damage_in(store_dir / SNAPSHOT_DIR / s.id / DB_FILE) is None), None)
+    if chosen is None:
+        raise StoreError(
+            f"no snapshot of {store_dir} reads back whole, so there is nothing to repair from",
+            hint="ingest the logs again into a new store (--store NEW); the damaged file is left as it is",
+        )
+    reingest = ingested_since(store_dir, dt.datetime.fromisoformat(chosen.created))
+    kept = None
+    if db_path.exists():
+        kept = db_path.with_name(f"{DB_FILE}.damaged-{utcnow().strftime('%Y%m%dT%H%M%S')}")
+        shutil.copy2(db_path, kept)
+    _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir)
+    again = "ingest again: " + ", ".join(reingest) if reingest else "no file was ingested since"
+    return RepairResult(
+        repaired=True,
+        message=f"put back snapshot {chosen.id} (taken {chosen.created}); {again}",
+        snapshot_id=chosen.id,
+        snapshot_created=chosen.created,
+        damaged_copy=str(kept) if kept else None,
+        reingest=reingest,
+    )

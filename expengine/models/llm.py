@@ -8,6 +8,7 @@ exactly one failure to handle.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import time
@@ -90,6 +91,11 @@ class LlamaCppLLM:
             raise ModelError(f"the model failed: {exc}") from exc
         return parse_json_object("".join(pieces))
 
+    def close(self) -> None:
+        """Free the model now. Left to `Llama.__del__` at interpreter exit, the free runs after llama_cpp's
+        module was torn down and ends in an ignored-exception traceback."""
+        self._model.close()
+
 
 def parse_json_object(text: str) -> dict:
     """The model's answer as a dict, or a ModelError saying why it is not one."""
@@ -117,3 +123,11 @@ def get_llm(config: "LLMConfig") -> LLM | None:
     model = _LOADED[key]
     model.timeout_s = config.timeout_s
     return model
+
+
+@atexit.register
+def close_models() -> None:
+    """Close every model this process loaded (at exit, while llama_cpp is still whole); a later `get_llm`
+    loads again."""
+    while _LOADED:
+        _LOADED.popitem()[1].close()

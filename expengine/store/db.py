@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import json
+import logging
 import os
+import stat
+import struct
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
@@ -19,6 +26,19 @@ DB_FILE = "expengine.duckdb"
 LANCE_DIR = "lance"
 LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
+# one JSON line per file an ingest started reading: beside the database, not in it, so that `repair` can
+# still say what to ingest again when the database is the thing that is damaged
+INGEST_JOURNAL = "ingested.jsonl"
+# marks a `forget` whose deletion may have committed before its scrub: the next open finishes the scrub,
+# since a rerun of the same `forget` finds nothing left to delete and would leave the old bytes in the files
+SCRUB_PENDING = ".forget-scrub-pending"
+# DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
+DUCKDB_HEADER_BYTES = 3 * 4096
+REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
+# errors that mean "this user may not write here" (a read-only mount, another user's store)
+READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+log = logging.getLogger("expengine.store")
 
 
 def json_ids(value: str | None) -> list[str]:
@@ -46,19 +66,45 @@ def utcnow() -> dt.datetime:
 
 
 class StoreLock:
-    """An exclusive advisory lock on the store, so one process writes at a time (cron-safe)."""
+    """An exclusive advisory lock on the store, so one process writes at a time (cron-safe).
+
+    Where this user cannot write the lock file (a read-only store), a shared lock on it is taken instead
+    when it can be read, or none: such a store can only be read (`read_only`), and writers still wait."""
 
     def __init__(self, path: Path, *, timeout: float):
         self.path, self.timeout = path, timeout
         self._fd: int | None = None
+        self.read_only = False
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            if exc.errno not in READ_ONLY_ERRNOS:
+                raise
+            self.read_only = True
+            self._acquire_shared()
+            return
+        self.read_only = False
+        self._wait(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+
+    def _acquire_shared(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return  # no lock file and no right to make one: nothing can write here as this user either
+        self._wait(fd, fcntl.LOCK_SH)
+        self._fd = fd
+
+    def _wait(self, fd: int, mode: int) -> None:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = self._holder(fd)
@@ -68,9 +114,6 @@ class StoreLock:
                         hint="wait for it to finish (a compaction can take minutes) or raise --wait",
                     ) from None
                 time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
-        self._fd = fd
 
     @staticmethod
     def _holder(fd: int) -> str:
@@ -86,15 +129,152 @@ class StoreLock:
             self._fd = None
 
 
-def open_database(path: Path) -> duckdb.DuckDBPyConnection:
-    """Connect and apply any migrations not yet applied, in order, each in its own transaction."""
+def journal_ingest(store_dir: Path, path: str, started: dt.datetime) -> None:
+    with open(store_dir / INGEST_JOURNAL, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"path": path, "started": started.isoformat()}) + "\n")
+
+
+def ingested_since(store_dir: Path, since: dt.datetime) -> list[str]:
+    """Files an ingest started reading at or after `since`, in order, each once (a torn last line is skipped)."""
+    found: dict[str, None] = {}
     try:
-        con = duckdb.connect(str(path))
+        lines = (store_dir / INGEST_JOURNAL).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            if dt.datetime.fromisoformat(entry["started"]) >= since:
+                found.setdefault(str(entry["path"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return list(found)
+
+
+def secure_store_dir(path: Path) -> None:
+    """Create the store folder owner-only (0700), or tighten an existing one and everything in it (folders
+    0700, files 0600 at most, never adding a permission) with a one-line notice: a store holds every memory
+    in clear, and other users must not read it."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if not mode & 0o077:
+        return
+    loose = 0
+    try:
+        for folder, dirs, files in os.walk(path):
+            for entry in [folder] + [os.path.join(folder, f) for f in files]:
+                current = stat.S_IMODE(os.lstat(entry).st_mode)
+                if current & 0o077 and not os.path.islink(entry):
+                    os.chmod(entry, current & ~0o077)
+                    loose += 1
+    except OSError as exc:
+        log.warning(
+            f"notice: the store {path} is readable by other users ({mode:o}) and cannot be tightened: {exc.strerror}"
+        )
+        return
+    log.warning(
+        f"notice: tightened the store {path} to owner-only (was {mode:o}; {loose} file(s) and folder(s) changed)"
+    )
+
+
+_umask_lock = threading.Lock()
+_umask_users = 0
+_umask_saved = 0
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Everything created in the block is owner-only (umask 077), whatever the caller's umask. The umask is
+    per process, so overlapping blocks (threads) share one: the first sets it, the last restores it."""
+    global _umask_users, _umask_saved
+    with _umask_lock:
+        if _umask_users == 0:
+            _umask_saved = os.umask(0o077)
+        _umask_users += 1
+    try:
+        yield
+    finally:
+        with _umask_lock:
+            _umask_users -= 1
+            if _umask_users == 0:
+                os.umask(_umask_saved)
+
+
+def open_database(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect, check the file is whole, and apply any migrations not yet applied, in order, each in its own
+    transaction. `read_only`: for a store this user cannot write; it must need no migration."""
+    short = short_of_its_header(path)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
+        if is_damage(exc):
+            raise damaged(path, str(exc)) from exc
         raise StoreError(
             f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?"
         ) from exc
-    con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
+    try:
+        problem = unreadable(con) if short else None
+        if problem:
+            raise damaged(path, f"{short}, and {problem}")
+        _migrate(con, read_only=read_only)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def short_of_its_header(path: Path) -> str | None:
+    """Why the DuckDB file may have been cut short (a full disk, a bad copy): shorter than the blocks its
+    committed header (the one with the higher iteration) counts. DuckDB opens such a file and fails later,
+    on whichever query reads a missing block, or says nothing when none does. The counted blocks may include
+    free ones at the end, so a short file is damaged only if a table then fails to read (`unreadable`). A
+    file shorter than the header itself is damaged; a header layout this check does not know is DuckDB's."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(DUCKDB_HEADER_BYTES)
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    if len(head) < DUCKDB_HEADER_BYTES:
+        raise damaged(path, f"it is {size} bytes, less than DuckDB's header")
+    if head[8:12] != b"DUCK":
+        return None
+    headers = [struct.unpack_from("<QQqqQQ", head, offset) for offset in (4096, 8192)]
+    *_, blocks, block_size = max(headers, key=lambda h: h[1])  # checksum, iteration, meta, free list, count, size
+    if not block_size or block_size & (block_size - 1) or blocks > 1 << 40:
+        return None
+    expected = DUCKDB_HEADER_BYTES + blocks * block_size
+    return f"it is {size} bytes, its header counts {expected}" if size < expected else None
+
+
+def unreadable(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The first error met reading every table in full (each block read, so DuckDB checks its checksum), or
+    None. Streams, so a large store is not held in memory."""
+    try:
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            for _ in con.sql(f'SELECT * FROM "{table}"').to_arrow_reader(65536):
+                pass
+    except (duckdb.Error, OSError) as exc:  # OSError: the Arrow stream's form of DuckDB's IO error
+        return str(exc).splitlines()[0]
+    return None
+
+
+def damaged(path: Path, why: str) -> StoreError:
+    """One line with the fix: scripts and cron mail show the first line only."""
+    return StoreError(f"the store database {path} is damaged ({why}): {REPAIR_HINT}")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A DuckDB error that means the file is damaged (a missing block, a failed checksum), not a bad query."""
+    text = str(exc)
+    return isinstance(exc, (duckdb.IOException, duckdb.InternalException, duckdb.FatalException)) and (
+        "Could not read" in text or "checksum" in text.lower() or "Corrupt" in text
+    )
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
+    if not read_only:
+        con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
     applied = {row[0] for row in con.execute("SELECT name FROM migrations").fetchall()}
     known = {name for name, _ in MIGRATIONS}
     unknown = applied - known
@@ -103,9 +283,13 @@ def open_database(path: Path) -> duckdb.DuckDBPyConnection:
             f"the store was written by a newer expengine (migrations {', '.join(sorted(unknown))})",
             hint="upgrade expengine",
         )
-    for name, fn in MIGRATIONS:
-        if name in applied:
-            continue
+    pending = [(name, fn) for name, fn in MIGRATIONS if name not in applied]
+    if pending and read_only:
+        raise StoreError(
+            f"the store is read-only for this user and needs an upgrade ({', '.join(n for n, _ in pending)})",
+            hint="run any expengine command on it once as a user who can write it",
+        )
+    for name, fn in pending:
         con.execute("BEGIN")
         try:
             fn(con)
@@ -114,7 +298,6 @@ def open_database(path: Path) -> duckdb.DuckDBPyConnection:
         except Exception:
             con.execute("ROLLBACK")
             raise
-    return con
 
 
 class arrow_view:

@@ -46,14 +46,17 @@ def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa
 
 
 def rebuild(store: "Store") -> dict[str, int]:
+    """Every row is read from DuckDB (and embedded) before the old index is dropped: a damaged database
+    fails here, with the index it would have replaced still whole."""
     index = store.index
+    batches = list(_memory_batches(store, f"state IN {INDEXED_STATES}"))
+    units = unit_rows(store, "status = 'active'")
     index.drop(MEMORIES)
     index.drop(UNITS)
     memories = 0
-    for batch in _memory_batches(store, f"state IN {INDEXED_STATES}"):
+    for batch in batches:
         index.add(MEMORIES, batch, replace=False)
         memories += batch.num_rows
-    units = unit_rows(store, "status = 'active'")
     index.add(UNITS, units, replace=False)
     index.refresh_text_index(MEMORIES)
     index.refresh_text_index(UNITS)

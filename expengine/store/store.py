@@ -24,11 +24,12 @@ from .index import Index
 class Store:
     """DuckDB (the truth) + LanceDB (the derived index) + config + embedding cache, for one folder."""
 
-    def __init__(self, path: Path, *, config: Config, embedder: Embedder):
+    def __init__(self, path: Path, *, config: Config, embedder: Embedder, read_only: bool = False):
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
-        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE)
+        self.read_only = read_only  # this user cannot write the folder: reads only, no healing
+        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only)
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder)
@@ -64,7 +65,7 @@ class Store:
     def reopen(self) -> None:
         """Reconnect after the files were replaced underneath (a snapshot restore)."""
         self.close()
-        self.con = open_database(self.dir / DB_FILE)
+        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only)
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
