@@ -93,7 +93,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
     ]
     direct = {c: invoke(store, *c, direct=True) for c in commands}
     port = free_port()
-    child = start_server(store, "--http", f"127.0.0.1:{port}", "--max-body-mb", "0.01")
+    root = str(tmp_path_factory.getbasetemp())  # the tests' own files may be ingested by path
+    child = start_server(store, "--http", f"127.0.0.1:{port}", "--max-body-mb", "0.01", "--ingest-root", root)
     yield store, Client(socket_path=store / SOCKET_FILE), port, direct
     code, err = stop(child)
     assert code in (0, -signal.SIGTERM), err
