@@ -157,7 +157,8 @@ class Reach:
         if not self.roots:
             raise InputError(
                 "this server reads no paths: send records or text",
-                hint="or start it with `serve --ingest-root DIR` for the folders clients may ingest from",
+                hint="or start it with `serve --ingest-root DIR` for the folders clients may ingest from "
+                "(`expengine ingest - < FILE` sends a file as text)",
             )
         from ..ingest.readers import SUFFIXES
         from ..ingest.readers import _open_binary as open_binary  # the readers' own opener: gzip sniffed alike
@@ -225,11 +226,12 @@ def _ingest(
     if reach is not None:
         deadline = time.monotonic() + reach.timeout_s
         budget = [reach.max_bytes, reach.max_lines]
+        report = on_progress
 
-        def bounded(stored: int) -> None:
+        def bounded(stored: int) -> None:  # between batches: the writer-side timeout
             reach.check(budget, deadline)
-            if on_progress:
-                on_progress(stored)
+            if report:
+                report(stored)
 
         on_progress = bounded
     if a.paths is not None:

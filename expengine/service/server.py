@@ -306,7 +306,9 @@ def build_app(
 
     app = Starlette(
         routes=[Route("/health", health), Route("/stats", stats), Route("/v1/{op}", call, methods=["POST"])],
-        exception_handlers={Exception: on_error, HTTPException: on_error},
+        # ExpengineError by name: Starlette re-raises what only the `Exception` handler catches, and
+        # uvicorn then logs every 4xx as a traceback (a client could fill the log, or a stderr pipe)
+        exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
         lifespan=lifespan,
     )
     return AccessLog(TokenAuth(app, token), service)
