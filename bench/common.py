@@ -284,10 +284,15 @@ def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
 
 @contextlib.contextmanager
 def served(
-    store: Path, overrides: dict[str, str], *, timeout: float = 600, serve_args: Iterable[str] = ()
+    store: Path,
+    overrides: dict[str, str],
+    *,
+    timeout: float = 600,
+    serve_args: Iterable[str] = (),
+    log: Path | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """`expengine serve --http [serve_args]` on `store` for the block: (Unix-socket client, HTTP client with
-    the token)."""
+    the token). The server's JSON log goes to `log` (default: nowhere)."""
     import signal
     import subprocess
 
@@ -295,6 +300,7 @@ def served(
 
     sets = [x for key, value in overrides.items() for x in ("--set", f"{key}={value}")]
     port = 8700 + os.getpid() % 200
+    sink = open(log, "w") if log else None  # noqa: SIM115  (closed in `finally`, after the server)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -309,7 +315,7 @@ def served(
             *serve_args,
         ],
         cwd=REPO,
-        stderr=subprocess.DEVNULL,
+        stderr=sink or subprocess.DEVNULL,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     try:
@@ -325,6 +331,8 @@ def served(
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+        if sink:
+            sink.close()
 
 
 CHATTER = re.compile(

@@ -50,6 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=20, help="query threads during the compaction")
     parser.add_argument("--socket", type=Path, default=None, help="attack the server listening on this socket")
     parser.add_argument("--out", type=Path, default=RESULTS / "hostile.json")
+    parser.add_argument("--server-log", type=Path, default=None, help="the started server's JSON log")
     return parser.parse_args(argv)
 
 
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 report["stored"] = engine.ingest([str(log)], fmt="openai-chat").stored
             report.update(runs=len(runs), tasks=args.tasks, target="a fresh tau-bench store")
             overrides = {"llm.mode": "template"}
-            with served(store, overrides, serve_args=["--ingest-root", str(root)]) as (unix, http):
+            serve_args = ["--ingest-root", str(root)]
+            with served(store, overrides, serve_args=serve_args, log=args.server_log) as (unix, http):
                 tcp = Target(port=int(http.url.rpartition(":")[2]), token=http.token)
                 report.update(attack(Target(socket_path=Path(unix.socket_path)), tcp, root, args.threads, scratch))
     write_json(args.out, report)
