@@ -283,8 +283,16 @@ def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
 
 
 @contextlib.contextmanager
-def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> Iterator[tuple[Any, Any]]:
-    """`expengine serve --http` on `store` for the block: (Unix-socket client, HTTP client with the token)."""
+def served(
+    store: Path,
+    overrides: dict[str, str],
+    *,
+    timeout: float = 600,
+    serve_args: Iterable[str] = (),
+    log: Path | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """`expengine serve --http [serve_args]` on `store` for the block: (Unix-socket client, HTTP client with
+    the token). The server's JSON log goes to `log` (default: nowhere)."""
     import signal
     import subprocess
 
@@ -292,10 +300,22 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
 
     sets = [x for key, value in overrides.items() for x in ("--set", f"{key}={value}")]
     port = 8700 + os.getpid() % 200
+    sink = open(log, "w") if log else None  # noqa: SIM115  (closed in `finally`, after the server)
     server = subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *sets, "serve", "--http", f"127.0.0.1:{port}"],
+        [
+            sys.executable,
+            "-m",
+            "expengine",
+            "--store",
+            str(store),
+            *sets,
+            "serve",
+            "--http",
+            f"127.0.0.1:{port}",
+            *serve_args,
+        ],
         cwd=REPO,
-        stderr=subprocess.DEVNULL,
+        stderr=sink or subprocess.DEVNULL,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     try:
@@ -311,6 +331,8 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
+        if sink:
+            sink.close()
 
 
 CHATTER = re.compile(

@@ -14,12 +14,23 @@ from typing import Any, Optional, Union
 # `since` / `until`: ISO-8601 text (no zone means UTC) from the CLI and the server, or a datetime
 # from Python callers; filters.as_time reads both.
 Moment = Optional[Union[str, dt.datetime]]
+# Bounds a client's request is checked against (the text's own, `query.max_text_chars`, is config)
+SHORT = 256  # a filter, an id, a time
+MAX_BUDGET = 100_000  # prompt tokens
 
 
-def _arg(help: str, *, default: Any = None, ge: int | None = None, le: int | None = None, **cli: Any) -> Any:
+def _arg(
+    help: str,
+    *,
+    default: Any = None,
+    ge: int | None = None,
+    le: int | None = None,
+    max_length: int | None = None,
+    **cli: Any,
+) -> Any:
     """A field with its help text and bounds. `cli`: how the command line spells it when not
     `--name` (`flag`, e.g. "-k"; `off`, the flag and help of an option that turns a True default off)."""
-    metadata = {"help": help, "ge": ge, "le": le, **cli}
+    metadata = {"help": help, "ge": ge, "le": le, "max_length": max_length, **cli}
     return field(default=default, metadata=metadata)
 
 
@@ -32,16 +43,19 @@ class QueryArgs:
         default=True,
         off=("--no-touch", "Do not reinforce the hits (the store is left unchanged)."),
     )
-    agent: Optional[str] = _arg("Only this agent's memories and units.")
-    category: Optional[str] = _arg("Only this category.")
+    agent: Optional[str] = _arg("Only this agent's memories and units.", max_length=SHORT)
+    category: Optional[str] = _arg("Only this category.", max_length=SHORT)
     kind: Optional[str] = _arg(
-        "A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only)."
+        "A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only).",
+        max_length=SHORT,
     )
-    outcome: Optional[str] = _arg("success or failure (memories only).")
-    since: Moment = _arg("Not older than this (ISO-8601, UTC).")
-    until: Moment = _arg("Not newer than this (ISO-8601, UTC).")
-    goal: Optional[str] = _arg("Only memories of this goal id.")
-    budget: Optional[int] = _arg("Stop adding hits when the prompt text would pass this many tokens.", ge=1)
+    outcome: Optional[str] = _arg("success or failure (memories only).", max_length=SHORT)
+    since: Moment = _arg("Not older than this (ISO-8601, UTC).", max_length=SHORT)
+    until: Moment = _arg("Not newer than this (ISO-8601, UTC).", max_length=SHORT)
+    goal: Optional[str] = _arg("Only memories of this goal id.", max_length=SHORT)
+    budget: Optional[int] = _arg(
+        "Stop adding hits when the prompt text would pass this many tokens.", ge=1, le=MAX_BUDGET
+    )
     include_dormant: bool = _arg("Search dormant memories too.", default=False)
     expand: Optional[bool] = _arg("Show a unit's sources most relevant to the query (default: on).")
 
