@@ -1,5 +1,5 @@
 """One compaction cycle: a snapshot, then the declared `STEPS` in order (decay → goal cleanup → chatter →
-cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then a report.
+notes → cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then a report.
 
 Safety:
 - the Engine holds the store lock for the cycle, so one compaction (or ingest) runs at a time;
@@ -36,6 +36,7 @@ from .cycle import CycleContext, Step
 from .decay import DecayStep
 from .goals import GoalsStep
 from .index_refresh import IndexStep
+from .notes import NotesStep
 from .purge import PurgeStep
 from .refine import RefineStep
 from .snapshot import create_snapshot, list_snapshots, restore_snapshot
@@ -143,7 +144,16 @@ def _pause_for_tests(store: "Store", step: str) -> None:
             signal.pause()
 
 
-STEPS: list[Step] = [DecayStep(), GoalsStep(), ChatterStep(), ClustersStep(), RefineStep(), PurgeStep(), IndexStep()]
+STEPS: list[Step] = [
+    DecayStep(),
+    GoalsStep(),
+    ChatterStep(),
+    NotesStep(),
+    ClustersStep(),
+    RefineStep(),
+    PurgeStep(),
+    IndexStep(),
+]
 
 
 def compact(
