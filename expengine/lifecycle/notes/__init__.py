@@ -143,7 +143,9 @@ def _existing(store: "Store", agent: str, overlap: float) -> Book:
         sources = json_ids(source_ids)
         days = [
             ts.date()
-            for (ts,) in store.con.execute("SELECT ts FROM records WHERE id IN (SELECT unnest(?))", [sources]).fetchall()
+            for (ts,) in store.con.execute(
+                "SELECT ts FROM records WHERE id IN (SELECT unnest(?))", [sources]
+            ).fetchall()
         ]
         notes.append(
             Note(uid, subject, statement, attribute, as_of.date(), sources, days, words_of(statement, subject))
@@ -169,9 +171,7 @@ def _row(note: Note, turn: Turn) -> dict[str, Any]:
     }
 
 
-def write_notes(
-    store: "Store", *, dry_run: bool = False, run_id: str | None = None, now: dt.datetime
-) -> NotesReport:
+def write_notes(store: "Store", *, dry_run: bool = False, run_id: str | None = None, now: dt.datetime) -> NotesReport:
     """One pass over the turns not noted yet (see the module docstring); `now` stamps every change."""
     from ...store.state import set_state
 
@@ -194,9 +194,13 @@ def write_notes(
             report.turns_kept += 1
             continue
         found: TurnNotes = turn_notes(turn.content, person=person, day=turn.ts.date(), names=names[turn.agent])
-        book = books.get(turn.agent) or books.setdefault(turn.agent, _existing(store, turn.agent, cfg.restatement_overlap))
+        book = books.get(turn.agent) or books.setdefault(
+            turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
+        )
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
-        ids = [_note(store, book, statement, person, turn, sources, report, run_id, now) for statement in found.statements]
+        ids = [
+            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in found.statements
+        ]
         touched.extend(ids)
         sleepable = turn.category in SLEEPABLE_CATEGORIES and not turn.kept
         if not found.statements and not found.unresolved and sleepable:
@@ -263,7 +267,12 @@ def _note(
     report.notes_written += 1
     if old is not None:
         units.supersede(
-            store, old.id, note.id, why=f"{note.attribute} changed in {turn.id}: {note.statement}", run_id=run_id, now=now
+            store,
+            old.id,
+            note.id,
+            why=f"{note.attribute} changed in {turn.id}: {note.statement}",
+            run_id=run_id,
+            now=now,
         )
         book.remove(old)
         report.notes_superseded += 1

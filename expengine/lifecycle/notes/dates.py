@@ -108,8 +108,8 @@ def _ago(match: re.Match, base: dt.date) -> Resolved:
     if unit == "day":
         day = base - dt.timedelta(days=n)
         return Resolved(f"on {day_text(day)}", day)
-    if unit == "week":
-        return Resolved(f"{_count_words(n, 'week')} before {day_text(base)}", None)
+    if unit in ("week", "weekend"):
+        return Resolved(f"{_count_words(n, unit)} before {day_text(base)}", None)
     if unit == "month":
         return Resolved(f"in {month_text(*add_months(base, -n))}", None)
     return Resolved(f"in {base.year - n}", None)
@@ -145,7 +145,7 @@ ENGLISH: tuple[tuple[str, Callable[[re.Match, dt.date], Resolved]], ...] = (
     (r"this year", _year(0)),
     (rf"last {_SEASON}", _season(-1)),
     (rf"next {_SEASON}", _season(1)),
-    (rf"{_COUNT} (?P<unit>days?|weeks?|months?|years?) ago", _ago),
+    (rf"{_COUNT} (?P<unit>days?|weeks?|weekends?|months?|years?) ago", _ago),
 )
 _ENGLISH = [(re.compile(rf"(?i)\b(?:{p})\b"), fn) for p, fn in ENGLISH]
 

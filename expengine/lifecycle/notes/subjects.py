@@ -25,8 +25,18 @@ _UNCHANGED = frozenset(
     even only mostly already once ever both all
     """.split()
 )
-_IRREGULAR = {"am": "is", "are": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't", "go": "goes"}
-_CLAUSE_START = r"(?:^|(?<=[,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s)|(?<=\bif\s)|(?<=\bwhen\s)|(?<=\bbecause\s)|(?<=\bthat\s))"
+_IRREGULAR = {
+    "am": "is",
+    "are": "is",
+    "have": "has",
+    "do": "does",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+    "go": "goes",
+}
+_CLAUSE_START = (
+    r"(?:^|(?<=[,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s)|(?<=\bif\s)|(?<=\bwhen\s)|(?<=\bbecause\s)|(?<=\bthat\s))"
+)
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,8 @@ def english(text: str, person: Person) -> str | None:
         (re.compile(r"\bI'll\b"), f"{me} will"),
         _subject(r"\bI\b", me),
         (re.compile(r"(?i)\bmy\b|\bmine\b"), f"{me}'s"),
-        (re.compile(r"(?i)\bmyself\b|\bme\b"), me),
+        (re.compile(r"(?i)\bmyself\b"), _SELF_ME),
+        (re.compile(r"(?i)\bme\b"), _OBJECT_ME),
         (re.compile(r"(?i)\bwe're\b|\bwe are\b"), f"{me} and others are"),
         (re.compile(r"(?i)\bwe've\b"), f"{me} and others have"),
         (re.compile(r"(?i)\bwe\b|\bourselves\b|\bus\b(?-i:(?<=us))"), f"{me} and others"),
@@ -83,13 +94,28 @@ def english(text: str, person: Person) -> str | None:
             (re.compile(r"(?i)\byou'll\b"), f"{you} will"),
             (re.compile(r"(?i)\byou were\b"), f"{you} was"),
             (re.compile(r"(?i)\byours\b|\byour\b"), f"{you}'s"),
-            (re.compile(r"(?i)\byourself\b"), you),
+            (re.compile(r"(?i)\byourself\b"), _SELF_YOU),
             _subject(_CLAUSE_START + r"(?i:\byou\b)", you),
-            (re.compile(r"(?i)\byou\b"), you),
+            (re.compile(r"(?i)\byou\b"), _OBJECT_YOU),
         ]
     for pattern, replacement in rules:
         text = pattern.sub(replacement, text)  # type: ignore[call-overload]
+    text = _objects(text, {_OBJECT_ME: me, _SELF_ME: me, _OBJECT_YOU: you or "", _SELF_YOU: you or ""})
     return _their(text, [n for n in (me, you) if n])
+
+
+# Placeholders for object pronouns, named once all subjects are: the first mention of a person is their
+# name, a later one "them" ("Caroline is stoked for Melanie that art helps them express themself").
+_OBJECT_ME, _SELF_ME, _OBJECT_YOU, _SELF_YOU = "\x00me\x00", "\x00myself\x00", "\x00you\x00", "\x00yourself\x00"
+
+
+def _objects(text: str, names: dict[str, str]) -> str:
+    for marker, name in names.items():
+        while marker in text:
+            at = text.index(marker)
+            later = "themself" if "self" in marker else "them"
+            text = text[:at] + (later if name in text[:at] else name) + text[at + len(marker) :]
+    return text
 
 
 def _their(text: str, names: list[str]) -> str:
