@@ -93,28 +93,30 @@ def _pending_turns(store: "Store") -> list[Turn]:
 
 
 def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """Per session, its labelled speakers in order of appearance; per agent, every name word (and
-    three-letter short form) its speakers go by. A label counts as a speaker when it opens at least
-    two messages of the session."""
-    sessions = sorted({t.session for t in turns})
+    """Per session, its speakers in order of appearance; per agent, every name word (and three-letter
+    short form) its speakers go by. A label ("Caroline: …") counts as a speaker's when it opens at least
+    two of the agent's messages."""
+    agents = sorted({t.agent for t in turns})
     rows = store.con.execute(
         "SELECT coalesce(session, agent), agent, content FROM records WHERE kind = 'message' "
-        "AND coalesce(session, agent) IN (SELECT unnest(?)) ORDER BY ts, id",
-        [sessions],
+        "AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
+        [agents],
     ).fetchall()
-    counts: dict[str, dict[str, int]] = defaultdict(dict)
-    agent_of: dict[str, str] = {}
+    uses: dict[str, dict[str, int]] = defaultdict(dict)
+    in_session: dict[str, list[str]] = defaultdict(list)
     for session, agent, content in rows:
         label = split_speaker(content or "")[0]
-        agent_of[session] = agent
         if label:
-            counts[session][label] = counts[session].get(label, 0) + 1
-    speakers = {s: [name for name, n in c.items() if n >= 2] for s, c in counts.items()}
+            uses[agent][label] = uses[agent].get(label, 0) + 1
+            if label not in in_session[session]:
+                in_session[session].append(label)
+    agent_of = {session: agent for session, agent, _ in rows}
+    speakers = {s: [x for x in labels if uses[agent_of[s]][x] >= 2] for s, labels in in_session.items()}
     names: dict[str, set[str]] = defaultdict(set)
-    for session, labels in speakers.items():
-        for label in labels:
-            for word in label.lower().split():
-                names[agent_of[session]].update({word, word[:3]} if len(word) > 3 else {word})
+    for agent, counted in uses.items():
+        for label, n in counted.items():
+            for word in label.lower().split() if n >= 2 else []:
+                names[agent].update({word, word[:3]} if len(word) > 3 else {word})
     return speakers, names
 
 

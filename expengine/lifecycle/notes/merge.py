@@ -59,6 +59,9 @@ def slot(sentence: str) -> str | None:
 
 
 def restates(a: frozenset[str], b: frozenset[str], overlap: float) -> bool:
+    """The same content words, or (with at least MIN_WORDS of them) an overlap of `overlap` or more."""
+    if a and a == b:
+        return True
     if min(len(a), len(b)) < MIN_WORDS:
         return False
     return len(a & b) / len(a | b) >= overlap

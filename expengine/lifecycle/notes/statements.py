@@ -24,7 +24,7 @@ from functools import lru_cache
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
 
-_SPEAKER = re.compile(r"^\s*([^:\n]{1,40}):\s+")
+_SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -168,10 +168,9 @@ def _stem(word: str) -> str:
 
 
 def split_speaker(text: str) -> tuple[str | None, str]:
+    """'Caroline: hi!' → ('Caroline', 'hi!'); '张曼婷：你好' → ('张曼婷', '你好')."""
     match = _SPEAKER.match(text)
-    if match and not _CJK.search(match.group(1)[:1] or "") and " " not in match.group(1).strip()[20:]:
-        return match.group(1).strip(), text[match.end() :]
-    return None, text
+    return (match.group(1).strip(), text[match.end() :]) if match else (None, text)
 
 
 def sentences(text: str) -> list[str]:
