@@ -8,7 +8,8 @@ MemoryBank (MIT) holds 10-day conversations in Chinese (`cn`) and a parallel Eng
 question, the English store's top hit (right after ingest) is the silver evidence; agreement@k is the
 share of the Chinese questions whose top k hits cite it (a hit's `source_ids`: a turn itself, or the
 turns a note came from). Measured right after ingest and after `--cycles` compactions (one nightly
-clock tick apart) of the Chinese store, with the hot text share (`Engine.stats().hot_share`: active
+clock tick apart) of both stores: against that silver, and against the compacted English store's top
+hit (the turns it cites), with the hot text share (`Engine.stats().hot_share`: active
 memories' and active units' tokens against every stored turn's) of both stores. Run for MiniLM on
 the Chinese store and for the default (`embedder.model = "auto"`: the multilingual model).
 """
@@ -73,7 +74,7 @@ def compact(engine: Any, cycles: int) -> float:
 def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int) -> dict[str, Any]:
     from expengine.engine import Engine
 
-    agree, agree_after, texts, seconds, compact_s = [], [], 0, 0.0, 0.0
+    agree, agree_after, agree_both, texts, seconds, compact_s = [], [], [], 0, 0.0, 0.0
     hot = {"en": [0, 0], "cn": [0, 0]}
     for index, user in enumerate(json.loads(data.read_text(encoding="utf-8"))["users"][:users]):
         events = parallel_events(user)
@@ -100,6 +101,10 @@ def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int) -> di
                 hot[lang][0] += stats.hot_tokens
                 hot[lang][1] += stats.raw_tokens
             agree_after += [bool(s) and s[0] in cited(stores["cn"], q_cn, k) for s, (_, q_cn) in zip(silver, questions)]
+            # both stores compacted: the English top hit's turns against the Chinese top k's
+            agree_both += [
+                bool(cited(stores["en"], q_en, 1) & cited(stores["cn"], q_cn, k)) for q_en, q_cn in questions
+            ]
             for engine in stores.values():
                 engine.close()
         print(
@@ -111,6 +116,7 @@ def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int) -> di
         "cn_model": cn_model,
         f"agreement@{k}": round(sum(agree) / len(agree), 3),
         f"agreement@{k} after {cycles} cycles": round(sum(agree_after) / len(agree_after), 3),
+        f"agreement@{k} after {cycles} cycles, both stores compacted": round(sum(agree_both) / len(agree_both), 3),
         "hot_share_cn": round(hot["cn"][0] / hot["cn"][1], 4),
         "hot_share_en": round(hot["en"][0] / hot["en"][1], 4),
         "questions": len(agree),

@@ -244,3 +244,43 @@ def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
     assert [(e.id, e.state) for e in hit.expanded] == [("conv-26:D1:3", "dormant")]
     assert "- [2023-05-07] Caroline went to a LGBTQ support group on 7 May 2023 and it was powerful." in result.prompt
     assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
+
+
+# --- the optional model ------------------------------------------------------------------------------
+class _FakeModel:
+    """Answers with a fixed note, as a local model would through `LLM.complete_json`."""
+
+    def __init__(self, note: str):
+        self.note, self.asked = note, 0
+
+    def complete_json(self, system, user, schema, *, max_tokens, temperature):
+        self.asked += 1
+        return {"note": self.note}
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [
+        ("On 7 May 2023 Caroline went to a LGBTQ support group and it was powerful.", True),
+        (
+            "On 7 May 2023 Caroline went to a support group in Boston and it was powerful.",
+            False,
+        ),  # Boston: from nowhere
+        ("Caroline went to a support group.", False),  # lost the date and LGBTQ
+    ],
+)
+def test_a_model_rewording_is_kept_only_when_grounded(answer, kept):
+    from types import SimpleNamespace
+
+    from expengine.config import Config
+    from expengine.lifecycle.notes.reword import Rewording
+
+    turn = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+    statement = turn_notes(turn, person=Person("Caroline", "Melanie"), day=MAY_8, names=NAMES).statements[0]
+    template = statement.text
+    reword = Rewording(_FakeModel(answer), SimpleNamespace(config=Config()), max_calls=1)  # type: ignore[arg-type]
+    reword(statement, turn)
+    assert statement.text == (answer if kept else template)
+    assert (reword.calls, reword.rejected) == (1, 0 if kept else 1)
+    reword(statement, turn)  # the budget is spent: no second call
+    assert reword.calls == 1

@@ -14,7 +14,8 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
   lesson records (errors, preferences, safety…) never sleep.
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
-refinement work on what the notes do not carry. Templates only: no model is asked.
+refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`
+names a local model, it may reword one, and its wording is kept only when grounded (`reword.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..chatter import SLEEPABLE_CATEGORIES
 from ..common import short
 from . import units
 from .merge import Book, Note, slot, words_of
+from .reword import rewording
 from .statements import _CJK, TurnNotes, split_speaker, turn_notes
 from .subjects import ROLE_NAMES, Person
 
@@ -55,6 +57,8 @@ class NotesReport(Result):
     turns_carried: int = 0  # covered by their notes: dormant
     turns_chatter: int = 0  # nothing informative: dormant
     turns_kept: int = 0  # not fully carried (or never sleeping): active
+    llm_calls: int = 0
+    llm_rejected: int = 0  # answers that failed grounding (or the call): the template's wording stayed
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -89,7 +93,11 @@ def _pending_turns(store: "Store") -> list[Turn]:
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "ORDER BY ts, id"
     ).fetchall()
-    return [Turn(*r[:8], json_ids(r[8])) for r in rows if r[0] not in noted]
+    return [
+        Turn(id_, agent, session, ts, role, content, category, bool(kept), json_ids(merged))
+        for id_, agent, session, ts, role, content, category, kept, merged in rows
+        if id_ not in noted
+    ]
 
 
 def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
@@ -173,8 +181,17 @@ def _row(note: Note, turn: Turn) -> dict[str, Any]:
     }
 
 
-def write_notes(store: "Store", *, dry_run: bool = False, run_id: str | None = None, now: dt.datetime) -> NotesReport:
-    """One pass over the turns not noted yet (see the module docstring); `now` stamps every change."""
+def write_notes(
+    store: "Store",
+    *,
+    dry_run: bool = False,
+    run_id: str | None = None,
+    now: dt.datetime,
+    llm: Any = None,
+    max_llm_calls: int | None = None,
+) -> NotesReport:
+    """One pass over the turns not noted yet (see the module docstring); `now` stamps every change.
+    `llm` is the cycle's model provider (used only where `llm.model_path` is set)."""
     from ...store.state import set_state
 
     started = time.monotonic()
@@ -186,6 +203,7 @@ def write_notes(store: "Store", *, dry_run: bool = False, run_id: str | None = N
         report.seconds = round(time.monotonic() - started, 3)
         return report
     speakers, names = _people(store, turns)
+    reword = rewording(store, llm, max_llm_calls)
     books: dict[str, Book] = {}
     touched: list[str] = []
     carried: dict[str, list[str]] = defaultdict(list)  # note id → turns it lets sleep
@@ -200,6 +218,8 @@ def write_notes(store: "Store", *, dry_run: bool = False, run_id: str | None = N
             turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
         )
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
+        for statement in found.statements:
+            reword(statement, turn.content)
         ids = [
             _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in found.statements
         ]
@@ -221,6 +241,7 @@ def write_notes(store: "Store", *, dry_run: bool = False, run_id: str | None = N
         store, chatter, "dormant", reason="chatter: nothing informative", run_id=run_id, now=now
     )
     units.flush(store, list(dict.fromkeys(touched)))
+    report.llm_calls, report.llm_rejected = reword.calls, reword.rejected
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -290,4 +311,6 @@ class NotesStep:
     def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
         if not store.config.notes.enabled:
             return {"skipped": "notes off (notes.enabled = false)", "seconds": 0.0}
-        return write_notes(store, dry_run=ctx.dry_run, run_id=ctx.run_id, now=ctx.now).to_dict()
+        return write_notes(
+            store, dry_run=ctx.dry_run, run_id=ctx.run_id, now=ctx.now, llm=ctx.llm, max_llm_calls=ctx.max_llm_calls
+        ).to_dict()

@@ -79,7 +79,7 @@ _ZH_LEADING = re.compile(
     r"^(?:(?:你好|您好|嗨|哈喽|早上好|晚上好)[啊呀]?(?:AI伴侣)?|哈哈+|嗯+|哦+|啊+|哇+|嘿|当然了|当然|好的|是的|没问题|其实|说实话|对了)[，,！!、\s]*"
 )
 _ZH_REACTION = re.compile(
-    r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真棒|太好了|"
+    r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真[棒好]|太[好棒]了|"
     r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}"
 )
 _ZH_FILLER = re.compile(r"(?:真的|非常|特别|十分|挺|蛮|超级)")
@@ -198,6 +198,16 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
     return (bool(_YOU.search(sentence)) and not _ME.search(sentence)) or all(w in OPINION_WORDS for w in words)
 
 
+_TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
+
+
+def _names_something(sentence: str, names: set[str]) -> bool:
+    """A title, a quoted name, a number, or a capitalised word that is no speaker's name."""
+    if _TITLE.search(sentence):
+        return True
+    return not _CJK.search(sentence) and bool({w.lower() for w in _PROPER.findall(sentence[1:])} - names - {"i"})
+
+
 def _tidy_english(sentence: str, names: set[str]) -> str:
     text = _LEADING.sub("", sentence).strip()
     # a name said to the other speaker ("Caroline, I …") is no part of the statement
@@ -229,7 +239,6 @@ def _finish(text: str, chinese: bool, person: subjects.Person) -> str:
 
 
 _CLAUSE = re.compile(r"[,，]\s*")
-_FIRST_PERSON = re.compile(r"\bI\b|\bI'|(?i:\bmy\b)|我")
 
 
 def _with_statement_clauses(parts: list[str]) -> list[str]:
@@ -238,7 +247,7 @@ def _with_statement_clauses(parts: list[str]) -> list[str]:
     out = []
     for sentence in parts:
         clauses = _CLAUSE.split(sentence)
-        if sentence.rstrip().endswith(("?", "？", "吗")) and len(clauses) > 1 and _FIRST_PERSON.search(clauses[0]):
+        if sentence.rstrip().endswith(("?", "？", "吗")) and len(clauses) > 1:
             head = "，".join(clauses[:-1]) if _CJK.search(sentence) else ", ".join(clauses[:-1])
             out += [head + ("。" if _CJK.search(sentence) else "."), clauses[-1]]
         else:
@@ -256,7 +265,8 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     for sentence in _with_statement_clauses(sentences(body)):
         chinese = bool(_CJK.search(sentence))
         if is_chatter(sentence, names):
-            result.chatter.append(sentence)
+            # a question that names something (a title, a number, a name) may be all the turn says of it
+            (result.unresolved if _names_something(sentence, names) else result.chatter).append(sentence)
             continue
         tidy = _tidy_chinese(sentence) if chinese else _tidy_english(sentence, names)
         resolved = dates.resolve(tidy, day)
