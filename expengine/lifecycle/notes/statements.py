@@ -80,7 +80,7 @@ _ZH_LEADING = re.compile(
 )
 _ZH_REACTION = re.compile(
     r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真[棒好]|太[好棒]了|"
-    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}"
+    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手"
 )
 _ZH_FILLER = re.compile(r"(?:真的|非常|特别|十分|挺|蛮|超级)")
 _ZH_EMPTY = re.compile("(?:" + "|".join(sorted(CHATTER_WORDS["zh"], key=len, reverse=True)) + r"|[，,。！!？?、\s])+")
@@ -255,6 +255,20 @@ def _with_statement_clauses(parts: list[str]) -> list[str]:
     return out
 
 
+def _question_note(sentence: str, person: subjects.Person, day: dt.date, chinese: bool) -> Statement | None:
+    """A question that names something, as a note of who asked it: "Melanie asked: Did Caroline go to the
+    Paris exhibit?"; None when it is no question or its "you" has no addressee."""
+    if not sentence.rstrip().endswith(("?", "？", "吗", "呢")):
+        return None
+    tidy = _tidy_chinese(sentence) if chinese else _tidy_english(sentence, set())
+    resolved = dates.resolve(tidy, day)
+    named = (subjects.chinese if chinese else subjects.english)(resolved.text, person)
+    if named is None:
+        return None
+    text = f"{person.me}问：{named}" if chinese else f"{person.me} asked: {named[:1].upper() + named[1:]}"
+    return Statement(text, sentence, resolved.day or day, day)
+
+
 def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: set[str]) -> TurnNotes:
     """The notes of one turn's text (`content` may start with "Speaker: "), said on `day`."""
     _, body = split_speaker(content)
@@ -265,8 +279,12 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     for sentence in _with_statement_clauses(sentences(body)):
         chinese = bool(_CJK.search(sentence))
         if is_chatter(sentence, names):
-            # a question that names something (a title, a number, a name) may be all the turn says of it
-            (result.unresolved if _names_something(sentence, names) else result.chatter).append(sentence)
+            if not _names_something(sentence, names):
+                result.chatter.append(sentence)
+            elif (asked := _question_note(sentence, person, day, chinese)) is not None:
+                result.statements.append(asked)  # may be all the turn says of a title, a number, a name
+            else:
+                result.unresolved.append(sentence)
             continue
         tidy = _tidy_chinese(sentence) if chinese else _tidy_english(sentence, names)
         resolved = dates.resolve(tidy, day)
