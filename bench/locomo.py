@@ -15,15 +15,19 @@ adversarial and has no answer) is asked with `Engine.query(touch=False, budget=1
 the prompt block the agent would see, cut at 1,000 tokens by `textutil.approx_tokens` (words plus
 punctuation marks, header included). Measured on the hits that fit:
 - evidence recall: share of the gold evidence turns among the hits' `source_ids` (a memory's own id
-  and the near-duplicates merged into it; a unit's sources) plus the evidence lines shown under
-  units. Malformed gold ids are normalised ("D8:6; D9:17" → two ids, "D:11:26" → D11:26); ids
+  and the near-duplicates merged into it; a unit's sources, a note's turns among them) plus the
+  evidence lines shown under units. Malformed gold ids are normalised ("D8:6; D9:17" → two ids, "D:11:26" → D11:26); ids
   naming no turn of the conversation ("D", "D10:19" in conv-42) are dropped, and a question left
   with none counts only for answer-token recall;
 - evidence recall (shown): the same, counting only turns whose text is in the prompt (a memory hit,
-  its merged near-duplicates, the evidence lines under units) and not the other sources of a unit;
+  its merged near-duplicates, the evidence lines under units) and not the other sources of a unit: a
+  note rewrites its turn, so this counts turns only;
 - answer-token recall: share of the gold answer's lowercase words present in the prompt text;
 - hot text / raw text: tokens a default query can return (active memories' and active units' text,
-  `Engine.stats().hot_tokens`) against the tokens of every raw turn.
+  notes included, `Engine.stats().hot_tokens`) against the tokens of every turn stored.
+After compaction, 20 random notes (seeded) are printed with the turn each came from and checked for
+what makes a note unusable (no subject, chatter; a wrong date is read off the printout), and each
+conversation's compaction time (3 cycles, the notes step apart) is reported.
 The baseline ranks the same stored turns with BM25 (rank_bm25 BM25Okapi over lowercase words) and
 fills the same budget with the same renderer. Then the store is compacted `--cycles` times (full
 cycle with refinement, one nightly clock tick apart) and measured again. The ablation replays the
