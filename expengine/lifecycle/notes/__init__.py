@@ -82,7 +82,8 @@ def note_id(agent: str, subject: str, statement: str, first_source: str) -> str:
 
 
 def _pending_turns(store: "Store") -> list[Turn]:
-    """Active messages that no note cites yet, oldest first."""
+    """Active messages of conversations that no note cites yet, oldest first. An agent's task runs
+    (messages of a goal, sessions with tool use) are left to refinement's rules and intents."""
     noted = {
         i
         for (ids,) in store.con.execute("SELECT source_ids FROM units WHERE kind = ?", [units.NOTE_KIND]).fetchall()
@@ -91,6 +92,8 @@ def _pending_turns(store: "Store") -> list[Turn]:
     rows = store.con.execute(
         "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned OR protected, merged_ids "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
+        "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
+        "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
