@@ -127,6 +127,15 @@ class ChatterConfig:
 
 
 @dataclass
+class NotesConfig:
+    """Turns consolidate into self-contained, dated notes (lifecycle/notes); a note restating another
+    (same subject, content words overlapping by this Jaccard share) merges into it."""
+
+    enabled: bool = True
+    restatement_overlap: float = 0.8
+
+
+@dataclass
 class QueryConfig:
     alpha: float = 0.6
     beta: float = 0.2
@@ -178,6 +187,7 @@ class Config:
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
     chatter: ChatterConfig = field(default_factory=ChatterConfig)
+    notes: NotesConfig = field(default_factory=NotesConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)

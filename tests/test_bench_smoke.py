@@ -162,14 +162,17 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     assert len(conversation["cycles"]) == 3
     assert conversation["methods"][methods[0]] == report["summary"][methods[0]]["overall"]  # one conversation
     assert set(report["targets"]) == {
-        "store_share_of_raw",
         "hot_text_share_of_raw",
         "answer_recall_vs_before",
-        "evidence_recall_shown_kept",
         "evidence_recall_kept",
-        "answer_recall_kept",
+        "temporal_answer_recall_gain",
+        "notes_unusable_of_20",
         "evidence_recall_over_bm25",
     }
+    audit = report["note_audit"]
+    assert 0 < audit["sampled"] <= 20 and audit["unusable"] == sum(bool(n["problems"]) for n in audit["sample"])
+    assert all(n["sources"] and n["as_of"] for n in audit["sample"])  # every note cites its turns and has a day
+    assert conversation["compaction_seconds"] >= conversation["notes_seconds"] > 0
     assert after["hot_tokens"] > 0 and after["hot_share"] == round(after["hot_tokens"] / after["raw_tokens"], 4)
     page = (tmp_path / "b.md").read_text(encoding="utf-8")
     assert "<!-- locomo:start -->" in page and "### Overall" in page and "--conversations 1" in page

@@ -48,7 +48,7 @@ def units(
     ctx: typer.Context,
     agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's units."),
     status: Optional[str] = typer.Option(None, "--status", help="active, superseded or quarantined."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="rule or fact."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="rule, fact or note."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List knowledge units with support, confidence and utility."""

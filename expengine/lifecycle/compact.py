@@ -1,5 +1,5 @@
 """One compaction cycle: a snapshot, then the declared `steps.STEPS` in order (decay → goal cleanup →
-chatter → cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then
+chatter → notes → cluster pruning → refinement → purge → index refresh), each in one DuckDB transaction, then
 a report. Each step's report renders its own summary line (its `summary` key).
 
 Safety:

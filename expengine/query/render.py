@@ -28,7 +28,9 @@ def _clip(text: str) -> str:
 
 
 def hit_line(hit: "Hit") -> str:
-    if hit.type == "unit":
+    if hit.type == "unit" and hit.kind == "note" and hit.ts:
+        label = hit.ts.date().isoformat()  # "[2023-05-07] Caroline went to …": the day the fact is about
+    elif hit.type == "unit":
         label = hit.kind
     else:
         label = ", ".join(x for x in (hit.kind, hit.ts.date().isoformat() if hit.ts else None) if x)

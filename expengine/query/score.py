@@ -159,7 +159,7 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
                 state=u["status"],
                 agent=u["agent"],
                 category=u["category"],
-                ts=u["updated"],
+                ts=u["as_of"] if u["kind"] == "note" else u["updated"],  # a note shows the day it is about
                 expanded=[evidence[i] for i in sources[u["id"]] if i in evidence],
             )
         )

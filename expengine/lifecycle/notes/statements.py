@@ -1,0 +1,320 @@
+"""A turn's informative statements, each rewritten as one self-contained note.
+
+Per sentence of a turn (and the caption of an image it shared):
+- questions, greetings, thanks and reactions ("Wow, that's awesome!", "That's really cool.") say
+  nothing about anyone or anything: they are *chatter* and make no note;
+- any other sentence is a statement: interjections and filler words are dropped ("Wow,", "so",
+  "really", "just"), first and second person become names (`subjects.py`), relative times become
+  dates (`dates.py`). Content words (names, objects, places, numbers, titles) are never dropped;
+- a sentence that starts with a pronoun ("It was so powerful.") continues the one before it and
+  joins its note ("…; it was powerful."); as a turn's first statement it has no subject, and so
+  does a sentence saying "you" with no addressee: these are *unresolved*, and the turn stays active.
+
+A turn is covered when it has no unresolved sentence and its notes hold every content word of its
+statements; then it can sleep (see `__init__.py`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..chatter import CHATTER_WORDS, stop_words
+from . import dates, subjects
+
+_SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
+_CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
+_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+# A sentence that opens like this and names nothing new reacts to the other speaker.
+_REACTION = re.compile(
+    r"(?i)^(?:that'?s|that is|that was|that sounds|sounds|it sounds|it'?s so|what an?|how|so glad|glad|"
+    r"i'?m (?:so |really )?(?:glad|happy|sorry|proud)|you'?re|you are|you'?d|you'?ve got|you look|good (?:for you|luck|job)|"
+    r"congrats|congratulations|keep (?:it )?up|i love (?:that|this|it)|love (?:that|this|it)|can'?t wait|"
+    r"thanks|thank you|wow|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
+    r"me too|same here|take care|see you|bye|hope|i hope|i bet|i'?m sure|i can (?:tell|see|imagine)|let'?s|"
+    r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree)\b"
+)
+MAX_REACTION_WORDS = 3
+# Words of feeling and evaluation: a sentence made only of these (and stop words) holds no fact.
+OPINION_WORDS = frozenset(
+    """
+    love loves loved loving way ways support supportive supporting supported lot lots new tough difference thing
+    things hard important importance life seeing need needs having best moments moment joy positive inspiring
+    inspired inspire inspires gonna taking little feeling feelings feel feels felt long helps help helped helping
+    person experience experiences special means mean meant times come comes coming impact dream dreams getting
+    motivated motivating motivation world journey better key stuff makes make making rewarding look looks
+    looking worth brings bring brought took plus finding memories memory wanted different happened started
+    wants want share sharing trying try tried pushing push staying stay real think thinking thought able recently
+    blast pretty express expressing proud giving give gives encouragement encouraging appreciate appreciates
+    remember energy progress goals goal true beauty wait strong keeps keep knows know creative creating huge
+    remind reminds reminder reminded enjoy enjoying enjoyed reach kind change sorry thinks truly challenges
+    challenge learn learning happen create gives passion passionate success kindness forward finally hoping hope
+    hopes magical thankful grateful tell acceptance especially lucky comfort determined growth far emotions
+    emotional mind easy cause ready happy happiness glad excited exciting amazing awesome great good fun cool nice
+    lovely wonderful beautiful incredible fantastic sweet cute crazy wild perfect fulfilling meaningful
+    worthwhile valuable vital crucial essential powerful peaceful peace calm relaxing relax relaxed chill
+    stress stressful tired busy fine ok okay sure totally absolutely definitely lately recently always sometimes
+    people everyone anyone someone something anything everything nothing others other ones one day days
+    hear heard glad wish believe believes belief agree understand understands true truth heart kinds
+    """.split()
+)
+_YOU = re.compile(r"(?i)\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b")
+_ME = re.compile(r"\bI\b|(?i:\b(?:my|me|mine|myself|we|our|us)\b)|\bI'")
+_PROPER = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+\b")
+_LEADING = re.compile(
+    r"(?i)^(?:(?:wow|oh|ah|aw+|hey|hi|hello|yeah|yes|yep|haha+|lol|omg|well|um|hmm|okay|ok|gosh|man|dude|"
+    r"honestly|anyway|btw|by the way|you know|i mean|so(?! far)|and|but|plus|also|totally|definitely)\b[\s,!.…-]*)+"
+)
+_FILLER = re.compile(
+    r"\b(?:really|so(?!\s+(?:far|good|much|many|that|long)\b)|just|totally|super|actually|literally|definitely|"
+    r"kinda|sorta|basically)\s+"
+)
+_PRONOUN_START = re.compile(r"(?i)^(?:it|it's|its|this|that|these|those|he|she|they|they're|he's|she's|there)\b")
+_ZH_QUESTION = re.compile(r"[?？]$|[吗呢吧]$")
+_ZH_LEADING = re.compile(
+    r"^(?:(?:你好|您好|嗨|哈喽|早上好|晚上好)[啊呀]?(?:AI伴侣)?|哈哈+|嗯+|哦+|啊+|哇+|嘿|当然了|当然|好的|是的|没问题|其实|说实话|对了)[，,！!、\s]*"
+)
+_ZH_REACTION = re.compile(
+    r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真[棒好]|太[好棒]了|"
+    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手"
+)
+_ZH_FILLER = re.compile(r"(?:真的|非常|特别|十分|挺|蛮|超级)")
+_ZH_EMPTY = re.compile("(?:" + "|".join(sorted(CHATTER_WORDS["zh"], key=len, reverse=True)) + r"|[，,。！!？?、\s])+")
+
+
+@dataclass
+class Statement:
+    text: str  # the note's wording
+    sentence: str  # the sentence(s) it came from, as said
+    day: dt.date  # the day the fact is about
+    said_on: dt.date  # the day of the turn
+    caption: bool = False  # the caption of an image the turn shared
+
+
+@dataclass
+class TurnNotes:
+    speaker: str
+    statements: list[Statement] = field(default_factory=list)
+    chatter: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+    @property
+    def covered(self) -> bool:
+        """Nothing informative is left only in the turn: every sentence is chatter or in a note."""
+        if self.unresolved:
+            return False
+        noted = {_stem(w) for s in self.statements for w in content_words(s.text)}
+        said = {
+            _stem(w)
+            for s in self.statements
+            if not s.caption
+            for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
+            if w not in DROPPED_WORDS and w not in self.names
+        }
+        return said <= noted
+
+
+def _said(sentence: str) -> str:
+    """A sentence less the openers and fillers a note drops on purpose."""
+    return _tidy_chinese(sentence) if _CJK.search(sentence) else _LEADING.sub("", sentence)
+
+
+# What a note may leave out of its sentence: person words (names stand in) and filler.
+DROPPED_WORDS = frozenset(
+    "i me my mine myself we us our ours ourselves you your yours yourself "
+    "i'm i've i'll i'd we're we've we'll we'd you're you've you'll you'd "
+    "really so just totally super actually literally definitely kinda sorta basically".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stop() -> frozenset[str]:
+    return stop_words()
+
+
+# Chinese has no spaces: its content "words" are characters, less pronouns and particles.
+_ZH_STOP = frozenset("我你您他她它们的了是在和也就都很吗呢吧啊呀哦嗯这那个着过把被")
+
+
+def content_words(text: str) -> list[str]:
+    """Lowercase words that are neither stop words nor chatter (Chinese: characters, less particles)."""
+    stop = _stop()
+    out: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if _CJK.search(word):
+            out.extend(c for c in word if c not in _ZH_STOP and not _ZH_EMPTY.fullmatch(c))
+        elif word not in stop:
+            out.append(word)
+    return out
+
+
+_AGREEMENT = {"haven't": "hasn't", "don't": "doesn't", "aren't": "isn't", "weren't": "wasn't"}
+
+
+def _stem(word: str) -> str:
+    """loves → love, goes → go, tries → try: a note says "Caroline loves" where she said "I love"."""
+    if word in _AGREEMENT:
+        return _AGREEMENT[word]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes", "oes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and len(word) > 3 and not word.endswith("ss") else word
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """'Caroline: hi!' → ('Caroline', 'hi!'); '张曼婷：你好' → ('张曼婷', '你好')."""
+    match = _SPEAKER.match(text)
+    return (match.group(1).strip(), text[match.end() :]) if match else (None, text)
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def is_chatter(sentence: str, names: set[str]) -> bool:
+    """A question, a greeting or a reaction: nothing a later reader could use."""
+    if _CJK.search(sentence):
+        return bool(_ZH_QUESTION.search(sentence) or _ZH_EMPTY.fullmatch(sentence) or not _tidy_chinese(sentence))
+    if sentence.rstrip().endswith("?"):
+        return True
+    words = [w for w in content_words(sentence) if w not in names]
+    if not words:
+        return True
+    if re.search(r"\d", sentence):
+        return False
+    if _REACTION.match(sentence) and len(words) <= MAX_REACTION_WORDS:
+        return True
+    proper = {w.lower() for w in _PROPER.findall(sentence[1:])} - names
+    if proper:
+        return False
+    # praise of the other speaker ("You're doing an awesome job looking after your family!") and feelings
+    # with nothing to hold on to ("Taking care of ourselves is so important.") name no one and nothing
+    return (bool(_YOU.search(sentence)) and not _ME.search(sentence)) or all(w in OPINION_WORDS for w in words)
+
+
+_TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
+
+
+def _names_something(sentence: str, names: set[str]) -> bool:
+    """A title, a quoted name, a number, or a capitalised word that is no speaker's name."""
+    if _TITLE.search(sentence):
+        return True
+    return not _CJK.search(sentence) and bool({w.lower() for w in _PROPER.findall(sentence[1:])} - names - {"i"})
+
+
+def _tidy_english(sentence: str, names: set[str]) -> str:
+    text = _LEADING.sub("", sentence).strip()
+    # a name said to the other speaker ("Caroline, I …") is no part of the statement
+    head = re.match(r"^([A-Z][a-z]+)[,!]\s+", text)
+    if head and head.group(1).lower() in names:
+        text = text[head.end() :]
+    text = _FILLER.sub("", text)
+    text = re.sub(r"\s+([,.;!])", r"\1", re.sub(r"[!]+", ".", text))
+    return re.sub(r"\s{2,}", " ", text).strip(" ,-")
+
+
+def _tidy_chinese(sentence: str) -> str:
+    """Openers, fillers and clauses that only greet, thank or react ("很高兴认识你") dropped."""
+    text = _ZH_FILLER.sub("", _ZH_LEADING.sub("", sentence))
+    clauses = [c for c in re.split(r"[，,]", text) if c.strip() and not _ZH_REACTION.fullmatch(c.strip(" 。！!"))]
+    return "，".join(clauses).strip("，, ")
+
+
+def _finish(text: str, chinese: bool, person: subjects.Person) -> str:
+    """The note's last touch: a sentence that names neither speaker says who said it ("Caroline: the
+    transgender stories were inspiring.")."""
+    named = any(n and n in text for n in (person.me, person.you))
+    if chinese:
+        text = text.rstrip("。！!；;") + "。"
+        return text if named else f"{person.me}：{text}"
+    text = text.rstrip(" .;!…")
+    text = text[:1].upper() + text[1:] + "."
+    return text if named else f"{person.me}: {text}"
+
+
+_CLAUSE = re.compile(r"[,，]\s*")
+
+
+def _with_statement_clauses(parts: list[str]) -> list[str]:
+    """A question that opens with a statement ("我很喜欢绘画、弹钢琴和品茶，你觉得有什么好的书可以推荐给我吗？")
+    splits into the statement and the question, so the statement is not lost with the question."""
+    out = []
+    for sentence in parts:
+        clauses = _CLAUSE.split(sentence)
+        if sentence.rstrip().endswith(("?", "？", "吗")) and len(clauses) > 1:
+            head = "，".join(clauses[:-1]) if _CJK.search(sentence) else ", ".join(clauses[:-1])
+            out += [head + ("。" if _CJK.search(sentence) else "."), clauses[-1]]
+        else:
+            out.append(sentence)
+    return out
+
+
+def _question_note(sentence: str, person: subjects.Person, day: dt.date, chinese: bool) -> Statement | None:
+    """A question that names something, as a note of who asked it: "Melanie asked: Did Caroline go to the
+    Paris exhibit?"; None when it is no question or its "you" has no addressee."""
+    if not sentence.rstrip().endswith(("?", "？", "吗", "呢")):
+        return None
+    tidy = _tidy_chinese(sentence) if chinese else _tidy_english(sentence, set())
+    resolved = dates.resolve(tidy, day)
+    named = (subjects.chinese if chinese else subjects.english)(resolved.text, person)
+    if named is None:
+        return None
+    text = f"{person.me}问：{named}" if chinese else f"{person.me} asked: {named[:1].upper() + named[1:]}"
+    return Statement(text, sentence, resolved.day or day, day)
+
+
+def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: set[str]) -> TurnNotes:
+    """The notes of one turn's text (`content` may start with "Speaker: "), said on `day`."""
+    _, body = split_speaker(content)
+    caption = _CAPTION.search(body)
+    if caption:
+        body = body[: caption.start()]
+    result = TurnNotes(speaker=person.me, names=names)
+    for sentence in _with_statement_clauses(sentences(body)):
+        chinese = bool(_CJK.search(sentence))
+        if is_chatter(sentence, names):
+            if not _names_something(sentence, names):
+                result.chatter.append(sentence)
+            elif (asked := _question_note(sentence, person, day, chinese)) is not None:
+                result.statements.append(asked)  # may be all the turn says of a title, a number, a name
+            else:
+                result.unresolved.append(sentence)
+            continue
+        tidy = _tidy_chinese(sentence) if chinese else _tidy_english(sentence, names)
+        resolved = dates.resolve(tidy, day)
+        named = (subjects.chinese if chinese else subjects.english)(resolved.text, person)
+        if named is None:
+            result.unresolved.append(sentence)
+            continue
+        continues = not chinese and _PRONOUN_START.match(tidy)
+        if continues and not result.statements:
+            # "It was so much fun!" opening a turn reacts to what was said before it
+            small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
+            (result.chatter if small and not re.search(r"\d", tidy) else result.unresolved).append(sentence)
+            continue
+        if continues:
+            last = result.statements[-1]
+            joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
+            result.statements[-1] = Statement(
+                _finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day
+            )
+            continue
+        result.statements.append(Statement(_finish(named, chinese, person), sentence, resolved.day or day, day))
+    if caption and caption.group("caption").strip():
+        shared = "分享了一张照片：" if _CJK.search(caption.group("caption")) else "shared "
+        result.statements.append(
+            Statement(
+                _finish(f"{person.me} {shared}{caption.group('caption').strip()}", False, person),
+                caption.group(0),
+                day,
+                day,
+                caption=True,
+            )
+        )
+    return result

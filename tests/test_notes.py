@@ -1,0 +1,286 @@
+"""Notes on real conversation text (LoCoMo conv-26, MemoryBank): subjects, dates, chatter, merging,
+superseding, which turns sleep, and how a sleeping turn is still found."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from expengine.lifecycle.notes.dates import resolve
+from expengine.lifecycle.notes.statements import turn_notes
+from expengine.lifecycle.notes.subjects import Person
+
+MAY_8 = dt.date(2023, 5, 8)  # conv-26 session 1
+NAMES = {"caroline", "melanie", "mel", "car"}
+
+
+def notes_of(line: str, day: dt.date = MAY_8, names: set[str] = NAMES) -> list[str]:
+    speaker = line.split(":")[0]
+    other = "Melanie" if speaker == "Caroline" else "Caroline"
+    return [s.text for s in turn_notes(line, person=Person(speaker, other), day=day, names=names).statements]
+
+
+# --- relative dates ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "day", "expected", "fact_day"),
+    [
+        ("yesterday", MAY_8, "on 7 May 2023", dt.date(2023, 5, 7)),
+        ("last week", MAY_8, "the week before 8 May 2023", None),
+        ("next month", MAY_8, "in June 2023", None),
+        ("last Saturday", dt.date(2023, 5, 25), "the Saturday before 25 May 2023", dt.date(2023, 5, 20)),
+        # month and year boundaries
+        ("yesterday", dt.date(2024, 3, 1), "on 29 February 2024", dt.date(2024, 2, 29)),
+        ("tomorrow", dt.date(2023, 12, 31), "on 1 January 2024", dt.date(2024, 1, 1)),
+        ("next month", dt.date(2023, 12, 15), "in January 2024", None),
+        ("last month", dt.date(2023, 1, 10), "in December 2022", None),
+        ("last year", dt.date(2023, 1, 1), "in 2022", None),
+        ("three years ago", MAY_8, "in 2020", None),
+        ("two weekends ago", dt.date(2023, 7, 17), "2 weekends before 17 July 2023", None),
+        ("昨天", dt.date(2023, 1, 1), "2022年12月31日", dt.date(2022, 12, 31)),
+        ("上周", MAY_8, "2023年5月8日的前一周", None),
+        ("下个月", dt.date(2023, 12, 10), "2024年1月", None),
+    ],
+)
+def test_relative_times_resolve_against_the_turns_day(text, day, expected, fact_day):
+    resolved = resolve(text, day)
+    assert resolved.text == expected and resolved.day == fact_day
+
+
+# --- subjects, chatter, statements -------------------------------------------------------------------
+def test_first_person_becomes_the_speaker_and_the_date_is_resolved():
+    assert notes_of("Caroline: I went to a LGBTQ support group yesterday and it was so powerful.") == [
+        "Caroline went to a LGBTQ support group on 7 May 2023 and it was powerful."
+    ]
+
+
+def test_second_person_becomes_the_addressee_when_two_speak():
+    line = "Caroline: Wow, Mel, I'm so stoked for you that art is helping you express yourself and bring you joy!"
+    assert notes_of(line) == [
+        "Caroline is stoked for Melanie that art is helping them express themself and bring them joy."
+    ]
+    # with no addressee a "you" cannot be named: the sentence is unresolved and the turn is not covered
+    alone = turn_notes(line, person=Person("Caroline", None), day=MAY_8, names=NAMES)
+    assert alone.unresolved and not alone.covered
+
+
+def test_chatter_only_turn_makes_no_note():
+    for line in (
+        "Caroline: Hey Mel! Good to see you! How have you been?",
+        "Melanie: Wow, that's cool, Caroline! What happened that was so awesome? Did you hear any inspiring stories?",
+    ):
+        found = turn_notes(line, person=Person(line.split(":")[0], "Caroline"), day=MAY_8, names=NAMES)
+        assert found.statements == [] and found.unresolved == [] and found.chatter
+
+
+def test_a_turn_with_two_facts_yields_two_notes():
+    assert notes_of(
+        "Caroline: I chose them 'cause they help LGBTQ+ folks with adoption. Their inclusivity and support really spoke to me.",
+        day=dt.date(2023, 5, 25),
+    ) == [
+        "Caroline chose them 'cause they help LGBTQ+ folks with adoption.",
+        "Their inclusivity and support spoke to Caroline.",
+    ]
+
+
+def test_a_turn_opening_with_an_unresolved_pronoun_is_not_covered():
+    found = turn_notes(
+        "Caroline: It taught me self-acceptance and how to find support. It also showed me that tough times don't last - hope and love exist.",
+        person=Person("Caroline", "Melanie"),
+        day=dt.date(2023, 7, 15),
+        names=NAMES,
+    )
+    assert found.unresolved and not found.covered
+
+
+def test_chinese_first_person_becomes_the_speaker_and_dates_resolve():
+    found = turn_notes(
+        "张曼婷：你好啊，昨天我去了绿禾公园，看到了一朵开得特别美的樱花！",
+        person=Person("张曼婷", "小智"),
+        day=dt.date(2023, 5, 1),
+        names=set(),
+    )
+    assert [s.text for s in found.statements] == ["2023年4月30日张曼婷去了绿禾公园，看到了一朵开得美的樱花。"]
+    assert found.statements[0].day == dt.date(2023, 4, 30) and found.covered
+    # MemoryBank turns have roles, not names: a statement before the question is kept, the question is not
+    role = turn_notes(
+        "我很喜欢绘画、弹钢琴和品茶，你觉得有什么好的书可以推荐给我吗？",
+        person=Person("用户", "助手"),
+        day=dt.date(2023, 4, 27),
+        names=set(),
+    )
+    assert [s.text for s in role.statements] == ["用户很喜欢绘画、弹钢琴和品茶。"] and role.covered
+
+
+# --- in a store: sleeping, merging, superseding, finding ---------------------------------------------
+def _turn(dia: str, ts: str, session: str, content: str) -> dict:
+    return {
+        "id": f"conv-26:{dia}",
+        "ts": ts,
+        "kind": "message",
+        "agent": "conv-26",
+        "session": session,
+        "role": "user",
+        "content": content,
+    }
+
+
+TURNS = [
+    _turn("D1:1", "2023-05-08T13:56:00", "s1", "Caroline: Hey Mel! Good to see you! How have you been?"),
+    _turn(
+        "D1:2",
+        "2023-05-08T13:56:01",
+        "s1",
+        "Melanie: Hey Caroline! Good to see you! I'm swamped with the kids & work. What's up with you? Anything new?",
+    ),
+    _turn(
+        "D1:3",
+        "2023-05-08T13:56:02",
+        "s1",
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    ),
+    _turn(
+        "D1:4",
+        "2023-05-08T13:56:03",
+        "s1",
+        "Melanie: Wow, that's cool, Caroline! What happened that was so awesome? Did you hear any inspiring stories?",
+    ),
+    _turn(
+        "D1:18",
+        "2023-05-08T13:56:04",
+        "s1",
+        "Melanie: Yep, Caroline. Taking care of ourselves is vital. I'm off to go swimming with the kids. Talk to you soon!",
+    ),
+    _turn("D1:19", "2023-05-08T13:56:05", "s1", "Caroline: I live in New York."),
+    _turn("D2:1", "2023-05-25T13:14:00", "s2", "Melanie: I'm off to go swimming with the kids!"),
+    _turn("D2:2", "2023-05-25T13:14:01", "s2", "Caroline: I moved to Boston last week."),
+    _turn(
+        "D2:3",
+        "2023-05-25T13:14:02",
+        "s2",
+        "Caroline: It taught me self-acceptance and how to find support. It also showed me that tough times don't last - hope and love exist.",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory, embedder):
+    """The turns above ingested and compacted once; the engine stays open for the module."""
+    import json
+
+    from expengine import Engine
+
+    folder = tmp_path_factory.mktemp("notes")
+    log = folder / "conv.jsonl"
+    log.write_text("\n".join(json.dumps(t) for t in TURNS) + "\n", encoding="utf-8")
+    engine = Engine(store=folder / "store", embedder=embedder, overrides={"llm.mode": "template"})
+    engine.ingest([str(log)])
+    report = engine.compact(now=dt.datetime(2023, 5, 26))
+    yield engine, report.steps["notes"]
+    engine.close()
+
+
+def _state(engine, record_id: str) -> tuple[str, str]:
+    return engine.store.con.execute(
+        "SELECT state, state_reason FROM records WHERE id = ?", [f"conv-26:{record_id}"]
+    ).fetchall()[0]
+
+
+def _note_citing(engine, record_id: str, status: str = "active") -> dict:
+    notes = [n for n in engine.units(kind="note", status=status) if f"conv-26:{record_id}" in n["source_ids"]]
+    assert len(notes) == 1, notes
+    return notes[0]
+
+
+def test_chatter_turns_sleep_and_carried_turns_sleep(compacted):
+    engine, report = compacted
+    assert _state(engine, "D1:4") == ("dormant", "chatter: nothing informative")
+    state, reason = _state(engine, "D1:3")
+    assert state == "dormant" and reason == f"carried by note {_note_citing(engine, 'D1:3')['id']}"
+    assert report["turns_carried"] >= 4 and report["turns_chatter"] >= 1
+
+
+def test_a_turn_not_fully_covered_stays_active(compacted):
+    engine, _ = compacted
+    assert _state(engine, "D2:3")[0] == "active"
+
+
+def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compacted):
+    engine, report = compacted
+    note = _note_citing(engine, "D2:1")
+    assert note["source_ids"] == ["conv-26:D1:18", "conv-26:D2:1"] and note["support"] == 2
+    assert note["text"] == "Melanie is off to go swimming with the kids (also said on 25 May 2023)."
+    assert note["as_of"] == dt.datetime(2023, 5, 8) and report["notes_merged"] >= 1
+
+
+def test_a_changed_fact_supersedes_the_old_note_and_show_says_why(compacted):
+    engine, _ = compacted
+    old = _note_citing(engine, "D1:19", status="superseded")
+    new = _note_citing(engine, "D2:2")
+    assert old["superseded_by"] == new["id"] and new["supersedes"] == old["id"]
+    assert new["text"] == "Caroline moved to Boston the week before 25 May 2023." and new["attribute"] == "home"
+    shown = engine.show(old["id"]).to_dict()
+    assert any(
+        h["action"] == "superseded" and new["id"] in h["detail"] and "home changed" in h["detail"]
+        for h in shown["history"]
+    )
+
+
+def test_notes_are_listed_by_kind_and_traced_to_their_turns(compacted):
+    engine, _ = compacted
+    notes = engine.units(kind="note")
+    assert notes and all(n["kind"] == "note" and n["method"] == "template" for n in notes)
+    note = _note_citing(engine, "D1:3")
+    traced = engine.trace(note["id"])
+    assert [(r["id"], r["state"]) for r in traced["records"]] == [("conv-26:D1:3", "dormant")]
+    assert traced["history"][0]["action"] == "noted"
+
+
+def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
+    engine, _ = compacted
+    result = engine.query("When did Caroline go to the LGBTQ support group?", k=5, touch=False, expand=True)
+    note = _note_citing(engine, "D1:3")
+    hit = next(h for h in result.hits if h.id == note["id"])
+    assert [(e.id, e.state) for e in hit.expanded] == [("conv-26:D1:3", "dormant")]
+    assert "- [2023-05-07] Caroline went to a LGBTQ support group on 7 May 2023 and it was powerful." in result.prompt
+    assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
+
+
+# --- the optional model ------------------------------------------------------------------------------
+class _FakeModel:
+    """Answers with a fixed note, as a local model would through `LLM.complete_json`."""
+
+    def __init__(self, note: str):
+        self.note, self.asked = note, 0
+
+    def complete_json(self, system, user, schema, *, max_tokens, temperature):
+        self.asked += 1
+        return {"note": self.note}
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [
+        ("On 7 May 2023 Caroline went to a LGBTQ support group and it was powerful.", True),
+        (
+            "On 7 May 2023 Caroline went to a support group in Boston and it was powerful.",
+            False,
+        ),  # Boston: from nowhere
+        ("Caroline went to a support group.", False),  # lost the date and LGBTQ
+    ],
+)
+def test_a_model_rewording_is_kept_only_when_grounded(answer, kept):
+    from types import SimpleNamespace
+
+    from expengine.config import Config
+    from expengine.lifecycle.notes.reword import Rewording
+
+    turn = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+    statement = turn_notes(turn, person=Person("Caroline", "Melanie"), day=MAY_8, names=NAMES).statements[0]
+    template = statement.text
+    reword = Rewording(_FakeModel(answer), SimpleNamespace(config=Config()), max_calls=1)  # type: ignore[arg-type]
+    reword(statement, turn)
+    assert statement.text == (answer if kept else template)
+    assert (reword.calls, reword.rejected) == (1, 0 if kept else 1)
+    reword(statement, turn)  # the budget is spent: no second call
+    assert reword.calls == 1
