@@ -64,13 +64,16 @@ def ingest(
     fmt: str = "auto",
     strict: bool = False,
     agent: str | None = None,
+    outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
+    """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all."""
     import time
 
     started = time.perf_counter()
-    files = expand_paths(paths)
-    result = IngestResult(files=files)
+    files = expand_paths(paths) if paths else []
+    reports = expand_paths(outcomes) if outcomes else []
+    result = IngestResult(files=files + reports)
     redactor = Redactor(enabled=store.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
@@ -80,6 +83,7 @@ def ingest(
     read: dict[str, Any] = {
         "fmt": fmt,
         "max_line_bytes": store.config.ingest.max_line_bytes,
+        "max_document_bytes": store.config.ingest.max_document_bytes,
         "agent": agent,
         "now": now,
     }
@@ -93,9 +97,9 @@ def ingest(
             on_progress(len(batch))
         batch.clear()
 
-    for name in files:
+    for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
         counts = words.setdefault(name, Counter())
-        for item in read_items(name, **read):
+        for item in read_items(name, **{**read, "fmt": file_format}):
             result.read += 1
             if item.event is None:
                 _reject(store, result, item, redactor, now)

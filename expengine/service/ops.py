@@ -66,6 +66,9 @@ class IngestArgs(Args):
     format: str = "auto"
     strict: bool = False
     agent: Optional[str] = None
+    outcomes: Optional[list[str]] = Field(
+        None, description="Evaluation reports (sb-cli JSON, or JSONL of {session, outcome}) that grade the runs."
+    )
 
 
 class NoArgs(Args):
@@ -118,15 +121,22 @@ def _query(engine: Engine, a: QueryArgs) -> Any:
 
 def _ingest(engine: Engine, a: IngestArgs, on_progress: Callable[[int], None] | None = None) -> Any:
     given = [x for x in (a.paths, a.records, a.text) if x is not None]
-    if len(given) != 1:
+    if len(given) != 1 and not (a.outcomes and not given):
         raise InputError("give exactly one of paths, records or text", hint='e.g. {"records": [{...}, ...]}')
-    if a.paths is not None:
-        return engine.ingest(a.paths, fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
+    args: dict[str, Any] = {
+        "fmt": a.format,
+        "strict": a.strict,
+        "agent": a.agent,
+        "outcomes": a.outcomes,
+        "on_progress": on_progress,
+    }
+    if a.records is None and a.text is None:
+        return engine.ingest(a.paths or [], **args)
     content = a.text if a.text is not None else "".join(json.dumps(r) + "\n" for r in a.records or [])
     with tempfile.TemporaryDirectory(prefix="expengine-request-") as tmp:
         path = Path(tmp) / "request.jsonl"
         path.write_text(content, encoding="utf-8")
-        return engine.ingest([str(path)], fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
+        return engine.ingest([str(path)], **args)
 
 
 def _forget(engine: Engine, a: ForgetArgs) -> Any:

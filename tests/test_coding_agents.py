@@ -1,0 +1,209 @@
+"""Coding-agent logs: mini-swe-agent trajectories become tool calls and results, graded by a report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from expengine.ingest.readers import read_items
+from expengine.ingest.trajectories import program_of, repo_of
+
+SWE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "swe_bench_verified_mini"
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+# sympy-13091: pytest is not installed there (a failed call); astropy-12907: resolved; sympy-12489: unresolved
+RUNS = ("sympy__sympy-13091", "astropy__astropy-12907", "sympy__sympy-12489")
+
+
+def _items(path: Path | str, fmt: str = "auto", max_document_bytes: int = 64_000_000):
+    return list(
+        read_items(
+            str(path), fmt=fmt, max_line_bytes=1_000_000, max_document_bytes=max_document_bytes, agent=None, now=NOW
+        )
+    )
+
+
+@pytest.fixture
+def swe_runs(tmp_path: Path) -> Path:
+    """A folder of three real runs, as mini-swe-agent lays them out, beside a report grading them."""
+    if not SWE.exists():
+        pytest.fail(f"the shared SWE-bench runs are missing at {SWE}: the suite reads them by path")
+    runs = tmp_path / "trajs"
+    for run in RUNS:
+        (runs / run).mkdir(parents=True)
+        shutil.copy(SWE / "trajs" / run / f"{run}.traj.json", runs / run)
+    report = json.loads((SWE / "sb-cli-report.json").read_text())
+    graded = {
+        "resolved_ids": [r for r in report["resolved_ids"] if r in RUNS],
+        "unresolved_ids": [r for r in report["unresolved_ids"] if r in RUNS],
+    }
+    (tmp_path / "report.json").write_text(json.dumps(graded, indent=1))
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("cd /testbed && python -m pytest tests/test_x.py -q", "pytest"),
+        ("cd /testbed; ./tests/runtests.py auth_tests", "tests/runtests.py"),
+        ("timeout 120 bin/test sympy/core/tests/test_basic.py", "bin/test"),
+        ("DJANGO_SETTINGS_MODULE=x python3 reproduce.py", "python"),
+        ("cat <<'EOF' > fix.py\nprint('a')\nEOF", "cat"),
+        ("grep -rn 'def separability' astropy | head -5", "grep"),
+        ("/usr/bin/python3.9 -m pip list", "pip"),
+        ("cd /testbed&&sed -i 's/a/b/' x.py", "sed"),
+        ("cd /testbed", "shell"),
+    ],
+)
+def test_a_command_is_named_by_the_program_it_runs(command: str, program: str) -> None:
+    assert program_of(command) == program
+
+
+def test_the_repository_comes_from_the_swe_bench_instance_id() -> None:
+    assert repo_of("django__django-11099") == "django/django"
+    assert repo_of("scikit-learn__scikit-learn-10297") == "scikit-learn/scikit-learn"
+    assert repo_of("not-an-instance") is None
+
+
+def test_a_trajectory_becomes_a_goal_thoughts_tool_calls_and_results(swe_runs: Path) -> None:
+    items = _items(swe_runs / "sympy__sympy-13091" / "sympy__sympy-13091.traj.json")
+    events = [i.event for i in items]
+    assert all(e is not None for e in events), [i.error for i in items if i.error]
+    goal = events[0]
+    assert goal.kind == "goal" and goal.goal_status == "open"
+    assert goal.goal_description and "<pr_description>" not in goal.goal_description
+    assert "<instructions>" not in goal.goal_description
+    assert {e.session for e in events} == {"sympy__sympy-13091"}
+    assert {e.meta["repo"] for e in events} == {"sympy/sympy"}
+    calls = [e for e in events if e.kind == "tool_call"]
+    results = {e.meta["call_record"]: e for e in events if e.kind == "tool_result"}
+    assert calls and all(c.tool_args["command"] for c in calls)
+    # every result answers the call before it, under the same tool name
+    assert all(results[c.id].tool_name == c.tool_name for c in calls if c.id in results)
+    pytest_calls = [c for c in calls if c.tool_name == "pytest"]
+    assert pytest_calls, "this run tries pytest where it is not installed"
+    failed = [results[c.id] for c in pytest_calls if c.id in results and results[c.id].tool_error]
+    assert failed and "No module named pytest" in failed[0].tool_error
+    assert failed[0].tool_error.startswith("exit 1")
+    thoughts = [e for e in events if e.kind == "message" and e.role == "assistant"]
+    # the command block is the tool call, not part of the thought (other fenced code stays)
+    assert thoughts and not any(t.content.startswith("THOUGHT") or "```bash" in t.content for t in thoughts)
+
+
+def test_a_reply_without_exactly_one_command_is_no_tool_call(tmp_path: Path) -> None:
+    run = {
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "pkg__pkg-1",
+        "messages": [
+            {"role": "user", "content": "<pr_description>Fix the parser</pr_description>"},
+            {"role": "assistant", "content": "THOUGHT: two at once\n```bash\nls\n```\n```bash\npwd\n```"},
+            {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks."},
+            {"role": "assistant", "content": "THOUGHT: one\n```bash\nls src\n```"},
+            {"role": "user", "content": "<returncode>2</returncode>\n<output>ls: cannot access 'src'</output>"},
+        ],
+    }
+    path = tmp_path / "pkg__pkg-1.traj.json"
+    path.write_text(json.dumps(run, indent=2))
+    events = [i.event for i in _items(path)]
+    kinds = [e.kind for e in events]
+    assert kinds == ["goal", "message", "observation", "message", "tool_call", "tool_result"]
+    assert events[0].goal_description == "Fix the parser"
+    assert events[-1].tool_error == "exit 2: ls: cannot access 'src'"
+
+
+def test_a_document_too_large_is_rejected_with_the_setting_to_raise(swe_runs: Path) -> None:
+    items = _items(swe_runs / "astropy__astropy-12907" / "astropy__astropy-12907.traj.json", max_document_bytes=1000)
+    assert len(items) == 1 and items[0].event is None
+    assert "ingest.max_document_bytes" in (items[0].error or "")
+
+
+def test_forcing_swe_agent_on_another_format_rejects_the_line(write_jsonl) -> None:
+    path = write_jsonl("note.jsonl", [{"ts": "2026-01-01T00:00:00Z", "kind": "note", "content": "not a trajectory"}])
+    items = _items(path, fmt="swe-agent")
+    assert len(items) == 1 and items[0].event is None and "trajectory" in (items[0].error or "")
+
+
+def test_outcome_lines_name_file_and_line_when_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "outcomes.jsonl"
+    path.write_text('{"session": "a", "outcome": "success"}\n{"session": "b", "outcome": "maybe"}\n')
+    items = _items(path)
+    assert [i.event.kind for i in items if i.event] == ["goal", "outcome"]
+    bad = [i for i in items if i.event is None]
+    assert len(bad) == 1 and bad[0].line == 2 and "success, failure, partial" in (bad[0].error or "")
+
+
+@pytest.mark.slow
+def test_runs_and_their_report_ingest_into_graded_sessions(make_engine, swe_runs: Path) -> None:
+    engine = make_engine()
+    first = engine.ingest([str(swe_runs)], outcomes=[str(swe_runs.parent / "report.json")])
+    assert first.rejected == 0 and first.stored > 100
+    again = engine.ingest([str(swe_runs)], outcomes=[str(swe_runs.parent / "report.json")])
+    assert again.stored == 0 and again.duplicates == again.read
+    with engine.session() as store:
+        goals = dict(
+            store.con.execute(
+                "SELECT goal_id, status FROM goals WHERE goal_id IN (SELECT unnest(?))", [list(RUNS)]
+            ).fetchall()
+        )
+        failures = store.con.execute(
+            "SELECT count(*) FROM records WHERE kind = 'tool_result' AND tool_name = 'pytest' AND tool_error IS NOT NULL"
+        ).fetchone()[0]
+    assert goals == {
+        "sympy__sympy-13091": "succeeded",
+        "astropy__astropy-12907": "succeeded",
+        "sympy__sympy-12489": "failed",
+    }
+    assert failures >= 1
+
+
+def test_cli_ingest_takes_a_report_alone(tmp_path: Path, swe_runs: Path) -> None:
+    from expengine.cli import app
+
+    runner = CliRunner()
+    store = tmp_path / "store"
+    bare = runner.invoke(app, ["--store", str(store), "ingest"])
+    assert getattr(bare.exception, "exit_code", None) == 2  # an InputError: main() prints it and exits 2
+    graded = runner.invoke(
+        app, ["--store", str(store), "ingest", "--outcomes", str(swe_runs.parent / "report.json"), "--json"]
+    )
+    assert graded.exit_code == 0, graded.output
+    assert json.loads(graded.stdout)["stored"] == 2 * len(RUNS)
+
+
+def test_an_swe_agent_trajectory_reads_its_steps(tmp_path: Path) -> None:
+    """SWE-agent writes `trajectory` steps (thought, action, observation) and logs no return code."""
+    run = {
+        "history": [
+            {"role": "system", "content": "You are an autonomous programmer."},
+            {"role": "user", "content": "<pr_description>Empty lists crash the encoder</pr_description>"},
+        ],
+        "trajectory": [
+            {"thought": "Find the encoder.", "action": "find_file encoder.py", "observation": "Found 1 match"},
+            {
+                "thought": "Run its tests.",
+                "action": "pytest tests/test_encoder.py",
+                "observation": "bash: pytest: command not found",
+            },
+        ],
+        "info": {"exit_status": "submitted"},
+    }
+    path = tmp_path / "lib__lib-7.traj"
+    path.write_text(json.dumps(run, indent=2))
+    events = [i.event for i in _items(path)]
+    assert [e.kind for e in events] == [
+        "goal",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "tool_call",
+        "tool_result",
+        "observation",
+    ]
+    assert {e.session for e in events} == {"lib__lib-7"} and events[0].meta["repo"] == "lib/lib"
+    assert events[3].tool_result == "Found 1 match" and events[3].tool_error is None
+    assert events[6].tool_name == "pytest" and "command not found" in events[6].tool_error
