@@ -207,3 +207,176 @@ def test_an_swe_agent_trajectory_reads_its_steps(tmp_path: Path) -> None:
     assert {e.session for e in events} == {"lib__lib-7"} and events[0].meta["repo"] == "lib/lib"
     assert events[3].tool_result == "Found 1 match" and events[3].tool_error is None
     assert events[6].tool_name == "pytest" and "command not found" in events[6].tool_error
+
+
+CLAUDE_SESSION = "3a7770b4-aba3-46dd-b677-8fc2d71d4e06"
+
+
+def _claude_line(uuid: str, kind: str, **fields) -> dict:
+    """A Claude Code line as the client writes it (the envelope every line carries)."""
+    return {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/claude-parser",
+        "sessionId": CLAUDE_SESSION,
+        "version": "1.0.89",
+        "gitBranch": "main",
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": "2025-08-24T04:16:32.053Z",
+        **fields,
+    }
+
+
+def _assistant(blocks: list) -> dict:
+    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1", "content": blocks}
+
+
+def test_a_claude_code_session_becomes_tool_calls_results_and_subagent_sessions(write_jsonl) -> None:
+    bash = {"command": "cd /home/dev/claude-parser && pytest -q", "description": "Run the tests"}
+    lines = [
+        {"type": "summary", "summary": "Move claude-parser", "leafUuid": "u9"},
+        _claude_line("u1", "user", message={"role": "user", "content": "run the tests and fix what fails"}),
+        _claude_line("u2", "assistant", message=_assistant([{"type": "thinking", "thinking": "…", "signature": "x"}])),
+        _claude_line("u3", "assistant", message=_assistant([{"type": "text", "text": "I'll run the suite."}])),
+        _claude_line(
+            "u4",
+            "assistant",
+            message=_assistant([{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": bash}]),
+        ),
+        _claude_line(
+            "u5", "system", content="Running \u001b[1mPostToolUse:Bash\u001b[22m...", isMeta=False, level="info"
+        ),
+        _claude_line(
+            "u6",
+            "user",
+            message={
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": "toolu_1",
+                        "type": "tool_result",
+                        "content": "bash: pytest: command not found",
+                        "is_error": True,
+                    }
+                ],
+            },
+            toolUseResult="Error: bash: pytest: command not found",
+        ),
+        _claude_line(
+            "u7",
+            "system",
+            content="\u001b[1mPreToolUse:Bash\u001b[22m hook failed with non-blocking status code 1",
+            isMeta=False,
+            level="warning",
+        ),
+        _claude_line("u8", "user", message={"role": "user", "content": "Caveat: local commands below"}, isMeta=True),
+        _claude_line(
+            "u9",
+            "assistant",
+            message=_assistant(
+                [{"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {"file_path": "/x.py"}}]
+            ),
+        ),
+        _claude_line(
+            "u10",
+            "user",
+            message={
+                "role": "user",
+                "content": [
+                    {"tool_use_id": "toolu_2", "type": "tool_result", "content": [{"type": "text", "text": "print(1)"}]}
+                ],
+            },
+        ),
+        _claude_line(
+            "u11", "user", message={"role": "user", "content": "find the flaky test"}, isSidechain=True, agentId="a1"
+        ),
+    ]
+    items = _items(write_jsonl("session.jsonl", lines))
+    assert not [i.error for i in items if i.error]
+    events = [i.event for i in items]
+    kinds = [(e.kind, e.tool_name) for e in events]
+    assert kinds == [
+        ("goal", None),
+        ("message", None),
+        ("message", None),
+        ("tool_call", "pytest"),
+        ("tool_result", "pytest"),
+        ("observation", None),
+        ("tool_call", "Read"),
+        ("tool_result", "Read"),
+        ("goal", None),
+        ("message", None),
+    ]
+    call, failed = events[3], events[4]
+    assert call.meta == {"cwd": "/home/dev/claude-parser", "git_branch": "main", "tool": "Bash"}
+    assert failed.tool_error == "bash: pytest: command not found" and failed.meta["call_record"] == call.id
+    assert events[5].content == "PreToolUse:Bash hook failed with non-blocking status code 1"  # no ANSI codes
+    assert events[7].tool_result == "print(1)" and events[7].tool_error is None
+    assert {e.session for e in events[:8]} == {CLAUDE_SESSION}
+    subagent = events[9]
+    assert subagent.session == f"{CLAUDE_SESSION}/agent-a1" and subagent.meta["parent_session"] == CLAUDE_SESSION
+
+
+def test_a_codex_rollout_becomes_tool_calls_with_exit_codes(write_jsonl) -> None:
+    ts = "2025-12-28T12:21:44.491Z"
+    sid = "019b64e5-57fa-7463-b644-fba7e456f905"
+
+    def item(payload: dict, kind: str = "response_item") -> dict:
+        return {"timestamp": ts, "type": kind, "payload": payload}
+
+    def user(text: str) -> dict:
+        return item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+
+    shell = {"command": ["bash", "-lc", "cd /repo && python -m pytest tests"], "workdir": "/repo"}
+    lines = [
+        item(
+            {"id": sid, "cwd": "/Users/dev/homelab", "originator": "codex_cli_rs", "git": {"branch": "main"}},
+            "session_meta",
+        ),
+        user("# AGENTS.md instructions for /Users/dev/homelab\n\n<INSTRUCTIONS>…</INSTRUCTIONS>"),
+        user("<environment_context>\n  <cwd>/Users/dev/homelab</cwd>\n</environment_context>"),
+        user("run the tests"),
+        item({"type": "user_message", "message": "run the tests", "images": []}, "event_msg"),
+        item({"cwd": "/Users/dev/homelab", "approval_policy": "on-request", "model": "gpt-5.2-codex"}, "turn_context"),
+        item({"type": "reasoning", "summary": [{"type": "summary_text", "text": "Run pytest"}]}),
+        item({"type": "function_call", "name": "shell", "arguments": json.dumps(shell), "call_id": "call_1"}),
+        item(
+            {
+                "type": "function_call_output",
+                "call_id": "call_1",
+                "output": json.dumps({"output": "No module named pytest", "metadata": {"exit_code": 1}}),
+            }
+        ),
+        item({"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch", "call_id": "call_2"}),
+        item({"type": "custom_tool_call_output", "call_id": "call_2", "output": "Exit code: 0\nOutput:\nDone!"}),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed."}]}),
+        item({"type": "token_count", "info": None}, "event_msg"),
+    ]
+    items = _items(write_jsonl("rollout.jsonl", lines))
+    assert not [i.error for i in items if i.error]
+    events = [i.event for i in items]
+    assert [(e.kind, e.tool_name) for e in events] == [
+        ("goal", None),
+        ("message", None),
+        ("tool_call", "pytest"),
+        ("tool_result", "pytest"),
+        ("tool_call", "apply_patch"),
+        ("tool_result", "apply_patch"),
+        ("message", None),
+    ]
+    assert {e.session for e in events} == {sid} and events[0].goal_description == "run the tests"
+    assert events[2].meta == {"cwd": "/Users/dev/homelab", "git_branch": "main", "tool": "shell"}
+    assert events[3].tool_error == "No module named pytest"
+    assert events[5].tool_error is None and "Done!" in events[5].tool_result
+
+
+def test_a_codex_item_before_its_session_meta_is_rejected(write_jsonl) -> None:
+    line = {
+        "timestamp": "2025-12-28T12:21:44Z",
+        "type": "response_item",
+        "payload": {"type": "message", "role": "user"},
+    }
+    items = _items(write_jsonl("rollout.jsonl", [line]))
+    assert len(items) == 1 and "session_meta" in (items[0].error or "")

@@ -15,9 +15,10 @@ from ..errors import InputError
 from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
 from .outcomes import events_from_outcome, is_report, outcome_of_line, outcomes_of_report
+from .sessions import ClaudeCodeReader, CodexReader, SessionReader, is_claude_code, is_codex
 from .trajectories import events_from_trajectory, is_trajectory
 
-FORMATS = ("auto", "native", "openai-chat", "swe-agent", "outcomes")
+FORMATS = ("auto", "native", "openai-chat", "swe-agent", "claude-code", "codex", "outcomes")
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj")
 
 
@@ -70,6 +71,10 @@ def _shape(obj: Any) -> str:
     """The format one JSON object is written in, by its shape."""
     if is_trajectory(obj):
         return "swe-agent"
+    if is_claude_code(obj):
+        return "claude-code"
+    if is_codex(obj):
+        return "codex"
     if is_run(obj):
         return "openai-chat"
     if is_report(obj) or (isinstance(obj, dict) and "kind" not in obj and "session" in obj and "ts" not in obj):
@@ -134,6 +139,11 @@ def read_items(
 def _read_lines(
     stream: IO[bytes], label: str, fmt: str, *, max_line_bytes: int, agent: str | None, now: dt.datetime
 ) -> Iterator[Item]:
+    # session logs name a call's result by id on a later line: one reader per file remembers the calls
+    sessions = {
+        "claude-code": ClaudeCodeReader(agent=agent or "default"),
+        "codex": CodexReader(agent=agent or "default"),
+    }
     for number, raw in enumerate(_bounded_lines(stream, max_line_bytes), start=1):
         if raw is None:
             yield Item(label, number, error=f"line longer than {max_line_bytes} bytes (raise ingest.max_line_bytes)")
@@ -151,19 +161,32 @@ def _read_lines(
             yield Item(label, number, error=f"malformed JSON: {exc.msg} at column {exc.colno}", raw=text)
             continue
         try:
-            yield from _items_of(obj, fmt, label, number, agent=agent, now=now)
+            yield from _items_of(obj, fmt, label, number, agent=agent, now=now, sessions=sessions)
         except EventError as exc:
             yield Item(label, number, error=str(exc), raw=text)
 
 
-def _items_of(obj: Any, fmt: str, label: str, number: int, *, agent: str | None, now: dt.datetime) -> Iterator[Item]:
+def _items_of(
+    obj: Any,
+    fmt: str,
+    label: str,
+    number: int,
+    *,
+    agent: str | None,
+    now: dt.datetime,
+    sessions: dict[str, SessionReader] | None = None,
+) -> Iterator[Item]:
     """The events one JSON object holds, read as `fmt` (`auto`: by its shape). All or none: an
     object that fails half-way yields nothing and raises, so it is quarantined whole."""
     fmt = _shape(obj) if fmt == "auto" else fmt
-    if fmt == "native":
+    if fmt in ("claude-code", "codex"):
+        if not (is_claude_code(obj) if fmt == "claude-code" else is_codex(obj)) or sessions is None:
+            raise EventError(f"not a {fmt} session line (read those logs one line per object, as the tool writes them)")
+        events = sessions[fmt].events(obj)
+    elif fmt == "native":
         yield _located(event_from_native(obj), label, number, agent_override=agent)
         return
-    if fmt == "openai-chat":
+    elif fmt == "openai-chat":
         events = list(events_from_run(obj, number, agent=agent or "default", base_ts=now))
     elif fmt == "swe-agent":
         if not is_trajectory(obj):
