@@ -343,14 +343,14 @@ class Engine:
         self, *, agent: str | None = None, status: str | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:
         """Knowledge units with every field, best first."""
-        from .lifecycle.refine import list_units
+        from .store.units import list_units
 
         with self.session() as store:
             return list_units(store, agent=agent, status=status, kind=kind)
 
     def trace(self, unit_id: str) -> dict[str, Any]:
         """A unit with every raw record it came from (archived ones included) and its history."""
-        from .lifecycle.refine import trace_unit
+        from .store.units import trace_unit
 
         with self.session() as store:
             return trace_unit(store, unit_id)

@@ -11,12 +11,12 @@ import pytest
 from expengine.config import LLMConfig
 from expengine.engine import Engine
 from expengine.errors import ModelError, NotFoundError
-from expengine.lifecycle.refine import signature_of, unit_id
 from expengine.lifecycle.refine.conflicts import decide
 from expengine.lifecycle.refine.ground import check_fact, check_rule, source_text
 from expengine.lifecycle.refine.mine import extract_facts, mine_cluster
 from expengine.lifecycle.refine.templates import Draft, wilson_lower_bound
 from expengine.models.llm import get_llm, parse_json_object
+from expengine.store.units import signature_of, unit_id
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 T0 = dt.datetime(2026, 3, 1, 8, 0, 0)

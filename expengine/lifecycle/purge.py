@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
+from ..store import units
 from ..store.db import DB_FILE, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
@@ -208,14 +209,9 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             emptied.append(uid)
             hashes.add(text_hash(con.execute("SELECT text FROM units WHERE id = ?", [uid]).fetchall()[0][0]))
         else:
-            con.execute("UPDATE units SET source_ids = ?, support = ? WHERE id = ?", [json.dumps(left), len(left), uid])
+            units.drop_sources(con, uid, left)
             result.units_updated += 1
-    if emptied:
-        con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [emptied])
-        result.history += con.execute(
-            "SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [emptied]
-        ).fetchall()[0][0]
-        con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [emptied])
+    result.history += units.delete(con, emptied)
     result.units_deleted = len(emptied)
     for goal_id in {row[6] for row in forgotten if row[6]}:
         left_in_goal, description = con.execute(

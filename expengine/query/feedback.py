@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
+from ..store import units
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -33,29 +34,20 @@ def apply_feedback(
     """Utility ±step on the unit or record `target`; returns what changed."""
     delta = UTILITY_STEP if helpful else -UTILITY_STEP
     con = store.con
-    unit = con.execute("SELECT harmful FROM units WHERE id = ?", [target]).fetchone()
-    if unit is not None:
-        column = "helpful" if helpful else "harmful"
-        con.execute(f"UPDATE units SET utility = utility + ?, {column} = {column} + 1 WHERE id = ?", [delta, target])
-        harmful, helpful_count, status = con.execute(
-            "SELECT harmful, helpful, status FROM units WHERE id = ?", [target]
-        ).fetchall()[0]
+    if units.status_of(store, target) is not None:
+        harmful, helpful_count, status = units.count_feedback(store, target, helpful=helpful, delta=delta)
         store.history_log(target, "feedback", {"helpful": helpful, "note": note, "source": source})
         quarantined = restored = False
         if helpful and status == "quarantined" and helpful_count >= harmful:
-            restore_unit(store, target, reason=f"{helpful_count} helpful vs {harmful} harmful reports")
-            restored = True
+            restored = restore_unit(store, target, reason=f"{helpful_count} helpful vs {harmful} harmful reports")
         elif (
             not helpful
             and status == "active"
             and harmful >= store.config.refine.harmful_quarantine
             and harmful > helpful_count
         ):
-            con.execute("UPDATE units SET status = 'quarantined' WHERE id = ?", [target])
-            store.index.delete("units", [target])
-            quarantined = True
-        if quarantined:
-            store.history_log(target, "quarantined", f"{harmful} harmful vs {helpful_count} helpful reports")
+            reason = f"{harmful} harmful vs {helpful_count} helpful reports"
+            quarantined = units.set_status(store, [target], "quarantined", reason=reason) == 1
         return {"id": target, "type": "unit", "delta": delta, "quarantined": quarantined, "restored": restored}
     if con.execute("SELECT 1 FROM records WHERE id = ?", [target]).fetchone() is not None:
         con.execute("UPDATE records SET utility = utility + ? WHERE id = ?", [delta, target])
@@ -68,19 +60,12 @@ def apply_feedback(
 
 def restore_unit(store: "Store", unit_id: str, *, reason: str = "restored by the user") -> bool:
     """Bring a quarantined unit back into queries; returns False when it was not quarantined."""
-    from ..store.index import UNITS
-    from ..store.reindex import unit_rows
-
-    row = store.con.execute("SELECT status FROM units WHERE id = ?", [unit_id]).fetchall()
-    if not row:
+    status = units.status_of(store, unit_id)
+    if status is None:
         raise NotFoundError(f"no unit with id {unit_id!r}", hint="see `expengine units --status quarantined`")
-    if row[0][0] != "quarantined":
+    if status != "quarantined":
         return False
-    store.con.execute("UPDATE units SET status = 'active' WHERE id = ?", [unit_id])
-    store.index.add(UNITS, unit_rows(store, "id = ?", [unit_id]), replace=True)
-    store.index.refresh_text_index(UNITS)
-    store.history_log(unit_id, "restored", reason)
-    return True
+    return units.set_status(store, [unit_id], "active", reason=reason) == 1
 
 
 @dataclass

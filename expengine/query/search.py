@@ -50,6 +50,7 @@ from ..store.db import json_ids, utcnow
 from ..store.filters import lance_eq
 from ..store.index import MEMORIES, UNITS
 from ..store.reindex import UNIT_EMBEDDED_TEXT
+from ..store.units import record_use
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -558,11 +559,7 @@ def reinforce(store: "Store", hits: list[Hit]) -> None:
             "WHERE id IN (SELECT unnest(?))",
             [delta, now, memory_ids],
         )
-    if unit_ids:
-        store.con.execute(
-            "UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))",
-            [delta, now, list(unit_ids)],
-        )
+    record_use(store, unit_ids, delta=delta, now=now)
 
 
 def _rounded(hit: Hit) -> Hit:

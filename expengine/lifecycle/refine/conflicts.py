@@ -16,6 +16,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from ...textutil import normalized
 from .templates import DIGEST_ATTRIBUTE, Draft
 
 
@@ -27,10 +28,6 @@ class Decision:
     new_active: bool
     losers: list[str]
     winner: str | None = None
-
-
-def normalized(text: str | None) -> str:
-    return " ".join((text or "").lower().split())
 
 
 def _fresher(a: dt.datetime | None, b: dt.datetime | None) -> bool:

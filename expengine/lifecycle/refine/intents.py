@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .mine import CJK, SCRATCHPAD_TOOLS, tool_arguments
+from ...textutil import CJK
+from .mine import SCRATCHPAD_TOOLS, tool_arguments
 from .wording import CHINESE, CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 MIN_VALUE_CHARS = 3  # shorter values ('1', 'no') appear everywhere by chance: provenance says nothing

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...textutil import CJK
 from .wording import CLEAR_SHARE, ENGLISH, Wording, wording_for
 
 TOOL_KINDS = ("tool_call", "tool_result")
@@ -58,7 +59,6 @@ ZH_FACTS = (
     ("dislikes", re.compile(rf"我(?:很|非常|真的)?(?:不喜欢|讨厌|受不了)(.+?){_ZH_END}"), "{s}不喜欢{v}", False),
     ("prefers", re.compile(rf"我(?:很|非常|特别|真的|最)?(?:喜欢|爱|偏爱)(.+?){_ZH_END}"), "{s}喜欢{v}", False),
 )
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # Han, kana, Hangul
 _NOT_A_VALUE = re.compile(r"(?i)^(it|that|this|them|those|these|him|her|so|when|how|what|you|to|the)$")
 # A liked or disliked thing is a short noun phrase: "live music", "writing". Clauses ("how it shows the
 # togetherness", "seeing them soak", "every day") and phrases about the speaker ("talking about my

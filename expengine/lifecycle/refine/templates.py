@@ -7,7 +7,8 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .mine import CJK, Mined
+from ...textutil import CJK
+from .mine import Mined
 from .wording import WORDINGS
 
 MAX_FACT_UNITS_PER_CLUSTER = 8

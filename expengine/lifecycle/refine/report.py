@@ -1,0 +1,40 @@
+"""What one refinement pass reports (the step's report in a compaction)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...results import Result
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass
+class RefineReport(Result):
+    run_id: str | None
+    dry_run: bool
+    auto_clusters: bool = False
+    clusters_total: int = 0
+    clusters_unchanged: int = 0
+    clusters_refined: int = 0
+    clusters_not_concrete: int = 0
+    clusters_left: list[str] = field(default_factory=list)
+    units_written: int = 0
+    units_unchanged: int = 0
+    units_merged: int = 0
+    units_by_method: dict[str, int] = field(default_factory=lambda: {"llm": 0, "template": 0})
+    units_superseded: int = 0
+    units_lost_conflict: int = 0
+    intents: int = 0
+    lessons: int = 0
+    llm_calls: int = 0
+    llm_failures: int = 0
+    grounding_rejected: int = 0
+    rejection_reasons: list[str] = field(default_factory=list)
+    llm_error: str | None = None
+    archived: int = 0
+    dormant: int = 0
+    seconds: float = 0.0
+    units: list[dict[str, Any]] = field(default_factory=list)

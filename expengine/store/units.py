@@ -1,0 +1,362 @@
+"""The one owner of the `units` table, as `state.py` is the one writer of a record's state.
+
+Every write to `units` goes through here: `insert` and `merge` (refinement's write, or any other
+producer of units: the kind is the caller's), `set_status` (supersede, quarantine, restore: DuckDB,
+the history entry and LanceDB together), `set_signature`, the use and feedback counters, and
+`forget`'s source removal. Reads that callers share (the field list, listing, tracing, an agent's
+active units, cluster signatures and sources) live here too; the query path keeps its own fast
+SELECTs.
+
+Records have a `state` (active → dormant → archived: how present a memory is) and units a `status`
+(active, superseded, quarantined: whether a unit may be used at all); they are different lifecycles,
+so the two words stay apart.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFoundError
+from ..textutil import normalized
+from .db import json_ids, utcnow
+from .index import UNITS
+from .records import fetch_records
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .store import Store
+
+STATUSES = ("active", "superseded", "quarantined")
+_CHANGES_FROM = {"superseded": ("active",), "quarantined": ("active",), "active": ("quarantined", "superseded")}
+UNIT_FIELDS = (
+    "id",
+    "kind",
+    "text",
+    "condition",
+    "action",
+    "expected_outcome",
+    "pitfall",
+    "statement",
+    "subject",
+    "attribute",
+    "as_of",
+    "category",
+    "agent",
+    "support",
+    "success_rate",
+    "confidence",
+    "source_ids",
+    "method",
+    "cluster_key",
+    "created",
+    "updated",
+    "last_used",
+    "utility",
+    "weight",
+    "helpful",
+    "harmful",
+    "status",
+    "supersedes",
+    "superseded_by",
+    "cluster_signature",
+)
+# What a merge rewrites: the wording and the evidence, never identity, lifecycle or use counters.
+MERGE_FIELDS = (
+    "text",
+    "condition",
+    "action",
+    "expected_outcome",
+    "pitfall",
+    "statement",
+    "as_of",
+    "support",
+    "success_rate",
+    "confidence",
+    "source_ids",
+    "method",
+    "cluster_signature",
+)
+# The columns `decide` and the merge planner compare an agent's active units by.
+ACTIVE_FIELDS = (
+    "id",
+    "kind",
+    "text",
+    "cluster_key",
+    "cluster_signature",
+    "created",
+    "condition",
+    "action",
+    "subject",
+    "attribute",
+    "statement",
+    "support",
+    "as_of",
+    "source_ids",
+)
+
+
+def unit_id(kind: str, agent: str, cluster_key: str, text: str) -> str:
+    """A content hash, so refining the same evidence twice writes the same unit (idempotent)."""
+    digest = hashlib.sha256(f"{kind}\x1f{agent}\x1f{cluster_key}\x1f{normalized(text)}".encode()).hexdigest()
+    return "u-" + digest[:12]
+
+
+def signature_of(member_ids: list[str]) -> str:
+    """A cluster's signature: a unit is refined again only when its cluster's members changed."""
+    return hashlib.sha256("\n".join(sorted(member_ids)).encode()).hexdigest()[:16]
+
+
+# --- reads -------------------------------------------------------------------------------------------
+def _unit_dict(row: tuple) -> dict[str, Any]:
+    unit = dict(zip(UNIT_FIELDS, row))
+    unit["source_ids"] = json_ids(unit["source_ids"])
+    return unit
+
+
+def list_units(
+    store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
+) -> list[dict[str, Any]]:
+    """Every field of every unit matching the filters, best first (confidence, then support)."""
+    where, params = [], []
+    for column, value in (("agent", agent), ("status", status), ("kind", kind)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    sql = f"SELECT {', '.join(UNIT_FIELDS)} FROM units"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    rows = store.con.execute(sql + " ORDER BY confidence DESC, support DESC, id", params).fetchall()
+    return [_unit_dict(row) for row in rows]
+
+
+def trace_unit(store: "Store", uid: str) -> dict[str, Any]:
+    """The unit, every raw record it came from (whatever their state) and its history."""
+    row = store.con.execute(f"SELECT {', '.join(UNIT_FIELDS)} FROM units WHERE id = ?", [uid]).fetchall()
+    if not row:
+        raise NotFoundError(f"no unit with id {uid!r}", hint="see `expengine units`")
+    unit = _unit_dict(row[0])
+    records = fetch_records(store, unit["source_ids"])
+    found = {r["id"] for r in records}
+    history = store.con.execute(
+        "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at", [uid]
+    ).fetchall()
+    return {
+        "unit": unit,
+        "records": records,
+        "missing_source_ids": [i for i in unit["source_ids"] if i not in found],
+        "history": [dict(zip(("happened_at", "action", "detail", "run_id"), h)) for h in history],
+    }
+
+
+def status_of(store: "Store", uid: str) -> str | None:
+    """The unit's status; None when there is no such unit."""
+    row = store.con.execute("SELECT status FROM units WHERE id = ?", [uid]).fetchone()
+    return None if row is None else row[0]
+
+
+def existing_ids(store: "Store", ids: list[str]) -> set[str]:
+    """Those of `ids` that name a unit, whatever its status."""
+    if not ids:
+        return set()
+    return {r[0] for r in store.con.execute("SELECT id FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall()}
+
+
+def active_units(store: "Store", agent: str, kind: str) -> list[dict[str, Any]]:
+    """The agent's active units of one kind, with the fields conflicts and merges compare."""
+    cursor = store.con.execute(
+        f"SELECT {', '.join(ACTIVE_FIELDS)} FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
+        [agent, kind],
+    )
+    return [dict(zip(ACTIVE_FIELDS, row)) for row in cursor.fetchall()]
+
+
+def stored_signatures(store: "Store") -> dict[str, set[str]]:
+    """Cluster key → the signatures its active units were refined from."""
+    stored: dict[str, set[str]] = defaultdict(set)
+    for key, signature in store.con.execute(
+        "SELECT cluster_key, cluster_signature FROM units WHERE status = 'active' AND cluster_key IS NOT NULL"
+    ).fetchall():
+        stored[key].add(signature)
+    return stored
+
+
+def cluster_sources(store: "Store", cluster_key: str) -> list[str]:
+    """Sources of the cluster's active units: archived sources leave the cluster but stay evidence."""
+    ids: list[str] = []
+    for (source_ids,) in store.con.execute(
+        "SELECT source_ids FROM units WHERE status = 'active' AND cluster_key = ?", [cluster_key]
+    ).fetchall():
+        ids.extend(json_ids(source_ids))
+    return ids
+
+
+# --- writes ------------------------------------------------------------------------------------------
+def insert(
+    store: "Store",
+    row: dict[str, Any],
+    *,
+    action: str,
+    detail: Any = None,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> None:
+    """Add one unit (any kind; the columns not given take the table's defaults) and its history entry
+    (`action`, `detail`). An active unit is journalled for LanceDB: `index_journalled` adds it."""
+    unknown = set(row) - set(UNIT_FIELDS)
+    assert not unknown, f"not unit fields: {sorted(unknown)}"
+    columns = list(row)
+    store.con.execute(
+        f"INSERT INTO units ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+        [row[k] for k in columns],
+    )
+    store.history_log(row["id"], action, detail, run_id=run_id, at=now)
+    if row.get("status", "active") == "active":
+        _journal(store, [row["id"]])
+
+
+def merge(
+    store: "Store",
+    row: dict[str, Any],
+    *,
+    detail: Any = None,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> None:
+    """Rewrite an existing unit's wording and evidence (`MERGE_FIELDS` from `row`), stamp `updated`,
+    log `merged` and journal it for LanceDB."""
+    now = now or utcnow()
+    store.con.execute(
+        f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
+        [row[k] for k in MERGE_FIELDS] + [now, row["id"]],
+    )
+    store.history_log(row["id"], "merged", detail, run_id=run_id, at=now)
+    _journal(store, [row["id"]])
+
+
+def set_signature(
+    store: "Store", signature: str, *, ids: list[str] | None = None, cluster_key: str | None = None
+) -> None:
+    """Link units to their cluster's current signature (the units with `ids`, or the cluster's active
+    ones), so an unchanged cluster is not refined again."""
+    if ids is not None:
+        store.con.execute("UPDATE units SET cluster_signature = ? WHERE id IN (SELECT unnest(?))", [signature, ids])
+    else:
+        store.con.execute(
+            "UPDATE units SET cluster_signature = ? WHERE status = 'active' AND cluster_key = ?",
+            [signature, cluster_key],
+        )
+
+
+def set_status(
+    store: "Store",
+    ids: list[str],
+    status: str,
+    *,
+    winner: str | None = None,
+    reason: str,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> int:
+    """Move units to `status` and say why: the DuckDB update, the history entry and the LanceDB change.
+
+    - `superseded` (needs `winner`, the unit that replaces them): from active; stamps `updated` and
+      `superseded_by`, logs "by WINNER (REASON)", leaves LanceDB.
+    - `quarantined`: from active; leaves LanceDB (no query returns it) but stays listed.
+    - `active` (a restore): from quarantined or superseded; logged as `restored`, back in LanceDB.
+
+    Returns how many units changed; a unit already in `status` (or absent) is left alone, so a
+    repeated call writes nothing. `now` stamps `updated` and the history (a cycle passes its clock).
+    """
+    assert status in STATUSES, status
+    assert (status == "superseded") == (winner is not None), "a superseded unit names its winner"
+    if not ids:
+        return 0
+    con = store.con
+    changed = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND status IN (SELECT unnest(?)) ORDER BY id",
+            [list(ids), list(_CHANGES_FROM[status])],
+        ).fetchall()
+    ]
+    if not changed:
+        return 0
+    now = now or utcnow()
+    if status == "superseded":
+        con.execute(
+            "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id IN (SELECT unnest(?))",
+            [winner, now, changed],
+        )
+    else:
+        con.execute(
+            "UPDATE units SET status = ?, superseded_by = NULL WHERE id IN (SELECT unnest(?))", [status, changed]
+        )
+    action = "restored" if status == "active" else status
+    detail = f"by {winner} ({reason})" if winner is not None else reason
+    con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, action, detail, run_id])
+    if status == "active":
+        _journal(store, changed)
+        index_journalled(store, changed)
+        store.index.refresh_text_index(UNITS)
+    else:
+        store.index.delete(UNITS, changed)
+    return len(changed)
+
+
+def record_use(store: "Store", ids: list[str], *, delta: float, now: dt.datetime) -> None:
+    """Units a query returned gain `delta` weight and a fresh `last_used`."""
+    if ids:
+        store.con.execute(
+            "UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))", [delta, now, ids]
+        )
+
+
+def count_feedback(store: "Store", uid: str, *, helpful: bool, delta: float) -> tuple[int, int, str]:
+    """One helpful or harmful report: utility ± `delta` and the counter. Returns (harmful, helpful,
+    status) after it."""
+    column = "helpful" if helpful else "harmful"
+    store.con.execute(f"UPDATE units SET utility = utility + ?, {column} = {column} + 1 WHERE id = ?", [delta, uid])
+    harmful, helpful_count, status = store.con.execute(
+        "SELECT harmful, helpful, status FROM units WHERE id = ?", [uid]
+    ).fetchall()[0]
+    return harmful, helpful_count, status
+
+
+def index_journalled(store: "Store", ids: list[str]) -> None:
+    """Put the journalled active units among `ids` into LanceDB and clear their journal entries
+    (what a kill leaves journalled, `index_pending` replays when the store is next opened)."""
+    if not ids:
+        return
+    from .reindex import unit_rows
+
+    store.index.add(UNITS, unit_rows(store, "id IN (SELECT unnest(?)) AND status = 'active'", [ids]), replace=True)
+    store.con.execute("DELETE FROM pending_index WHERE target = 'unit' AND id IN (SELECT unnest(?))", [ids])
+
+
+def _journal(store: "Store", ids: list[str]) -> None:
+    store.con.execute("INSERT INTO pending_index SELECT unnest(?), 'unit' ON CONFLICT DO NOTHING", [ids])
+
+
+# --- forget (on any connection: the live store or a snapshot's file) ---------------------------------
+def drop_sources(con: "duckdb.DuckDBPyConnection", uid: str, sources_left: list[str]) -> None:
+    """The unit keeps only `sources_left` (a forgotten record left its evidence)."""
+    import json
+
+    con.execute(
+        "UPDATE units SET source_ids = ?, support = ? WHERE id = ?", [json.dumps(sources_left), len(sources_left), uid]
+    )
+
+
+def delete(con: "duckdb.DuckDBPyConnection", ids: list[str]) -> int:
+    """Delete units and their history for real (only `forget` does); returns the history rows deleted.
+    The caller removes them from LanceDB, whose folder it knows (a snapshot has its own)."""
+    if not ids:
+        return 0
+    history = con.execute("SELECT count(*) FROM history WHERE item_id IN (SELECT unnest(?))", [ids]).fetchall()[0][0]
+    con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [ids])
+    con.execute("DELETE FROM history WHERE item_id IN (SELECT unnest(?))", [ids])
+    return int(history)
