@@ -19,7 +19,9 @@ def ingest(
     paths: Optional[List[str]] = typer.Argument(
         None, help="JSONL / .jsonl.gz / .json / .traj files, folders, or - for stdin."
     ),
-    fmt: str = typer.Option("auto", "--format", help="auto, native, openai-chat, swe-agent, claude-code, codex or outcomes."),
+    fmt: str = typer.Option(
+        "auto", "--format", help="auto, native, openai-chat, swe-agent, claude-code, codex or outcomes."
+    ),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any line was rejected."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
     outcomes: Optional[List[str]] = typer.Option(
