@@ -167,8 +167,8 @@ def bm25_answers(engine: Any, queries: list[str], *, budget: int, depth: int) ->
     import numpy as np
     from rank_bm25 import BM25Okapi
 
+    from expengine.query.hits import Hit, ScoreParts
     from expengine.query.render import render_prompt
-    from expengine.query.search import Hit, ScoreParts
 
     rows = engine.store.con.execute("SELECT id, text, ts, agent, category FROM records ORDER BY ts, id").fetchall()
     bm25 = BM25Okapi([words(text) or ["_"] for _, text, _, _, _ in rows])

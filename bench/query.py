@@ -122,10 +122,10 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
     import pyarrow as pa
 
     from expengine import Engine
-    from expengine.query.search import refresh_indexes
     from expengine.store.db import arrow_view
     from expengine.store.embeddings import text_hash
     from expengine.store.index import MEMORIES, UNITS, memory_schema, unit_schema
+    from expengine.store.reindex import refresh_indexes
 
     started = time.perf_counter()
     shutil.copytree(base, store, ignore=shutil.ignore_patterns("snapshots", "bench-*.json"))
@@ -219,7 +219,10 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
     expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
     from expengine import Engine
-    from expengine.query.search import attach_evidence, embed_query, make_filters, rank, retrieve, top_with_unit_slot
+    from expengine.query.expand import attach_evidence
+    from expengine.query.filters import make_filters
+    from expengine.query.retrieve import embed_query, retrieve
+    from expengine.query.score import rank, top_with_unit_slot
 
     def timed(engine, fn) -> list[float]:
         for q in queries[:5]:

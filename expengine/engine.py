@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .lifecycle.refine import RefineReport
     from .lifecycle.snapshot import RestoreResult, SnapshotInfo
     from .query.feedback import FeedbackResult
-    from .query.search import QueryResult
+    from .query.hits import QueryResult
     from .query.show import ShowResult
 
 
@@ -360,7 +360,7 @@ class Engine:
         """Load the embedding model and read into memory the vectors queries compare but LanceDB does
         not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
         how many vectors were read."""
-        from .query.search import warm
+        from .query.expand import warm
 
         self.embedder.encode(["warm up"])
         with self.session() as store:

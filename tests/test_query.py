@@ -464,7 +464,7 @@ def test_table_and_prompt_formats(store):
 
 
 def test_refresh_indexes_and_a_units_table_without_fts(engine_on):
-    from expengine.query.search import refresh_indexes
+    from expengine.store.reindex import refresh_indexes
 
     engine = engine_on()
     engine.store.con.execute(
@@ -600,8 +600,8 @@ def test_the_rule_slot_survives_the_candidate_cut_and_the_budget(engine_on):
 
 
 def test_identical_evidence_texts_are_shown_once():
+    from expengine.query.hits import Evidence, Hit, ScoreParts
     from expengine.query.render import render_prompt
-    from expengine.query.search import Evidence, Hit, ScoreParts
 
     same = "get_weather error: 429 Too Many Requests"
     unit = Hit(
@@ -679,8 +679,8 @@ def test_warm_reads_the_vectors_queries_compare_into_memory(engine_on):
 
 
 def test_compacting_the_index_files_and_scalar_indexes_change_no_answer(engine_on):
-    from expengine.query.search import refresh_indexes
     from expengine.store.index import MEMORIES
+    from expengine.store.reindex import refresh_indexes
 
     engine = engine_on()
     set_state(engine.store, ["w1"], "dormant", reason="test")  # an update: LanceDB rewrites rows into a new fragment

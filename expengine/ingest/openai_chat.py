@@ -10,7 +10,8 @@ import datetime as dt
 import json
 from typing import Any, Iterator
 
-from .events import TIME_ASSUMED, Event, EventError, as_text, parse_ts
+from ..store.vocabulary import TIME_ASSUMED, parse_ts
+from .events import Event, EventError, as_text
 
 
 def is_run(obj: Any) -> bool:

@@ -26,7 +26,7 @@ class IndexStep:
     name = "index"
 
     def run(self, store: "Store", ctx: "CycleContext") -> dict[str, Any]:
-        from ..query.search import refresh_indexes
+        from ..store.reindex import refresh_indexes
 
         started = time.perf_counter()
         moved = store.con.execute(

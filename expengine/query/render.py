@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..textutil import approx_tokens
 
 if TYPE_CHECKING:
-    from .search import Evidence, Hit
+    from .hits import Evidence, Hit
 
 HEADER = "Relevant experience (from past runs; verify before relying on it):"
 MAX_LINE_CHARS = 400

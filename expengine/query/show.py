@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..store.db import json_ids, utcnow
-from .search import memory_source_ids, newest_source_ts, recency, score_parts
+from .score import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
     from ..store.store import Store

@@ -81,3 +81,17 @@ def index_pending(store: "Store") -> None:
     store.index.add(UNITS, units, replace=True)
     store.index.refresh_text_index(MEMORIES)
     store.con.execute("DELETE FROM pending_index")
+
+
+def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
+    """Compact the tables' fragments, rebuild the scalar and FTS indexes and, once a table has
+    `query.index_above` rows, its IVF-PQ vector index (below that, exact search is fast enough). Compaction calls this
+    after it changes tables."""
+    report = {}
+    for name in (MEMORIES, UNITS):
+        store.index.compact_files(name)
+        store.index.refresh_scalar_indexes(name)
+        vector_index = store.index.ensure_vector_index(name, min_rows=store.config.query.index_above)
+        store.index.refresh_text_index(name)
+        report[name] = {"vector_index": vector_index, "text_index": store.index.count(name) > 0}
+    return report

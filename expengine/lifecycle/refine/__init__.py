@@ -21,11 +21,11 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ModelError
-from ...ingest.events import TIME_ASSUMED
 from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
 from ...store.units import signature_of
+from ...store.vocabulary import TIME_ASSUMED
 from .ground import check_digest, check_fact, check_rule, source_text
 from .inputs import ClusterInput, agent_wording, goal_status, load_clusters, session_context
 from .mine import mine_cluster

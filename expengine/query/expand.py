@@ -1,0 +1,62 @@
+"""Evidence under unit hits: their source records ordered by similarity to the query, with the
+vectors that takes (LanceDB for indexed records, the embedding cache for archived ones)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..store.db import json_ids
+from ..store.index import MEMORIES
+from ..store.reindex import UNIT_EMBEDDED_TEXT
+from .hits import Evidence, Hit
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+
+def warm(store: "Store") -> int:
+    """Read into memory the cached vectors queries compare but LanceDB does not hold: the texts of
+    active rules whose LanceDB vector embeds their condition (the rule slot), and the archived sources
+    of active units (expansion). Each first read would cost a query 45-65 ms at 100k memories (see
+    `VectorMemo`); a server does them all at start. How many were read."""
+    rules = store.con.execute(
+        f"SELECT text FROM units WHERE status = 'active' AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
+    ).fetchall()
+    sources = {
+        i
+        for (ids,) in store.con.execute("SELECT source_ids FROM units WHERE status = 'active'").fetchall()
+        for i in json_ids(ids)
+    }
+    archived = store.con.execute(
+        "SELECT text FROM records WHERE state = 'archived' AND id IN (SELECT unnest(?))", [sorted(sources)]
+    ).fetchall()
+    return store.embeddings.preload([t for (t,) in rules + archived])
+
+
+def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarray]:
+    """Each distinct source text's vector: LanceDB holds those of active and dormant records (a lookup
+    by id); the embedding cache those of archived ones (reading vectors from DuckDB costs ~1 ms a row)."""
+    indexed = store.index.vectors(MEMORIES, [e.id for e in evidence if e.state in ("active", "dormant")])
+    vectors = {e.text: indexed[e.id] for e in evidence if e.id in indexed}
+    rest = list(dict.fromkeys(e.text for e in evidence if e.text not in vectors))
+    if rest:
+        vectors.update(zip(rest, store.embeddings.encode(rest)))
+    return vectors
+
+
+def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None:
+    """Order each unit hit's sources (attached by `rank`) by similarity to the query, most similar
+    first (one similarity per distinct text, so equal texts keep their source order); the renderer
+    picks the lines worth showing."""
+    evidence = [e for h in hits if h.type == "unit" for e in h.expanded]
+    if not evidence:
+        return
+    vectors = text_vectors(store, evidence)
+    similarity = dict(zip(vectors, np.stack(list(vectors.values())) @ vector))
+    for ev in evidence:
+        ev.similarity = float(similarity[ev.text])
+    for hit in hits:
+        if hit.type == "unit":
+            hit.expanded = sorted(hit.expanded, key=lambda e: -e.similarity)

@@ -1,0 +1,102 @@
+"""Query filters: checked once (`make_filters`), then written as LanceDB prefilters per table.
+
+`kind` is a record kind (message, tool_call, …: memories only) or a unit kind (rule, fact: units
+only); `outcome` and `goal` are memory attributes, so they exclude units; `since` / `until`
+compare a memory's `ts` and a unit's `updated`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..store.filters import lance_eq
+from ..store.vocabulary import KINDS as RECORD_KINDS
+from ..store.vocabulary import OUTCOMES, EventError, parse_ts
+
+if TYPE_CHECKING:
+    pass
+
+
+UNIT_KINDS = ("rule", "fact")
+
+
+@dataclass
+class Filters:
+    agent: str | None = None
+    category: str | None = None
+    kind: str | None = None
+    outcome: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    goal: str | None = None
+    include_dormant: bool = False
+
+    @property
+    def search_memories(self) -> bool:
+        return self.kind not in UNIT_KINDS
+
+    @property
+    def search_units(self) -> bool:
+        return (self.kind is None or self.kind in UNIT_KINDS) and self.outcome is None and self.goal is None
+
+    def memory_where(self) -> str:
+        states = "('active', 'dormant')" if self.include_dormant else "('active')"
+        return " AND ".join(
+            [
+                f"state IN {states}",
+                *self._common("ts"),
+                *_equals(kind=self.kind, outcome=self.outcome, goal_id=self.goal),
+            ]
+        )
+
+    def unit_where(self) -> str:
+        return " AND ".join(["status = 'active'", *self._common("ts"), *_equals(kind=self.kind)])
+
+    def _common(self, ts_column: str) -> list[str]:
+        clauses = _equals(agent=self.agent, category=self.category)
+        if self.since:
+            clauses.append(f"{ts_column} >= {_timestamp(self.since)}")
+        if self.until:
+            clauses.append(f"{ts_column} <= {_timestamp(self.until)}")
+        return clauses
+
+
+def _equals(**values: str | None) -> list[str]:
+    return [lance_eq(column, value) for column, value in values.items() if value is not None]
+
+
+def _timestamp(value: dt.datetime) -> str:
+    return f"timestamp '{value.isoformat(sep=' ', timespec='microseconds')}'"
+
+
+def as_time(value: dt.datetime | str | None, name: str) -> dt.datetime | None:
+    """ISO-8601 (no zone means UTC) or a datetime, as naive UTC like everything in the store."""
+    if value is None or isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value and value.tzinfo else value
+    try:
+        return parse_ts(value)
+    except EventError as exc:
+        raise InputError(f"--{name}: {exc}", hint="use ISO-8601, e.g. 2026-03-01 or 2026-03-01T09:15:00Z") from exc
+
+
+def make_filters(
+    *, agent=None, category=None, kind=None, outcome=None, since=None, until=None, goal=None, include_dormant=False
+) -> Filters:
+    if kind is not None and kind not in RECORD_KINDS + UNIT_KINDS:
+        raise InputError(
+            f"unknown kind {kind!r}", hint=f"use a record kind ({', '.join(RECORD_KINDS)}) or a unit kind (rule, fact)"
+        )
+    if outcome is not None and outcome not in OUTCOMES:
+        raise InputError(f"unknown outcome {outcome!r}", hint=f"use one of {', '.join(OUTCOMES)}")
+    return Filters(
+        agent=agent,
+        category=category,
+        kind=kind,
+        outcome=outcome,
+        since=as_time(since, "since"),
+        until=as_time(until, "until"),
+        goal=goal,
+        include_dormant=include_dormant,
+    )

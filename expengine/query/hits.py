@@ -1,0 +1,72 @@
+"""What a query returns: hits with their score parts and evidence, and the result around them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass
+class ScoreParts:
+    similarity: float
+    weight: float
+    recency: float
+    utility: float
+
+
+@dataclass
+class Evidence:
+    """A source record of a unit hit, shown under it: reachable even when dormant or archived.
+    `quoted` means the unit's own line already carries its words, so it gets no line of its own."""
+
+    id: str
+    text: str
+    state: str
+    similarity: float
+    quoted: bool = False
+
+
+@dataclass
+class Hit:
+    id: str
+    type: str  # "unit" | "memory"
+    text: str
+    score: float
+    parts: ScoreParts
+    source_ids: list[str]
+    kind: str
+    state: str
+    agent: str
+    category: str
+    ts: dt.datetime | None
+    expanded: list[Evidence] = field(default_factory=list)
+    reserved: bool = False  # the rule slot (`top_with_unit_slot`): the prompt keeps room for it
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ts"] = self.ts.isoformat() if self.ts else None
+        return data
+
+
+@dataclass
+class QueryResult:
+    query: str
+    hits: list[Hit]
+    prompt: str
+    candidates: int = 0
+    budget: int | None = None
+    took_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "hits": [h.to_dict() for h in self.hits],
+            "prompt": self.prompt,
+            "candidates": self.candidates,
+            "budget": self.budget,
+            "took_ms": self.took_ms,
+        }

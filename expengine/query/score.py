@@ -1,0 +1,216 @@
+"""Scoring the candidates against DuckDB (the truth: state, weight, utility, provenance), and the
+rule slot (see search.py for the formula and the slot)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..store.db import json_ids, utcnow
+from ..store.index import UNITS
+from ..store.reindex import UNIT_EMBEDDED_TEXT
+from .filters import Filters
+from .hits import Evidence, Hit, ScoreParts
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+
+_MEMORY_COLUMNS = (
+    "id",
+    "kind",
+    "agent",
+    "category",
+    "state",
+    "ts",
+    "last_access",
+    "weight",
+    "utility",
+    "merged_ids",
+    "text",
+)
+_UNIT_COLUMNS = (
+    "id",
+    "kind",
+    "agent",
+    "category",
+    "status",
+    "updated",
+    "as_of",
+    "last_used",
+    "weight",
+    "utility",
+    "source_ids",
+    "text",
+)
+
+
+def _lookup(store: "Store", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    rows = store.con.execute(
+        f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]
+    ).fetchall()
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def memory_source_ids(record_id: str, merged_ids: str | None) -> list[str]:
+    """A memory stands for itself and, when it is a merged survivor, for the ids merged into it."""
+    return list(dict.fromkeys([record_id, *json_ids(merged_ids)]))
+
+
+def recency(base: float, now: dt.datetime, *moments: dt.datetime | None) -> float:
+    latest = max((m for m in moments if m is not None), default=None)
+    if latest is None:
+        return 0.0
+    hours = max(0.0, (now - latest).total_seconds() / 3600.0)
+    return float(base**hours)
+
+
+def score_parts(
+    store: "Store", *, similarity: float, weight: float, utility: float, recency_value: float
+) -> tuple[float, ScoreParts]:
+    q = store.config.query
+    parts = ScoreParts(
+        similarity=similarity,
+        weight=max(weight, 0.0) / (1.0 + max(weight, 0.0)),
+        recency=recency_value,
+        utility=math.tanh(utility),
+    )
+    score = (
+        q.alpha * parts.similarity + q.beta * parts.weight + q.gamma * parts.recency + q.utility_weight * parts.utility
+    )
+    return score, parts
+
+
+def _newest(ts: dict[str, dt.datetime | None], ids: list[str]) -> dt.datetime | None:
+    return max((ts[i] for i in ids if ts.get(i) is not None), default=None)  # type: ignore[type-var]
+
+
+def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
+    """Unit id → ts of its newest source record (any state): when the knowledge it carries is from."""
+    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
+    wanted = {i for ids in sources.values() for i in ids}
+    if not wanted:
+        return {}
+    ts = dict(store.con.execute("SELECT id, ts FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall())
+    return {uid: _newest(ts, ids) for uid, ids in sources.items()}
+
+
+def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
+    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
+    of `records` fetches the memory candidates and the unit candidates' sources together: each unit
+    hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`."""
+    now = utcnow()
+    base = store.config.query.recency_base
+    live = ("active", "dormant") if filters.include_dormant else ("active",)
+    units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
+    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
+    wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
+    records = {r["id"]: r for r in _lookup(store, "records", _MEMORY_COLUMNS, list(wanted), "TRUE")}
+    evidence = {i: Evidence(id=i, text=r["text"], state=r["state"], similarity=0.0) for i, r in records.items()}
+    hits = []
+    for r in records.values():
+        if ("memory", r["id"]) not in fused or r["state"] not in live:
+            continue
+        score, parts = score_parts(
+            store,
+            similarity=fused[("memory", r["id"])],
+            weight=r["weight"],
+            utility=r["utility"],
+            recency_value=recency(base, now, r["ts"], r["last_access"]),
+        )
+        hits.append(
+            Hit(
+                id=r["id"],
+                type="memory",
+                text=r["text"],
+                score=score,
+                parts=parts,
+                source_ids=memory_source_ids(r["id"], r["merged_ids"]),
+                kind=r["kind"],
+                state=r["state"],
+                agent=r["agent"],
+                category=r["category"],
+                ts=r["ts"],
+            )
+        )
+    source_ts = {i: r["ts"] for i, r in records.items()}
+    for u in units:
+        score, parts = score_parts(
+            store,
+            similarity=fused[("unit", u["id"])],
+            weight=u["weight"],
+            utility=u["utility"],
+            recency_value=recency(base, now, _newest(source_ts, sources[u["id"]]), u["as_of"], u["last_used"]),
+        )
+        hits.append(
+            Hit(
+                id=u["id"],
+                type="unit",
+                text=u["text"],
+                score=score,
+                parts=parts,
+                source_ids=sources[u["id"]],
+                kind=u["kind"],
+                state=u["status"],
+                agent=u["agent"],
+                category=u["category"],
+                ts=u["updated"],
+                expanded=[evidence[i] for i in sources[u["id"]] if i in evidence],
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.type != "unit", h.id))
+    return hits
+
+
+# Rules read from the embedding cache at a time when looking for the rule slot, best-scored first:
+# the first batch usually holds one above the floor, and each is ~1 ms of DuckDB.
+_SLOT_BATCH = 4
+
+
+def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
+    """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
+    cosine similarity to the query is at least `query.unit_slot_floor` (if there is one). A rule's
+    text vector is its LanceDB vector when that embeds its text (one lookup for all), else it comes
+    from the embedding cache."""
+
+    def is_rule(hit: Hit) -> bool:
+        return hit.type == "unit" and hit.kind == "rule"
+
+    top = ranked[:k]
+    in_top = next((h for h in top if is_rule(h)), None)
+    if in_top is not None:
+        in_top.reserved = True
+        return top
+    units = [h for h in ranked[k:] if is_rule(h)]
+    if not units:
+        return top
+    ids = [h.id for h in units]
+    text_keyed = store.con.execute(
+        f"SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND ({UNIT_EMBEDDED_TEXT}) = text", [ids]
+    ).fetchall()
+    indexed = store.index.vectors(UNITS, [i for (i,) in text_keyed])
+    floor = store.config.query.unit_slot_floor
+    known = [h for h in units if h.id in indexed]
+    cosines = dict(zip((h.id for h in known), np.stack([indexed[h.id] for h in known]) @ vector)) if known else {}
+    # the best-scored rule above the floor among those with a LanceDB vector; only rules scored above it
+    # are read from the cache, a few at a time, best first
+    cut = next((n for n, h in enumerate(units) if cosines.get(h.id, -1.0) >= floor), len(units))
+    unknown = [h for h in units[:cut] if h.id not in indexed]
+    for start in range(0, len(unknown), _SLOT_BATCH):
+        batch = unknown[start : start + _SLOT_BATCH]
+        best = next(
+            (h for h, c in zip(batch, store.embeddings.encode([h.text for h in batch]) @ vector) if c >= floor), None
+        )
+        if best is not None:
+            return _slotted(top, best, k)
+    return top if cut == len(units) else _slotted(top, units[cut], k)
+
+
+def _slotted(top: list[Hit], rule: Hit, k: int) -> list[Hit]:
+    rule.reserved = True
+    return [*top[: k - 1], rule]
