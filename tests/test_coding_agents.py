@@ -202,7 +202,6 @@ def test_an_swe_agent_trajectory_reads_its_steps(tmp_path: Path) -> None:
         "message",
         "tool_call",
         "tool_result",
-        "observation",
     ]
     assert {e.session for e in events} == {"lib__lib-7"} and events[0].meta["repo"] == "lib/lib"
     assert events[3].tool_result == "Found 1 match" and events[3].tool_error is None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Iterator
 
-from .events import OUTCOMES, Event, EventError
+from ..store.vocabulary import OUTCOMES, EventError
+from .events import Event
 
 _STATUS = {"success": "succeeded", "failure": "failed", "partial": "open"}
 

@@ -15,7 +15,8 @@ import json
 import re
 from typing import Any
 
-from .events import Event, EventError, as_text, parse_ts
+from ..store.vocabulary import EventError, parse_ts
+from .events import Event, as_text
 from .trajectories import program_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

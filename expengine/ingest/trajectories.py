@@ -16,7 +16,8 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any, Iterator
 
-from .events import TIME_ASSUMED, Event, EventError, as_text
+from ..store.vocabulary import TIME_ASSUMED, EventError
+from .events import Event, as_text
 
 # mini-swe-agent runs a reply's command only when it holds exactly one block of this form.
 _COMMAND = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
@@ -112,9 +113,6 @@ def events_from_trajectory(obj: dict[str, Any], name: str, *, agent: str, base_t
         yield from _mini_swe_agent(obj["messages"], instance, new)
     else:
         yield from _swe_agent(obj, instance, new)
-    status = (obj.get("info") or {}).get("exit_status") if isinstance(obj.get("info"), dict) else None
-    if status:
-        yield new("observation", content=f"run {instance} ended: {status}", meta={"exit_status": status})
 
 
 def _goal(task_text: str, new: Any) -> Event:

@@ -129,6 +129,7 @@ def environment_drafts(calls: list[Call], repo: str, *, min_runs: int) -> list[D
         if len(runs) >= min_runs:
             drafts.append(
                 _draft(
+                    repo,
                     f"To run the tests in {repo}",
                     form,
                     used,
@@ -153,6 +154,7 @@ def environment_drafts(calls: list[Call], repo: str, *, min_runs: int) -> list[D
         worked = {c.run for c in after if not c.error}
         drafts.append(
             _draft(
+                repo,
                 f"In {repo}, {program} is not installed ('{phrase}')",
                 f"run {form} instead",
                 failures + after,
@@ -188,12 +190,20 @@ def _what_worked_instead(calls: list[Call], failures: list[Call], program: str) 
 
 
 def _draft(
-    condition: str, action: str, evidence: list[Call], *, successes: int, trials: int, pitfall: str | None = None
+    repo: str,
+    condition: str,
+    action: str,
+    evidence: list[Call],
+    *,
+    successes: int,
+    trials: int,
+    pitfall: str | None = None,
 ) -> Draft:
     source_ids = list(dict.fromkeys(i for c in evidence for i in (c.call_id, c.result_id) if i))
     return Draft(
         kind="rule",
         category="environment",
+        subject=repo,  # the query names the project: query/projects.py finds its rules by it
         source_ids=source_ids,
         condition=condition,
         action=action,
