@@ -167,11 +167,15 @@ def test_cli_ingest_takes_a_report_alone(tmp_path: Path, swe_runs: Path) -> None
     store = tmp_path / "store"
     bare = runner.invoke(app, ["--store", str(store), "ingest"])
     assert getattr(bare.exception, "exit_code", None) == 2  # an InputError: main() prints it and exits 2
-    graded = runner.invoke(
-        app, ["--store", str(store), "ingest", "--outcomes", str(swe_runs.parent / "report.json"), "--json"]
-    )
-    assert graded.exit_code == 0, graded.output
-    assert json.loads(graded.stdout)["stored"] == 2 * len(RUNS)
+    report = ["--outcomes", str(swe_runs.parent / "report.json"), "--json"]
+    early = runner.invoke(app, ["--store", str(store), "ingest", *report])
+    assert early.exit_code == 0, early.output
+    assert json.loads(early.stdout)["stored"] == 0 and json.loads(early.stdout)["unknown_sessions"] == len(RUNS)
+    runs = runner.invoke(app, ["--store", str(store), "ingest", str(swe_runs / RUNS[0]), *report])
+    assert runs.exit_code == 0, runs.output
+    graded = json.loads(runs.stdout)
+    assert graded["unknown_sessions"] == len(RUNS) - 1  # only the run now in the store is graded
+    assert graded["stored"] == graded["read"] and graded["rejected"] == 0
 
 
 def test_an_swe_agent_trajectory_reads_its_steps(tmp_path: Path) -> None:
@@ -379,3 +383,72 @@ def test_a_codex_item_before_its_session_meta_is_rejected(write_jsonl) -> None:
     }
     items = _items(write_jsonl("rollout.jsonl", [line]))
     assert len(items) == 1 and "session_meta" in (items[0].error or "")
+
+
+def _call(run: str, n: int, program: str, command: str, error: str | None = None):
+    from expengine.lifecycle.refine.environment import Call
+
+    return Call(run=run, program=program, command=command, call_id=f"{run}/c{n}", result_id=f"{run}/r{n}", error=error)
+
+
+def test_commands_are_generalised_over_paths_and_module_names() -> None:
+    from expengine.lifecycle.refine.environment import generalised
+
+    assert generalised("cd /testbed && ./tests/runtests.py auth_tests.test_validators -v 2", "tests/runtests.py") == (
+        "./tests/runtests.py <module> -v 2"
+    )
+    assert generalised("bin/test sympy/core/tests/test_basic.py sympy/core/tests/test_expr.py", "bin/test") == (
+        "bin/test <file>"
+    )
+    assert generalised("python -m pytest tests/test_x.py::test_y -q 2>&1 | tail -5", "pytest") == "pytest <file> -q"
+
+
+def test_a_missing_program_rule_names_the_project_and_what_worked_instead() -> None:
+    from expengine.lifecycle.refine.environment import environment_drafts
+
+    calls = []
+    for run in ("a", "b", "c"):
+        calls += [
+            _call(
+                run, 0, "pytest", "python -m pytest sympy/core/tests/test_basic.py", "exit 1: No module named pytest"
+            ),
+            _call(run, 1, "ls", "ls bin"),
+            _call(run, 2, "bin/test", f"bin/test sympy/{run}/tests/test_{run}.py"),
+        ]
+    calls.append(_call("d", 0, "bin/test", "bin/test sympy/d/tests/test_d.py", "exit 1: 1 failed"))
+    drafts = {d.condition: d for d in environment_drafts(calls, "sympy/sympy", min_runs=3)}
+    assert set(drafts) == {
+        "To run the tests in sympy/sympy",
+        "In sympy/sympy, pytest is not installed ('No module named pytest')",
+    }
+    tests = drafts["To run the tests in sympy/sympy"]
+    assert tests.action == "bin/test <file>" and (tests.successes, tests.trials) == (3, 4)  # failing tests still ran
+    missing = drafts["In sympy/sympy, pytest is not installed ('No module named pytest')"]
+    assert missing.action == "run bin/test <file> instead" and missing.subject == "sympy/sympy"
+    assert "a/c0" in missing.source_ids and "a/r2" in missing.source_ids
+    # fewer runs than the support floor: no rule
+    assert environment_drafts(calls[:3], "sympy/sympy", min_runs=3) == []
+
+
+@pytest.mark.slow
+def test_the_pytest_is_not_installed_rule_is_mined_from_sympy_runs_and_found_by_a_new_sympy_task(
+    make_engine, tmp_path: Path
+) -> None:
+    runs = tmp_path / "sympy"
+    for run in ("sympy__sympy-13091", "sympy__sympy-12419", "sympy__sympy-12489", "sympy__sympy-13480"):
+        (runs / run).mkdir(parents=True)
+        shutil.copy(SWE / "trajs" / run / f"{run}.traj.json", runs / run)
+    engine = make_engine()
+    engine.ingest([str(runs)])
+    engine.compact()
+    rules = [u for u in engine.units(status="active") if u["category"] == "environment"]
+    assert any("pytest is not installed" in u["text"] and "bin/test <file>" in u["text"] for u in rules), rules
+    # a task none of those runs did, asked as an agent starts it
+    new_task = "[sympy/sympy] collect_factor_and_dimension does not detect equivalent dimensions in addition"
+    answer = engine.query(new_task, k=10, budget=500, touch=False)
+    assert "pytest is not installed" in answer.prompt and "bin/test <file>" in answer.prompt
+    found = [h for h in answer.hits if h.category == "environment"]
+    assert found and all(h.parts.similarity == 1.0 for h in found)  # found by the project's name
+    # another project's task is not given sympy's environment by name
+    other = engine.query("[django/django] UsernameValidator allows trailing newline", k=10, budget=500, touch=False)
+    assert not [h for h in other.hits if h.category == "environment" and h.parts.similarity == 1.0]

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -55,6 +55,9 @@ class IngestResult(Result):
     scripts: dict[str, float] = field(default_factory=dict)
     embedder: str = ""
     warning: str | None = None
+    # outcomes in an --outcomes report for sessions this store has no record of (a report grades every
+    # instance of a benchmark; only the runs ingested get a goal and an outcome)
+    unknown_sessions: int = 0
 
 
 def ingest(
@@ -99,7 +102,12 @@ def ingest(
 
     for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
         counts = words.setdefault(name, Counter())
-        for item in read_items(name, **{**read, "fmt": file_format}):
+        items: Iterable[Item] = read_items(name, **{**read, "fmt": file_format})
+        if file_format == "outcomes":
+            if batch:
+                flush()  # the runs this report grades are in the store before it is read
+            items = _graded_sessions_only(store, list(items), result)
+        for item in items:
             result.read += 1
             if item.event is None:
                 _reject(store, result, item, redactor, now)
@@ -124,6 +132,20 @@ def ingest(
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
     return result
+
+
+def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:
+    """A report's outcomes for the sessions the store holds; the others are counted, not stored."""
+    sessions = list({i.event.session for i in items if i.event is not None and i.event.session})
+    known = {
+        s
+        for (s,) in store.con.execute(
+            "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
+        ).fetchall()
+    }
+    kept = [i for i in items if i.event is None or i.event.session in known]
+    result.unknown_sessions += len({i.event.session for i in items if i.event is not None} - known)
+    return kept
 
 
 def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:
