@@ -452,3 +452,23 @@ def test_the_pytest_is_not_installed_rule_is_mined_from_sympy_runs_and_found_by_
     # another project's task is not given sympy's environment by name
     other = engine.query("[django/django] UsernameValidator allows trailing newline", k=10, budget=500, touch=False)
     assert not [h for h in other.hits if h.category == "environment" and h.parts.similarity == 1.0]
+
+
+def test_an_ended_runs_thoughts_and_long_outputs_settle_while_its_commands_and_errors_stay() -> None:
+    from expengine.lifecycle.refine.environment import LONG_OUTPUT_CHARS, settled_ids
+
+    def rec(id: str, kind: str, session: str = "done", **fields):
+        return {"id": id, "kind": kind, "session": session, "state": "active", "text": "short", **fields}
+
+    long = "x" * (LONG_OUTPUT_CHARS + 1)
+    records = [
+        rec("thought", "message", role="assistant"),
+        rec("task", "message", role="user"),
+        rec("listing", "tool_result", text=long),
+        rec("traceback", "tool_result", text=long, tool_error=long),
+        rec("short", "tool_result"),
+        rec("command", "tool_call", text=long),
+        rec("pinned", "tool_result", text=long, pinned=True),
+        rec("live", "message", session="running", role="assistant"),
+    ]
+    assert settled_ids(records, {"done"}) == ["thought", "listing"]

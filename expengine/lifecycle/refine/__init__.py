@@ -24,6 +24,7 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
+from ...store.state import set_state
 from ...store.units import signature_of
 from ...store.vocabulary import TIME_ASSUMED
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -222,13 +223,11 @@ def _refine_environments(
 ) -> None:
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
     whatever their records' state; rewritten only when the project's commands or results changed."""
-    from .environment import environment_drafts, project_calls
+    from .environment import environment_drafts, project_calls, settled_ids
 
     records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
+    ended = {g for (g,) in store.con.execute("SELECT goal_id FROM goals WHERE status <> 'open'").fetchall()}
     for (agent, repo), calls in sorted(project_calls(records).items()):
-        drafts = environment_drafts(calls, repo, min_runs=store.config.refine.min_support)
-        if not drafts:
-            continue
         cluster = ClusterInput(
             f"environment:{repo}",
             agent,
@@ -238,11 +237,23 @@ def _refine_environments(
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
+        drafts = environment_drafts(calls, repo, min_runs=store.config.refine.min_support)
         written = write_units(
             store, cluster, [(d, unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
         )
         for row in written:
             report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
+        runs = sorted({c.run for c in calls} & ended)
+        if runs and not dry_run:
+            read = select_records(store, "session IN (SELECT unnest(?)) AND state = 'active'", [runs])
+            report.dormant += set_state(
+                store,
+                settled_ids(read, ended),
+                "dormant",
+                reason=f"settled: the run ended and {cluster.key} was mined",
+                run_id=run_id,
+                now=now,
+            )
 
 
 def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:

@@ -7,6 +7,10 @@ A tool schema cannot say that sympy has no pytest, or that django's tests run wi
   ran instead that worked.
 The condition names the repository, so a query from a task in that project finds them. Commands are
 generalised (`bin/test <file>`), never quoted with one run's paths.
+
+Once a run has ended and its project was mined, what it read is worth little: its thoughts and the
+long outputs of its commands that worked (listings, files, test logs) go dormant (`settled_ids`),
+reachable through `trace` and as evidence; its task, commands, errors and outcome stay.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ _MISSING = re.compile(
 _FILE = re.compile(r"^[\w./-]+\.py(::[\w\[\]-]+)*$")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.\w+)+$")
 _CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(&&|;)\s*")
+# a command's output longer than this is reading material, not a lesson, once the run has ended
+LONG_OUTPUT_CHARS = 400
 
 
 @dataclass
@@ -214,3 +220,20 @@ def _draft(
         confidence=wilson_lower_bound(successes, trials),
         dated=False,
     )
+
+
+def settled_ids(records: Iterable[dict[str, Any]], ended: set[str]) -> list[str]:
+    """Active records of ended runs that go dormant: the agent's thoughts and long outputs that were
+    no error. Pinned, protected and high-importance records stay."""
+    return [
+        r["id"]
+        for r in records
+        if r.get("session") in ended
+        and r.get("state") == "active"
+        and not r.get("pinned")
+        and not r.get("protected")
+        and (
+            (r["kind"] == "message" and r.get("role") == "assistant")
+            or (r["kind"] == "tool_result" and not r.get("tool_error") and len(r.get("text") or "") > LONG_OUTPUT_CHARS)
+        )
+    ]
