@@ -125,7 +125,7 @@ def names(prompt: str, program: str) -> bool:
 
 
 def first_step_share(prompts: list[str], queries: list[tuple[str, str]]) -> dict[str, Any]:
-    named = sum(names(p, runner) for p, (_, runner) in zip(prompts, queries))
+    named = sum(runner in p for p, (_, runner) in zip(prompts, queries))
     return {"queries": len(queries), "names_test_runner": round(named / max(len(queries), 1), 4)}
 
 

@@ -137,13 +137,17 @@ def ingest(
 def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:
     """A report's outcomes for the sessions the store holds; the others are counted, not stored."""
     sessions = list({i.event.session for i in items if i.event is not None and i.event.session})
-    known = {
-        s
-        for (s,) in store.con.execute(
-            "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
+    last = dict(
+        store.con.execute(
+            "SELECT session, max(ts) FROM records WHERE session IN (SELECT unnest(?)) GROUP BY session", [sessions]
         ).fetchall()
-    }
+    )
+    known = set(last)
     kept = [i for i in items if i.event is None or i.event.session in known]
+    for item in kept:
+        if item.event is not None:  # graded after the run: never before its task in time
+            ended = last[item.event.session].replace(tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=1)
+            item.event.ts = max(item.event.ts, ended)
     result.unknown_sessions += len({i.event.session for i in items if i.event is not None} - known)
     return kept
 
