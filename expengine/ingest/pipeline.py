@@ -146,8 +146,10 @@ def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResul
     kept = [i for i in items if i.event is None or i.event.session in known]
     for item in kept:
         if item.event is not None:  # graded after the run: never before its task in time
-            ended = last[item.event.session].replace(tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=1)
-            item.event.ts = max(item.event.ts, ended)
+            ended = last[item.event.session] + dt.timedelta(milliseconds=1)  # naive UTC, as stored
+            ts = item.event.ts
+            naive = ts.astimezone(dt.timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+            item.event.ts = max(naive, ended)
     result.unknown_sessions += len({i.event.session for i in items if i.event is not None} - known)
     return kept
 
