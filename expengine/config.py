@@ -161,6 +161,8 @@ class QueryConfig:
 class IngestConfig:
     redact: bool = True
     max_line_bytes: int = 1_000_000
+    # a file that is one JSON object over many lines (a coding agent's trajectory, an evaluation report)
+    max_document_bytes: int = 64_000_000
     max_content_chars: int = 20_000
 
 

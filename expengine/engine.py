@@ -149,13 +149,15 @@ class Engine:
         fmt: str = "auto",
         strict: bool = False,
         agent: str | None = None,
+        outcomes: list[str] | None = None,
         on_progress: Callable[[int], None] | None = None,
     ) -> "IngestResult":
-        """Validate, redact, assess, embed and store events from JSONL / openai-chat files."""
+        """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
+        runs, coding-agent trajectories), then the `outcomes` reports that grade those runs."""
         from .ingest.pipeline import ingest
 
         with self.session() as store:
-            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, on_progress=on_progress)
+            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
 
     def stats(self) -> "Stats":
         from .store.stats import store_stats

@@ -16,16 +16,33 @@ from .common import JSON_OPTION, app, call, emit_json, open_engine, progress_ena
 @app.command()
 def ingest(
     ctx: typer.Context,
-    paths: List[str] = typer.Argument(..., help="JSONL / .jsonl.gz / .json files, folders, or - for stdin."),
-    fmt: str = typer.Option("auto", "--format", help="auto, native or openai-chat."),
+    paths: Optional[List[str]] = typer.Argument(
+        None, help="JSONL / .jsonl.gz / .json / .traj files, folders, or - for stdin."
+    ),
+    fmt: str = typer.Option(
+        "auto", "--format", help="auto, native, openai-chat, swe-agent, claude-code, codex or outcomes."
+    ),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any line was rejected."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
+    outcomes: Optional[List[str]] = typer.Option(
+        None, "--outcomes", help="An evaluation report grading the runs (sb-cli JSON, or JSONL of {session, outcome})."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Validate, redact, embed and store agent log events. Example: expengine ingest logs/*.jsonl"""
+    if not paths and not outcomes:
+        from ..errors import InputError
+
+        raise InputError("give the log files to ingest", hint="e.g. expengine ingest logs/*.jsonl")
     try:
         result = _ingest(
-            ctx, paths, format=fmt, strict=strict, agent=agent, progress=progress_enabled() and not as_json
+            ctx,
+            paths or [],
+            format=fmt,
+            strict=strict,
+            agent=agent,
+            outcomes=[str(Path(p).resolve()) for p in outcomes] if outcomes else None,
+            progress=progress_enabled() and not as_json,
         )
     except RejectedLinesError as exc:
         if as_json:
@@ -54,7 +71,11 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
 
         if "-" in paths and len(paths) > 1:
             raise InputError("stdin (-) cannot be mixed with paths when a server runs", hint="ingest them separately")
-        body = {"text": sys.stdin.read()} if paths == ["-"] else {"paths": [str(Path(p).resolve()) for p in paths]}
+        body: dict[str, Any] = {}
+        if paths == ["-"]:
+            body = {"text": sys.stdin.read()}
+        elif paths:
+            body = {"paths": [str(Path(p).resolve()) for p in paths]}
         return client.call("ingest", {**body, **args})
     from ..service import ops
 

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -56,6 +56,9 @@ class IngestResult(Result):
     scripts: dict[str, float] = field(default_factory=dict)
     embedder: str = ""
     warning: str | None = None
+    # outcomes in an --outcomes report for sessions this store has no record of (a report grades every
+    # instance of a benchmark; only the runs ingested get a goal and an outcome)
+    unknown_sessions: int = 0
 
 
 def ingest(
@@ -65,13 +68,16 @@ def ingest(
     fmt: str = "auto",
     strict: bool = False,
     agent: str | None = None,
+    outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
+    """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all."""
     import time
 
     started = time.perf_counter()
-    files = expand_paths(paths)
-    result = IngestResult(files=files)
+    files = expand_paths(paths) if paths else []
+    reports = expand_paths(outcomes) if outcomes else []
+    result = IngestResult(files=files + reports)
     redactor = Redactor(enabled=store.config.ingest.redact)
     now = utcnow()
     seen: set[str] = set()
@@ -81,6 +87,7 @@ def ingest(
     read: dict[str, Any] = {
         "fmt": fmt,
         "max_line_bytes": store.config.ingest.max_line_bytes,
+        "max_document_bytes": store.config.ingest.max_document_bytes,
         "agent": agent,
         "now": now,
     }
@@ -94,10 +101,15 @@ def ingest(
             on_progress(len(batch))
         batch.clear()
 
-    for name in files:
+    for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
         _record_file(store, name, now)
         counts = words.setdefault(name, Counter())
-        for item in read_items(name, **read):
+        items: Iterable[Item] = read_items(name, **{**read, "fmt": file_format})
+        if file_format == "outcomes":
+            if batch:
+                flush()  # the runs this report grades are in the store before it is read
+            items = _graded_sessions_only(store, list(items), result)
+        for item in items:
             result.read += 1
             if item.event is None:
                 _reject(store, result, item, redactor, now)
@@ -129,6 +141,26 @@ def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
     from pathlib import Path
 
     journal_ingest(store.dir, "<stdin>" if name == "-" else str(Path(name).resolve()), now)
+
+
+def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:
+    """A report's outcomes for the sessions the store holds; the others are counted, not stored."""
+    sessions = list({i.event.session for i in items if i.event is not None and i.event.session})
+    last = dict(
+        store.con.execute(
+            "SELECT session, max(ts) FROM records WHERE session IN (SELECT unnest(?)) GROUP BY session", [sessions]
+        ).fetchall()
+    )
+    known = set(last)
+    kept = [i for i in items if i.event is None or i.event.session in known]
+    for item in kept:
+        if item.event is not None:  # graded after the run: never before its task in time
+            ended = last[item.event.session] + dt.timedelta(milliseconds=1)  # naive UTC, as stored
+            ts = item.event.ts
+            naive = ts.astimezone(dt.timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+            item.event.ts = max(naive, ended)
+    result.unknown_sessions += len({i.event.session for i in items if i.event is not None} - known)
+    return kept
 
 
 def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:

@@ -16,9 +16,12 @@ from typing import IO, Any, Iterator
 from ..errors import InputError
 from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
+from .outcomes import events_from_outcome, is_report, outcome_of_line, outcomes_of_report
+from .sessions import ClaudeCodeReader, CodexReader, SessionReader, is_claude_code, is_codex
+from .trajectories import events_from_trajectory, is_trajectory
 
-FORMATS = ("auto", "native", "openai-chat")
-SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson")
+FORMATS = ("auto", "native", "openai-chat", "swe-agent", "claude-code", "codex", "outcomes")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj")
 
 
 @dataclass
@@ -66,19 +69,54 @@ def _open_binary(name: str) -> IO[bytes]:
     return raw
 
 
+def _shape(obj: Any) -> str:
+    """The format one JSON object is written in, by its shape."""
+    if is_trajectory(obj):
+        return "swe-agent"
+    if is_claude_code(obj):
+        return "claude-code"
+    if is_codex(obj):
+        return "codex"
+    if is_run(obj):
+        return "openai-chat"
+    if is_report(obj) or (isinstance(obj, dict) and "kind" not in obj and "session" in obj and "ts" not in obj):
+        return "outcomes"
+    return "native"
+
+
 def _sniff(head: bytes) -> str:
-    """Tell native JSONL from OpenAI-chat runs by the first object's shape."""
+    """Tell the formats apart by the first object's shape."""
     stripped = head.lstrip()
     if stripped.startswith(b"["):
         return "openai-chat"
     first = stripped.split(b"\n", 1)[0]
     try:
-        return "openai-chat" if is_run(json.loads(first)) else "native"
+        return _shape(json.loads(first))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return "native"
 
 
-def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, now: dt.datetime) -> Iterator[Item]:
+def _is_document(head: bytes) -> bool:
+    """One JSON object written over many lines (a trajectory, a report), not JSONL."""
+    stripped = head.lstrip()
+    if not stripped.startswith(b"{"):
+        return False
+    try:
+        json.loads(stripped.split(b"\n", 1)[0])
+        return False
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return True
+
+
+def read_items(
+    name: str,
+    *,
+    fmt: str,
+    max_line_bytes: int,
+    max_document_bytes: int,
+    agent: str | None,
+    now: dt.datetime,
+) -> Iterator[Item]:
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     label = "<stdin>" if name == "-" else name
@@ -92,6 +130,8 @@ def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, n
         chosen = _sniff(head) if fmt == "auto" else fmt
         if chosen == "openai-chat" and head.lstrip().startswith(b"["):
             yield from _read_chat_array(buffered, label, max_run_bytes=max_line_bytes, agent=agent, now=now)
+        elif _is_document(head):
+            yield from _read_document(buffered, label, fmt, limit=max_document_bytes, agent=agent, now=now)
         else:
             yield from _read_lines(buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -104,6 +144,11 @@ def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, n
 def _read_lines(
     stream: IO[bytes], label: str, fmt: str, *, max_line_bytes: int, agent: str | None, now: dt.datetime
 ) -> Iterator[Item]:
+    # session logs name a call's result by id on a later line: one reader per file remembers the calls
+    sessions = {
+        "claude-code": ClaudeCodeReader(agent=agent or "default"),
+        "codex": CodexReader(agent=agent or "default"),
+    }
     for number, raw in enumerate(_bounded_lines(stream, max_line_bytes), start=1):
         if raw is None:
             yield Item(label, number, error=f"line longer than {max_line_bytes} bytes (raise ingest.max_line_bytes)")
@@ -121,13 +166,67 @@ def _read_lines(
             yield Item(label, number, error=f"malformed JSON: {exc.msg} at column {exc.colno}", raw=text)
             continue
         try:
-            if fmt == "openai-chat":
-                for ev in events_from_run(obj, number, agent=agent or "default", base_ts=now):
-                    yield _located(ev, label, number, agent_override=None)
-            else:
-                yield _located(event_from_native(obj), label, number, agent_override=agent)
+            yield from _items_of(obj, fmt, label, number, agent=agent, now=now, sessions=sessions)
         except EventError as exc:
             yield Item(label, number, error=str(exc), raw=text)
+
+
+def _items_of(
+    obj: Any,
+    fmt: str,
+    label: str,
+    number: int,
+    *,
+    agent: str | None,
+    now: dt.datetime,
+    sessions: dict[str, SessionReader] | None = None,
+) -> Iterator[Item]:
+    """The events one JSON object holds, read as `fmt` (`auto`: by its shape). All or none: an
+    object that fails half-way yields nothing and raises, so it is quarantined whole."""
+    fmt = _shape(obj) if fmt == "auto" else fmt
+    if fmt in ("claude-code", "codex"):
+        if not (is_claude_code(obj) if fmt == "claude-code" else is_codex(obj)) or sessions is None:
+            raise EventError(f"not a {fmt} session line (read those logs one line per object, as the tool writes them)")
+        events = sessions[fmt].events(obj)
+    elif fmt == "native":
+        yield _located(event_from_native(obj), label, number, agent_override=agent)
+        return
+    elif fmt == "openai-chat":
+        events = list(events_from_run(obj, number, agent=agent or "default", base_ts=now))
+    elif fmt == "swe-agent":
+        if not is_trajectory(obj):
+            raise EventError(
+                "not a mini-swe-agent or SWE-agent trajectory (no `messages` with `trajectory_format`, no `trajectory`)"
+            )
+        run_name = Path(label).name.split(".")[0]
+        events = list(events_from_trajectory(obj, run_name, agent=agent or "default", base_ts=now))
+    else:
+        pairs = outcomes_of_report(obj) if is_report(obj) else [outcome_of_line(obj)]
+        events = [ev for s, o in pairs for ev in events_from_outcome(s, o, agent=agent or "default", ts=now)]
+    for ev in events:
+        yield _located(ev, label, number, agent_override=None)
+
+
+def _read_document(
+    stream: IO[bytes], label: str, fmt: str, *, limit: int, agent: str | None, now: dt.datetime
+) -> Iterator[Item]:
+    """A file that is one JSON object over many lines, read whole up to `limit` bytes."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        yield Item(label, 1, error=f"a JSON document longer than {limit} bytes (raise ingest.max_document_bytes)")
+        return
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield Item(label, 1, error=f"invalid UTF-8 at byte {exc.start}")
+        return
+    except json.JSONDecodeError as exc:
+        yield Item(label, exc.lineno, error=f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        return
+    try:
+        yield from _items_of(obj, fmt, label, 1, agent=agent, now=now)
+    except EventError as exc:
+        yield Item(label, 1, error=str(exc), raw=data[:2000].decode("utf-8", "replace"))
 
 
 def _read_chat_array(

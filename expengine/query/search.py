@@ -26,7 +26,10 @@ How a query is answered:
    memories above it cannot push it out.
 6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
 
-The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), score.py (4-5), expand.py (the
+A query that names a project (`[django/django] …`) also gets that project's environment rules as
+if they were first in every list (projects.py).
+
+The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
 order (`query`) and reinforces what was used (`reinforce`).
 """
@@ -44,6 +47,7 @@ from .args import QueryArgs
 from .expand import attach_evidence
 from .filters import make_filters
 from .hits import Hit, QueryResult, ScoreParts
+from .projects import project_units
 from .render import render_prompt
 from .retrieve import embed_query, retrieve
 from .score import rank, top_with_unit_slot
@@ -85,6 +89,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         )
     filters = make_filters(args)
     fused, vector = retrieve(store, text, lambda: embed_query(store, text), filters)
+    fused.update(project_units(store, text, filters))
     top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(store, top, vector)

@@ -61,6 +61,9 @@ class IngestArgs(Args):
     format: str = Field("auto", max_length=SHORT)
     strict: bool = False
     agent: Optional[str] = Field(None, max_length=SHORT)
+    outcomes: Optional[list[str]] = Field(
+        None, description="Evaluation reports (sb-cli JSON, or JSONL of {session, outcome}) under --ingest-root."
+    )
 
 
 class NoArgs(Args):
@@ -203,7 +206,7 @@ def _ingest(
     reach: Reach | None = None,
 ) -> Any:
     given = [x for x in (a.paths, a.records, a.text) if x is not None]
-    if len(given) != 1:
+    if len(given) != 1 and not (a.outcomes and not given):
         raise InputError("give exactly one of paths, records or text", hint='e.g. {"records": [{...}, ...]}')
     if reach is not None:
         deadline = time.monotonic() + reach.timeout_s
@@ -216,9 +219,18 @@ def _ingest(
                 report(stored)
 
         on_progress = bounded
-    if a.paths is not None:
-        paths = a.paths if reach is None else reach.files(a.paths, deadline)
-        return engine.ingest(paths, fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
+    # an evaluation report is a path the server reads, under the same roots and bounds as `paths`
+    outcomes = a.outcomes if reach is None or not a.outcomes else reach.files(a.outcomes, deadline)
+    args: dict[str, Any] = {
+        "fmt": a.format,
+        "strict": a.strict,
+        "agent": a.agent,
+        "outcomes": outcomes,
+        "on_progress": on_progress,
+    }
+    if a.records is None and a.text is None:
+        paths = a.paths or []
+        return engine.ingest(paths if reach is None or not paths else reach.files(paths, deadline), **args)
     content = a.text if a.text is not None else "".join(json.dumps(r) + "\n" for r in a.records or [])
     if reach is not None:
         budget[0] -= len(content.encode("utf-8"))
@@ -227,7 +239,7 @@ def _ingest(
     with tempfile.TemporaryDirectory(prefix="expengine-request-") as tmp:
         path = Path(tmp) / "request.jsonl"
         path.write_text(content, encoding="utf-8")
-        return engine.ingest([str(path)], fmt=a.format, strict=a.strict, agent=a.agent, on_progress=on_progress)
+        return engine.ingest([str(path)], **args)
 
 
 def _forget(engine: Engine, a: ForgetArgs) -> Any:

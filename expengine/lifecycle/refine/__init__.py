@@ -5,7 +5,8 @@ ask the model to word them (model_wording.py; optional, budgeted) → ground the
 else keep the template → resolve conflicts (conflicts.py) → write units (write.py, through the units
 table's owner, store/units.py: one DuckDB transaction, then LanceDB) → put the sources they stand for
 to sleep (sources.py). Then per agent the intents and lessons over its runs (intents.py, lessons.py),
-and the units those make obsolete give way (retire.py).
+and the units those make obsolete give way (retire.py); and per coding project the environment
+rules its runs show (environment.py: the test command, what is not installed).
 
 This module is the pass (`refine_clusters`) and its compaction step (`RefineStep`). Incremental: a
 cluster is refined only when its signature (hash of its sorted member ids) differs from the one
@@ -23,6 +24,7 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
+from ...store.state import set_state
 from ...store.units import signature_of
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
@@ -77,6 +79,8 @@ def refine_clusters(
         _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
+    if budget.time_left():
+        _refine_environments(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock)
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -207,6 +211,50 @@ def _refine_intents(
             retire_stale_intents(store, agent, {intent.key for intent, _ in found}, run_id, now)
         if store.config.lessons.retire_tool_rules and not dry_run:
             report.units_superseded += retire_covered_tool_rules(store, agent, run_id, now)
+
+
+def _refine_environments(
+    store: "Store",
+    report: RefineReport,
+    stored: dict[str, set[str]],
+    *,
+    run_id: str | None,
+    dry_run: bool,
+    now: dt.datetime,
+) -> None:
+    """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
+    whatever their records' state; rewritten only when the project's commands or results changed."""
+    from .environment import environment_drafts, project_calls, settled_ids
+
+    records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
+    ended = {g for (g,) in store.con.execute("SELECT goal_id FROM goals WHERE status <> 'open'").fetchall()}
+    for (agent, repo), calls in sorted(project_calls(records).items()):
+        cluster = ClusterInput(
+            f"environment:{repo}",
+            agent,
+            signature_of([f"{c.call_id}:{c.error is None}" for c in calls]),
+            [c.call_id for c in calls],
+        )
+        if cluster.signature in stored.get(cluster.key, set()):
+            report.clusters_unchanged += 1
+            continue
+        drafts = environment_drafts(calls, repo, min_runs=store.config.refine.min_support)
+        written = write_units(
+            store, cluster, [(d, unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
+        )
+        for row in written:
+            report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
+        runs = sorted({c.run for c in calls} & ended)
+        if runs and not dry_run:
+            read = select_records(store, "session IN (SELECT unnest(?)) AND state = 'active'", [runs])
+            report.dormant += set_state(
+                store,
+                settled_ids(read, ended),
+                "dormant",
+                reason=f"settled: the run ended and {cluster.key} was mined",
+                run_id=run_id,
+                now=now,
+            )
 
 
 def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:

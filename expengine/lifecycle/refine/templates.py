@@ -135,6 +135,12 @@ def _call(tool: str, mined: Mined) -> str:
     return f"{tool}({args})"
 
 
+def _restates_a_command(mined: Mined) -> bool:
+    """A shell program's tool rule whose only argument is the command line, varying every time: a coding
+    agent's `grep` or `sed` (what it learned there is in its error rules and environment rules)."""
+    return set(mined.arg_names) == {"command"} and "command" not in mined.recurring_values and not mined.corrections
+
+
 def rule_draft(mined: Mined) -> Draft | None:
     """condition · action · expected outcome · pitfall, from tools, errors and corrections, worded in the
     sources' language; None if nothing concrete."""
@@ -162,6 +168,8 @@ def rule_draft(mined: Mined) -> Draft | None:
             elif top_error.paths:
                 action = words.no_fix.format(tool=tool)
                 successes, trials = 0, sum(p.count for p in top_error.paths.values())
+        elif _restates_a_command(mined):
+            return None  # "To grep (grep): call grep(command=…)": nothing the tool schema does not say
         else:
             condition = words.to_use.format(human=tool.replace("_", " "), tool=tool)
         if mined.result_keys:

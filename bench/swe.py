@@ -1,0 +1,282 @@
+"""SWE-bench coding-agent benchmark: does the memory of yesterday's runs tell today's run what it needs?
+
+    python bench/swe.py [--data DIR] [--train 150] [--runs N] [--seed 7] [--cycles 3]
+                        [--threads 1] [--set KEY=VALUE] [--out PATH] [--docs MD]
+
+The shared mini-swe-agent runs (`trajs/<id>/<id>.traj.json`, graded by `sb-cli-report.json`) are
+split by instance, seeded: `--train` runs are ingested (`--format swe-agent` with `--outcomes`)
+into a fresh store and compacted `--cycles` times; the others are never ingested and only asked.
+Reported:
+- first-step knowledge: for every held-out django or sympy task, the query `[repo] <task title>`
+  (k = 10, 500-token budget); the share of prompts that name the repository's test runner
+  (`runtests.py`, `bin/test`);
+- error recovery: at every failed command of a resolved held-out run, the query `[repo] <last 300
+  characters of the error>`; the share of prompts naming the program the agent ran next, minus the
+  mean share naming each other program (the lift, as in bench/tau.py);
+- both beside BM25 over the raw training records, rendered and cut the same way;
+- hot text (what a query can return) against the raw text, after the cycles;
+- a unit audit: 20 random active units, and how many are tool restatements or chatter;
+- ingest and compaction time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    CHATTER,
+    SHARED_DATA,
+    Stopwatch,
+    add_cycle_options,
+    audit_units,
+    bm25_answers,
+    engine_overrides,
+    finish_args,
+    load_embedder,
+    machine,
+    run_cycles,
+    store_size,
+    table,
+    torch_threads,
+    update_doc_section,
+    write_json,
+)
+
+DEFAULT_DATA = SHARED_DATA / "swe_bench_verified_mini"
+# what a prompt must name to tell a task in that repository how its tests run
+TEST_RUNNERS = {"django/django": "runtests.py", "sympy/sympy": "bin/test"}
+FIRST_STEP = {"k": 10, "budget": 500}
+# "To grep (grep): first ls(…), then call grep(command=…)": what the tool schema already says
+RESTATEMENT = re.compile(r"^To [\w ./-]+ \([\w./-]+\): (first .*then )?call [\w./-]+\(command=")
+
+
+def load_runs(data: Path) -> tuple[list[Path], dict[str, str]]:
+    """The trajectory files, and each instance's grade from the report."""
+    report = json.loads((data / "sb-cli-report.json").read_text(encoding="utf-8"))
+    grades = {i: "success" for i in report.get("resolved_ids", [])}
+    grades.update({i: "failure" for i in report.get("unresolved_ids", []) if i not in grades})
+    return sorted(data.glob("trajs/*/*.traj.json")), grades
+
+
+def split(files: list[Path], *, train: int, runs: int | None, seed: int) -> tuple[list[Path], list[Path]]:
+    """A seeded shuffle of the instances: the first `train` (of `runs`, scaled) learn, the rest are asked."""
+    shuffled = files[:]
+    random.Random(seed).shuffle(shuffled)
+    if runs is not None:
+        train = max(1, round(train * runs / len(files)))
+        shuffled = shuffled[:runs]
+    return shuffled[:train], shuffled[train:]
+
+
+def read_run(path: Path) -> list[Any]:
+    from expengine.ingest.readers import read_items
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    items = read_items(
+        str(path), fmt="swe-agent", max_line_bytes=1 << 20, max_document_bytes=1 << 27, agent=None, now=now
+    )
+    return [i.event for i in items if i.event is not None]
+
+
+def task_title(events: list[Any]) -> str:
+    goal = next(e for e in events if e.kind == "goal")
+    return next((line.strip() for line in (goal.goal_description or "").splitlines() if line.strip()), "")
+
+
+def first_step_queries(held_out: list[Path]) -> list[tuple[str, str]]:
+    """(query, the repository's test runner) for each held-out django or sympy task."""
+    out = []
+    for path in held_out:
+        events = read_run(path)
+        repo = events[0].meta.get("repo")
+        if repo in TEST_RUNNERS:
+            out.append((f"[{repo}] {task_title(events)}", TEST_RUNNERS[repo]))
+    return out
+
+
+def recovery_steps(held_out: list[Path], grades: dict[str, str]) -> list[tuple[str, str]]:
+    """(query, program run next) at every failed command of the resolved held-out runs."""
+    steps = []
+    for path in held_out:
+        events = read_run(path)
+        if grades.get(events[0].session) != "success":
+            continue
+        repo = events[0].meta.get("repo")
+        calls = [e for e in events if e.kind == "tool_call"]
+        failed = {e.meta.get("call_record"): e for e in events if e.kind == "tool_result" and e.tool_error}
+        for call, following in zip(calls, calls[1:]):
+            result = failed.get(call.id)
+            if result is not None:
+                steps.append((f"[{repo}] {result.tool_error[-300:]}", following.tool_name))
+    return steps
+
+
+def names(prompt: str, program: str) -> bool:
+    return re.search(rf"(?<![\w/.-]){re.escape(program)}(?![\w-])", prompt) is not None
+
+
+def first_step_share(prompts: list[str], queries: list[tuple[str, str]]) -> dict[str, Any]:
+    named = sum(runner in p for p, (_, runner) in zip(prompts, queries))
+    return {"queries": len(queries), "names_test_runner": round(named / max(len(queries), 1), 4)}
+
+
+def recovery_lift(prompts: list[str], steps: list[tuple[str, str]], programs: set[str]) -> dict[str, Any]:
+    """Share of failed commands whose prompt names the program run next, the mean share naming each
+    other program, and the difference."""
+    named_next = named_other = 0.0
+    for prompt, (_, program) in zip(prompts, steps):
+        named = {p for p in programs if names(prompt, p)}
+        named_next += program in named
+        named_other += len(named - {program}) / max(len(programs) - 1, 1)
+    n = max(len(steps), 1)
+    return {
+        "steps": len(steps),
+        "names_next": round(named_next / n, 4),
+        "names_other": round(named_other / n, 4),
+        "lift": round((named_next - named_other) / n, 4),
+    }
+
+
+def unit_audit(engine: Any) -> dict[str, Any]:
+    audit = audit_units(engine.units(status="active"))
+    unusable = [u for u in audit["sample"] if RESTATEMENT.search(u["text"]) or CHATTER.search(u["text"])]
+    return {**audit, "unusable": len(unusable)}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the runs' folder (default: %(default)s)")
+    parser.add_argument("--train", type=int, default=150, help="runs to learn from (default: %(default)s of 246)")
+    parser.add_argument("--runs", type=int, default=None, help="only N runs in all (quick runs), split alike")
+    parser.add_argument("--seed", type=int, default=7, help="the split's seed (default: %(default)s)")
+    add_cycle_options(parser, name="swe", k_default=10, k_help="hits per error query (default: %(default)s)")
+    parser.set_defaults(budget=500)
+    return finish_args(parser, argv, script="swe.py")
+
+
+def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) -> dict[str, Any]:
+    with torch_threads(args.threads):
+        return _run(args, embedder=embedder, echo=echo)
+
+
+def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
+    from expengine import Engine
+    from expengine.store.db import utcnow
+
+    if not (args.data / "sb-cli-report.json").exists():
+        raise SystemExit(f"SWE-bench runs not found: {args.data} (pass --data DIR)")
+    files, grades = load_runs(args.data)
+    train, held_out = split(files, train=args.train, runs=args.runs, seed=args.seed)
+    watch = Stopwatch()
+    with watch.section("model load"):
+        embedder = embedder or load_embedder()
+    first = first_step_queries(held_out)
+    steps = recovery_steps(held_out, grades)
+    programs = {p for _, p in steps} | {e.tool_name for f in train for e in read_run(f) if e.kind == "tool_call"}
+    report: dict[str, Any] = {
+        "benchmark": "SWE-bench Verified mini-swe-agent runs",
+        "command": args.command,
+        "data": str(args.data),
+        "machine": machine(),
+        "train_runs": len(train),
+        "held_out_runs": len(held_out),
+    }
+    with tempfile.TemporaryDirectory(prefix="swe-bench-") as tmp:
+        folder = Path(tmp) / "train"
+        for path in train:
+            (folder / path.parent.name).mkdir(parents=True)
+            (folder / path.parent.name / path.name).write_bytes(path.read_bytes())
+        graded = Path(tmp) / "grades.jsonl"
+        graded.write_text(
+            "".join(json.dumps({"session": p.parent.name, "outcome": grades[p.parent.name]}) + "\n" for p in train),
+            encoding="utf-8",
+        )
+        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=engine_overrides(args)) as engine:
+            with watch.section("ingest"):
+                result = engine.ingest([str(folder)], fmt="swe-agent", outcomes=[str(graded)])
+            report["stored"] = result.stored
+            report["sizes"] = {"after ingest": store_size(engine)}
+            with watch.section("baseline (BM25)"):
+                bm25_first = [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)]
+                bm25_steps = [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)]
+            with watch.section("compaction"):
+                report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
+            report["sizes"]["after compaction"] = store_size(engine)
+            with watch.section("queries"):
+                memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
+                memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+            report["first_step"] = {
+                "memory": first_step_share(memory_first, first),
+                "BM25 over raw training runs": first_step_share(bm25_first, first),
+                "examples": [{"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]],
+            }
+            report["error_recovery"] = {
+                "memory": recovery_lift(memory_steps, steps, programs),
+                "BM25 over raw training runs": recovery_lift(bm25_steps, steps, programs),
+            }
+            report["unit_audit"] = unit_audit(engine)
+            report["environment_units"] = [
+                u["text"] for u in engine.units(status="active") if u.get("category") == "environment"
+            ]
+    report["seconds"] = watch.to_dict()
+    write_json(args.out, report)
+    text = render(report)
+    if args.docs:
+        update_doc_section(args.docs, "swe", text)
+    if echo:
+        print(text)
+        print(f"results: {args.out}")
+    return report
+
+
+def render(report: dict[str, Any]) -> str:
+    size = report["sizes"]["after compaction"]
+    lines = [
+        f"`{report['command']}`: {report['train_runs']} runs learned from, {report['held_out_runs']} held out "
+        f"({report['machine']}).",
+        "",
+        "| method | first-step prompts naming the test runner | error queries | names next program | "
+        "names another (mean) | lift |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in ("memory", "BM25 over raw training runs"):
+        f, e = report["first_step"][name], report["error_recovery"][name]
+        lines.append(
+            f"| {name} | {f['names_test_runner']:.3f} of {f['queries']} | {e['steps']} | {e['names_next']:.3f} | "
+            f"{e['names_other']:.3f} | {e['lift']:+.3f} |"
+        )
+    lines += [
+        "",
+        table(
+            ["store", "raw", "active", "units", "hot tokens / raw tokens"],
+            [
+                [name, s["raw"], s["active"], s["units"], f"{s['hot_tokens']} / {s['raw_tokens']} = {s['hot_share']}"]
+                for name, s in report["sizes"].items()
+            ],
+        ),
+        "",
+        f"Hot text after {len(report['cycles'])} cycles: {size['hot_share']} of raw.",
+        "",
+        "Environment units:",
+        *[f"- {' '.join(t.split())[:220]}" for t in report["environment_units"]],
+        "",
+        f"Unit audit: {report['unit_audit']['unusable']} of {report['unit_audit']['sampled']} random active units "
+        f"are tool restatements or chatter ({report['unit_audit']['active_units']} active units).",
+        *[f"- [{u['category']}] {' '.join(u['text'].split())[:200]}" for u in report["unit_audit"]["sample"]],
+        "",
+        "Seconds: " + ", ".join(f"{k} {v}" for k, v in report["seconds"].items()) + ".",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run(parse_args())
