@@ -265,7 +265,7 @@ def set_status(
     """Move units to `status` and say why: the DuckDB update, the history entry and the LanceDB change.
 
     - `superseded` (needs `winner`, the unit that replaces them): from active; stamps `updated` and
-      `superseded_by`, logs "by WINNER (REASON)", leaves LanceDB.
+      `superseded_by` (and the winner's `supersedes`, when unset), logs "by WINNER (REASON)", leaves LanceDB.
     - `quarantined`: from active; leaves LanceDB (no query returns it) but stays listed.
     - `active` (a restore): from quarantined or superseded; logged as `restored`, back in LanceDB.
 
@@ -292,6 +292,8 @@ def set_status(
             "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id IN (SELECT unnest(?))",
             [winner, now, changed],
         )
+        # the winner names what it replaced, unless its writer already did (refine lists its losers)
+        con.execute("UPDATE units SET supersedes = ? WHERE id = ? AND supersedes IS NULL", [",".join(changed), winner])
     else:
         con.execute(
             "UPDATE units SET status = ?, superseded_by = NULL WHERE id IN (SELECT unnest(?))", [status, changed]
