@@ -23,7 +23,6 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
-from ...store.units import signature_of
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -190,7 +189,7 @@ def _refine_intents(
             cluster = ClusterInput(
                 intent.key,
                 agent,
-                signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
+                units.signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
                 [r.opening_id for r in intent.runs],
             )
             report.intents += 1
