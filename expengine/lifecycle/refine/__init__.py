@@ -25,7 +25,6 @@ from ...store import units
 from ...store.db import json_ids, json_meta, utcnow
 from ...store.records import fetch_records, select_records
 from ...store.state import set_state
-from ...store.units import signature_of
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
 from .ground import check_digest, check_fact, check_rule, source_text
@@ -194,7 +193,7 @@ def _refine_intents(
             cluster = ClusterInput(
                 intent.key,
                 agent,
-                signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
+                units.signature_of([f"{r.run_id}:{r.succeeded}" for r in intent.runs]),
                 [r.opening_id for r in intent.runs],
             )
             report.intents += 1
@@ -232,7 +231,7 @@ def _refine_environments(
         cluster = ClusterInput(
             f"environment:{repo}",
             agent,
-            signature_of([f"{c.call_id}:{c.error is None}" for c in calls]),
+            units.signature_of([f"{c.call_id}:{c.error is None}" for c in calls]),
             [c.call_id for c in calls],
         )
         if cluster.signature in stored.get(cluster.key, set()):

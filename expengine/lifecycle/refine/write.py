@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...store import units
 from ...store.db import json_ids
-from ...store.units import unit_id
 from ...textutil import normalized
 from .conflicts import decide
 from .inputs import ClusterInput
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 def unit_row(draft: Draft, cluster: ClusterInput, now: Any) -> dict[str, Any]:
     text = render_text(draft)
     return {
-        "id": unit_id(draft.kind, cluster.agent, cluster.key, text),
+        "id": units.unit_id(draft.kind, cluster.agent, cluster.key, text),
         "kind": draft.kind,
         "text": text,
         "condition": draft.condition,
