@@ -11,7 +11,7 @@ from .config import Config, default_store_dir
 from .errors import InputError, StoreError, TooLargeError
 from .models.embedder import Embedder, LazyEmbedder, known_model
 from .models.llm import LLM
-from .store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir
+from .store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
 from .store.reindex import heal_pending
 from .store.store import Store
 
@@ -74,7 +74,7 @@ class Engine:
     @contextmanager
     def session(self) -> Iterator[Store]:
         """The open store for the block: lock, open (healing an interrupted index write), close, unlock."""
-        with self._guard, private_files(), _store_errors(self.store_dir):
+        with self._guard, private_files(), store_errors(self.store_dir):
             if self._store is not None:
                 yield self._store
                 return
@@ -167,12 +167,10 @@ class Engine:
 
     def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """Quarantined input lines, newest first, with file, line, reason and raw text."""
+        from .store.records import list_rejects
+
         with self.session() as store:
-            rows = store.con.execute(
-                "SELECT file, line, error, raw, rejected_at FROM rejects ORDER BY rejected_at DESC, file, line LIMIT ?",
-                [limit],
-            ).fetchall()
-        return [dict(zip(("file", "line", "error", "raw", "rejected_at"), r)) for r in rows]
+            return list_rejects(store, limit=limit)
 
     def reindex(self, *, model: str | None = None) -> dict[str, int]:
         """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
@@ -430,27 +428,6 @@ class Engine:
 
         with self.session() as store:
             return show(store, item_id)
-
-
-@contextmanager
-def _store_errors(store_dir: Path) -> Iterator[None]:
-    """DuckDB errors that are not bugs become one line with the fix: a damaged file (a block that cannot be
-    read) and a write refused because this user can only read the store."""
-    import duckdb
-
-    from .store.db import DB_FILE, damaged, is_damage
-
-    try:
-        yield
-    except duckdb.Error as exc:
-        if is_damage(exc):
-            raise damaged(store_dir / DB_FILE, str(exc).splitlines()[0]) from exc
-        if "read-only" in str(exc):
-            raise StoreError(
-                f"the store {store_dir} is read-only for this user, and this command writes to it",
-                hint="run it as the store's owner; stats and query --no-touch only read",
-            ) from exc
-        raise
 
 
 def _heal(store: Store) -> None:

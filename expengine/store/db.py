@@ -318,3 +318,20 @@ class arrow_view:
     def __exit__(self, *exc: object) -> None:
         self.con.complete()
         self.con.unregister(self.name)
+
+
+@contextmanager
+def store_errors(store_dir: Path) -> Iterator[None]:
+    """DuckDB errors that are not bugs become one line with the fix: a damaged file (a block that cannot be
+    read) and a write refused because this user can only read the store."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        if is_damage(exc):
+            raise damaged(store_dir / DB_FILE, str(exc).splitlines()[0]) from exc
+        if "read-only" in str(exc):
+            raise StoreError(
+                f"the store {store_dir} is read-only for this user, and this command writes to it",
+                hint="run it as the store's owner; stats and query --no-touch only read",
+            ) from exc
+        raise

@@ -46,3 +46,12 @@ def fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
     return select_records(store, "id IN (SELECT unnest(?))", [list(dict.fromkeys(ids))])
+
+
+def list_rejects(store: "Store", *, limit: int) -> list[dict[str, Any]]:
+    """Quarantined input lines, newest first, with file, line, reason and raw text."""
+    rows = store.con.execute(
+        "SELECT file, line, error, raw, rejected_at FROM rejects ORDER BY rejected_at DESC, file, line LIMIT ?",
+        [limit],
+    ).fetchall()
+    return [dict(zip(("file", "line", "error", "raw", "rejected_at"), r)) for r in rows]
