@@ -36,6 +36,7 @@ def notes_of(line: str, day: dt.date = MAY_8, names: set[str] = NAMES) -> list[s
         ("last month", dt.date(2023, 1, 10), "in December 2022", None),
         ("last year", dt.date(2023, 1, 1), "in 2022", None),
         ("three years ago", MAY_8, "in 2020", None),
+        ("tomorrow's grand opening", dt.date(2023, 6, 19), "20 June 2023's grand opening", dt.date(2023, 6, 20)),
         ("two weekends ago", dt.date(2023, 7, 17), "2 weekends before 17 July 2023", None),
         ("昨天", dt.date(2023, 1, 1), "2022年12月31日", dt.date(2022, 12, 31)),
         ("上周", MAY_8, "2023年5月8日的前一周", None),
