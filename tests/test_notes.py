@@ -285,3 +285,13 @@ def test_a_model_rewording_is_kept_only_when_grounded(answer, kept):
     assert (reword.calls, reword.rejected) == (1, 0 if kept else 1)
     reword(statement, turn)  # the budget is spent: no second call
     assert reword.calls == 1
+
+
+def test_a_speaker_who_speaks_once_is_still_named(make_engine, write_jsonl):
+    """Labels name speakers as soon as the conversation has two labelled turns: Caroline speaks once."""
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("c.jsonl", TURNS[1:4])])
+    engine.compact(now=dt.datetime(2023, 5, 9))
+    texts = {n["text"] for n in engine.units(kind="note")}
+    assert "Caroline went to a LGBTQ support group on 7 May 2023 and it was powerful." in texts
+    assert _state(engine, "D1:4") == ("dormant", "chatter: nothing informative")
