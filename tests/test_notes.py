@@ -36,6 +36,7 @@ def notes_of(line: str, day: dt.date = MAY_8, names: set[str] = NAMES) -> list[s
         ("last month", dt.date(2023, 1, 10), "in December 2022", None),
         ("last year", dt.date(2023, 1, 1), "in 2022", None),
         ("three years ago", MAY_8, "in 2020", None),
+        ("tomorrow's grand opening", dt.date(2023, 6, 19), "20 June 2023's grand opening", dt.date(2023, 6, 20)),
         ("two weekends ago", dt.date(2023, 7, 17), "2 weekends before 17 July 2023", None),
         ("昨天", dt.date(2023, 1, 1), "2022年12月31日", dt.date(2022, 12, 31)),
         ("上周", MAY_8, "2023年5月8日的前一周", None),
@@ -284,3 +285,13 @@ def test_a_model_rewording_is_kept_only_when_grounded(answer, kept):
     assert (reword.calls, reword.rejected) == (1, 0 if kept else 1)
     reword(statement, turn)  # the budget is spent: no second call
     assert reword.calls == 1
+
+
+def test_a_speaker_who_speaks_once_is_still_named(make_engine, write_jsonl):
+    """Labels name speakers as soon as the conversation has two labelled turns: Caroline speaks once."""
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("c.jsonl", TURNS[1:4])])
+    engine.compact(now=dt.datetime(2023, 5, 9))
+    texts = {n["text"] for n in engine.units(kind="note")}
+    assert "Caroline went to a LGBTQ support group on 7 May 2023 and it was powerful." in texts
+    assert _state(engine, "D1:4") == ("dormant", "chatter: nothing informative")

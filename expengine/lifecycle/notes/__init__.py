@@ -112,8 +112,8 @@ def _pending_turns(store: "Store") -> list[Turn]:
 
 def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
     """Per session, its speakers in order of appearance; per agent, every name word (and three-letter
-    short form) its speakers go by. A label ("Caroline: …") counts as a speaker's when it opens at least
-    two of the agent's messages."""
+    short form) its speakers go by. Labels ("Caroline: …") name speakers once at least two of the
+    agent's messages open with one (a lone "Note: …" is no dialogue)."""
     agents = sorted({t.agent for t in turns})
     rows = store.con.execute(
         "SELECT coalesce(session, agent), agent, content FROM records WHERE kind = 'message' "
@@ -129,11 +129,12 @@ def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], di
             if label not in in_session[session]:
                 in_session[session].append(label)
     agent_of = {session: agent for session, agent, _ in rows}
-    speakers = {s: [x for x in labels if uses[agent_of[s]][x] >= 2] for s, labels in in_session.items()}
+    dialogue = {agent for agent, counted in uses.items() if sum(counted.values()) >= 2}
+    speakers = {s: labels for s, labels in in_session.items() if agent_of[s] in dialogue}
     names: dict[str, set[str]] = defaultdict(set)
-    for agent, counted in uses.items():
-        for label, n in counted.items():
-            for word in label.lower().split() if n >= 2 else []:
+    for agent in dialogue:
+        for label in uses[agent]:
+            for word in label.lower().split():
                 names[agent].update({word, word[:3]} if len(word) > 3 else {word})
     return speakers, names
 

@@ -208,6 +208,8 @@ def resolve(text: str, base: dt.date) -> Resolved:
         def replace(match: re.Match) -> str:
             resolved = fn(match, base)
             found.append(resolved.day)
+            if match.string.startswith("'s", match.end()) and resolved.text.startswith("on "):
+                return resolved.text[3:]  # "tomorrow's opening" → "20 June 2023's opening"
             return resolved.text
 
         return replace
