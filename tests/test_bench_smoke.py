@@ -197,3 +197,20 @@ def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
     assert 0 < len(report["sample_units"]) <= 10
     assert all(u["text"] for u in report["sample_units"])
     assert "### Store size" in tau.render(report)
+
+
+def test_swe_runs_end_to_end_on_a_slice(embedder, tmp_path):
+    swe = load("swe")
+    out = tmp_path / "swe.json"
+    args = swe.parse_args(["--runs", "8", "--cycles", "1", "--out", str(out)])
+    report = swe.run(args, embedder=embedder, echo=False)
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert saved["train_runs"] + saved["held_out_runs"] == 8
+    sizes = report["sizes"]
+    assert sizes["after ingest"]["raw"] == report["stored"] == sizes["after compaction"]["raw"]
+    for measure in ("first_step", "error_recovery"):
+        assert set(report[measure]) >= {"memory", "BM25 over raw training runs"}
+    assert (
+        report["error_recovery"]["memory"]["steps"] == report["error_recovery"]["BM25 over raw training runs"]["steps"]
+    )
+    assert "first-step prompts naming the test runner" in swe.render(report)
