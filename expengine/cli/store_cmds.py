@@ -17,7 +17,7 @@ from .common import JSON_OPTION, app, call, emit_json, open_engine, progress_ena
 def ingest(
     ctx: typer.Context,
     paths: List[str] = typer.Argument(..., help="JSONL / .jsonl.gz / .json files, folders, or - for stdin."),
-    fmt: str = typer.Option("auto", "--format", help="auto, native or openai-chat."),
+    fmt: str = typer.Option("auto", "--format", help="auto, native, openai-chat or otel."),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any line was rejected."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
     as_json: bool = JSON_OPTION,

@@ -14,8 +14,9 @@ from typing import IO, Any, Iterator
 from ..errors import InputError
 from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
+from .otel import is_otlp, read_otlp
 
-FORMATS = ("auto", "native", "openai-chat")
+FORMATS = ("auto", "native", "openai-chat", "otel")
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson")
 
 
@@ -67,6 +68,8 @@ def _open_binary(name: str) -> IO[bytes]:
 def _sniff(head: bytes) -> str:
     """Tell native JSONL from OpenAI-chat runs by the first object's shape."""
     stripped = head.lstrip()
+    if is_otlp(stripped):
+        return "otel"
     if stripped.startswith(b"["):
         return "openai-chat"
     first = stripped.split(b"\n", 1)[0]
@@ -85,7 +88,14 @@ def read_items(name: str, *, fmt: str, max_line_bytes: int, agent: str | None, n
         buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
         head = buffered.peek(65536)[:65536]  # type: ignore[union-attr]
         chosen = _sniff(head) if fmt == "auto" else fmt
-        if chosen == "openai-chat" and head.lstrip().startswith(b"["):
+        if chosen == "otel":
+            for number, event, error, raw in read_otlp(buffered):
+                yield (
+                    _located(event, label, number, agent_override=agent)
+                    if event
+                    else Item(label, number, error=error, raw=raw)
+                )
+        elif chosen == "openai-chat" and head.lstrip().startswith(b"["):
             yield from _read_chat_array(buffered, label, agent=agent, now=now)
         else:
             yield from _read_lines(buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now)
