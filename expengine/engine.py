@@ -310,10 +310,18 @@ class Engine:
             return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
-        from .lifecycle.compact import history
+        """Compaction runs, oldest first, with what each cycle forgot, merged, purged and refined."""
+        from .lifecycle.growth import history
 
         with self.session() as store:
             return history(store)
+
+    def weights(self) -> dict[str, Any]:
+        """Weight distribution of active memories and units; the categories forgotten most."""
+        from .lifecycle.growth import weights
+
+        with self.session() as store:
+            return weights(store)
 
     # --- refinement and units (owner: lifecycle/refine) ----------------------------------------
     def refine(
