@@ -283,8 +283,11 @@ def finish_args(parser: Any, argv: list[str] | None, *, script: str) -> Any:
 
 
 @contextlib.contextmanager
-def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> Iterator[tuple[Any, Any]]:
-    """`expengine serve --http` on `store` for the block: (Unix-socket client, HTTP client with the token)."""
+def served(
+    store: Path, overrides: dict[str, str], *, timeout: float = 600, serve_args: Iterable[str] = ()
+) -> Iterator[tuple[Any, Any]]:
+    """`expengine serve --http [serve_args]` on `store` for the block: (Unix-socket client, HTTP client with
+    the token)."""
     import signal
     import subprocess
 
@@ -293,7 +296,18 @@ def served(store: Path, overrides: dict[str, str], *, timeout: float = 600) -> I
     sets = [x for key, value in overrides.items() for x in ("--set", f"{key}={value}")]
     port = 8700 + os.getpid() % 200
     server = subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *sets, "serve", "--http", f"127.0.0.1:{port}"],
+        [
+            sys.executable,
+            "-m",
+            "expengine",
+            "--store",
+            str(store),
+            *sets,
+            "serve",
+            "--http",
+            f"127.0.0.1:{port}",
+            *serve_args,
+        ],
         cwd=REPO,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},

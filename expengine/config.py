@@ -143,6 +143,9 @@ class QueryConfig:
     # a unit's source gets an evidence line only when its cosine similarity to the query reaches this:
     # on LoCoMo, lines for sources unrelated to the question cost 2 points of evidence recall
     evidence_floor: float = 0.35
+    # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
+    # the embedder reads only the first 256 tokens anyway
+    max_text_chars: int = 8192
 
 
 @dataclass
@@ -150,6 +153,15 @@ class IngestConfig:
     redact: bool = True
     max_line_bytes: int = 1_000_000
     max_content_chars: int = 20_000
+
+
+@dataclass
+class ServeConfig:
+    """Bounds on one ingest request sent to `expengine serve` or `expengine mcp` (direct mode has none)."""
+
+    max_ingest_bytes: int = 256 * 2**20  # content read (decompressed), summed over the request's files
+    max_ingest_lines: int = 2_000_000
+    write_timeout_s: float = 600.0  # writer time one ingest may take before it stops (what it stored stays)
 
 
 @dataclass
@@ -169,6 +181,7 @@ class Config:
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .config import Config, default_store_dir
-from .errors import InputError, StoreError
+from .errors import InputError, StoreError, TooLargeError
 from .models.embedder import Embedder, LazyEmbedder
 from .models.llm import LLM
 from .results import Result
@@ -299,14 +299,18 @@ class Engine:
         sessions: list[str] | None = None,
         agents: list[str] | None = None,
         before: Any = None,
+        rejects: bool = False,
         dry_run: bool = False,
     ) -> "ForgetResult":
         """Delete the records all given filters match, with their derived rows, from the store and every
         snapshot (the only path that deletes ingested data); `dry_run` counts without deleting (the CLI's
-        confirmation preview)."""
-        from .lifecycle.purge import forget
+        confirmation preview). `rejects` deletes every quarantined input line instead (they keep the raw
+        text of lines that failed to parse, so they are ingested data too)."""
+        from .lifecycle.purge import forget, forget_rejects
 
         with self.session() as store:
+            if rejects:
+                return forget_rejects(store, dry_run=dry_run)
             return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
@@ -392,6 +396,12 @@ class Engine:
         """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless touch=False."""
         from .query.search import query
 
+        limit = self.config.query.max_text_chars
+        if len(text) > limit:
+            raise TooLargeError(
+                f"the query text is {len(text)} characters, over query.max_text_chars ({limit})",
+                hint="describe the situation in a few sentences",
+            )
         with self.session() as store:
             return query(
                 store,

@@ -51,3 +51,7 @@ class RejectedLinesError(ExpengineError):
     """`ingest --strict` saw rejected lines (they are still quarantined and listed)."""
 
     exit_code = 7
+
+
+class TooLargeError(InputError):
+    """A request over a bound: query text, ingest bytes, lines or writer time (HTTP 413)."""

@@ -38,9 +38,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """A server process, returned once its socket answers /health (polled, with a deadline)."""
-    child = subprocess.Popen(
+def spawn_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A server process, just started (it is still loading the model)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "expengine", "--store", str(store), *TEMPLATES, "serve", *args],
         cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
@@ -48,6 +48,11 @@ def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> 
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A server process, returned once its socket answers /health (polled, with a deadline)."""
+    child = spawn_server(store, *args, env=env)
     deadline = time.monotonic() + 300
     while find_server(store) is None:
         assert child.poll() is None, child.communicate()
@@ -93,7 +98,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
     ]
     direct = {c: invoke(store, *c, direct=True) for c in commands}
     port = free_port()
-    child = start_server(store, "--http", f"127.0.0.1:{port}", "--max-body-mb", "0.01")
+    root = str(tmp_path_factory.getbasetemp())  # the tests' own files may be ingested by path
+    child = start_server(store, "--http", f"127.0.0.1:{port}", "--max-body-mb", "0.01", "--ingest-root", root)
     yield store, Client(socket_path=store / SOCKET_FILE), port, direct
     code, err = stop(child)
     assert code in (0, -signal.SIGTERM), err
@@ -254,17 +260,23 @@ def test_mcp_owns_the_store_when_no_server_runs(make_engine: Any, write_jsonl: A
     assert not (store / SOCKET_FILE).exists()
 
 
-async def _mcp_session(store: Path, first: tuple[str, dict[str, Any]]) -> tuple[Any, ...]:
-    from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+def mcp_params(store: Path) -> Any:
+    """How the SDK's stdio client starts `expengine mcp` on `store`."""
+    from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "expengine", "--store", str(store), "mcp"],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
         cwd=str(REPO),
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+
+
+async def _mcp_session(store: Path, first: tuple[str, dict[str, Any]]) -> tuple[Any, ...]:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with stdio_client(mcp_params(store)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = await session.list_tools()
         tools = {t.name: (t.input_schema, t.description or "") for t in listed.tools}

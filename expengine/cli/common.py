@@ -85,7 +85,7 @@ def server(ctx: typer.Context) -> Any:
         return None
     from ..service.client import find_server
 
-    client = find_server(store_dir(ctx))
+    client = find_server(store_dir(ctx), wait=obj.get("wait", 30.0))
     if client is not None and obj.get("overrides"):
         raise InputError(
             "--set cannot change a running server's config",

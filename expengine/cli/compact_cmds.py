@@ -155,6 +155,9 @@ def forget(
     before: Optional[str] = typer.Option(
         None, "--before", help="Records whose event time is before this ISO date or time (UTC)."
     ),
+    rejects: bool = typer.Option(
+        False, "--rejects", help="Delete every quarantined input line (`expengine rejects`) instead of records."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JSON_OPTION,
@@ -169,6 +172,9 @@ def forget(
         "agents": agent or None,
         "before": before,
     }
+    if rejects:
+        _forget_rejects(ctx, any(filters.values()), dry_run=dry_run, yes=yes, as_json=as_json)
+        return
     plan = call(ctx, "forget", **filters, dry_run=True)
     if not plan["records"]:
         raise NotFoundError("no record matches these filters", hint="check them with `expengine show ID` or `stats`")
@@ -193,6 +199,25 @@ def forget(
         f"rows; {result['units_updated']} units lost sources, {result['units_deleted']} units deleted; "
         f"{result['snapshots']} snapshots rewritten"
     )
+
+
+def _forget_rejects(ctx: typer.Context, filtered: bool, *, dry_run: bool, yes: bool, as_json: bool) -> None:
+    if filtered:
+        raise InputError("--rejects takes no record filter", hint="forget rejects and records in two commands")
+    plan = call(ctx, "forget", rejects=True, dry_run=True)
+    if dry_run or not plan["rejects"]:
+        emit_json(plan) if as_json else stdout.print(f"would delete {plan['rejects']} rejects")
+        return
+    if not yes:
+        if as_json or not sys.stdin.isatty():
+            raise InputError(f"refusing to delete {plan['rejects']} reject(s) without --yes", hint="add --yes")
+        if not typer.confirm(f"delete {plan['rejects']} quarantined line(s) for good?", err=True):
+            raise InputError("nothing deleted", hint="add --yes to skip the question")
+    result = call(ctx, "forget", rejects=True)
+    if as_json:
+        emit_json(result)
+        return
+    stdout.print(f"deleted {result['rejects']} rejects; {result['snapshots']} snapshots rewritten")
 
 
 def _read_ids(path: Optional[str]) -> list[str]:

@@ -51,6 +51,7 @@ class ForgetResult(Result):
     units_updated: int = 0
     units_deleted: int = 0
     snapshots: int = 0  # snapshots rewritten without the records (a dry run: snapshots that would be)
+    rejects: int = 0  # quarantined lines deleted (`forget --rejects`)
     dry_run: bool = False
     ids: list[str] = field(default_factory=list)
     preview: list[dict[str, Any]] = field(default_factory=list)  # the first records, for the confirmation
@@ -290,6 +291,27 @@ def forget(
     rewrite_database(store.dir / DB_FILE)
     store.reopen()
     return result
+
+
+def forget_rejects(store: "Store", *, dry_run: bool = False) -> ForgetResult:
+    """Delete every quarantined input line from the store and every snapshot, leaving no copy in the
+    files (a reject keeps a line's raw text, a leaked secret's too). Killed midway, running it again
+    finishes the job."""
+    count = int(store.con.execute("SELECT count(*) FROM rejects").fetchall()[0][0])
+    if dry_run or not count:
+        return ForgetResult(rejects=count, dry_run=dry_run, snapshots=len(list_snapshots(store)) if dry_run else 0)
+
+    def delete_rejects(con: duckdb.DuckDBPyConnection, _: list[str]) -> tuple[None, list[str]]:
+        con.execute("DELETE FROM rejects")
+        return None, []
+
+    snapshots = forget_in_snapshots(store, [], delete_rejects)
+    store.con.execute("DELETE FROM rejects")
+    store.history_log("forget", "forget", {"rejects": count})
+    store.close()
+    rewrite_database(store.dir / DB_FILE)
+    store.reopen()
+    return ForgetResult(rejects=count, snapshots=snapshots)
 
 
 class PurgeStep:

@@ -6,11 +6,13 @@ second, so nothing here may pull in torch, DuckDB or LanceDB.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .. import errors
 from ..errors import ExpengineError
@@ -19,6 +21,21 @@ SOCKET_FILE = "serve.sock"
 TOKEN_FILE = "serve.token"
 HEALTH_TIMEOUT_S = 0.5
 BUSY_HEALTH_TIMEOUT_S = 10.0
+SUN_PATH_BYTES = 100  # sockaddr_un holds 108 bytes on Linux (104 on macOS), the final NUL included
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """The address to bind or connect `path` by. A path too long for sockaddr_un goes through its folder's
+    file descriptor (/proc/self/fd/N/NAME, Linux), so a store folder may be as deep as any other folder."""
+    if len(os.fsencode(str(path))) < SUN_PATH_BYTES or not os.path.isdir("/proc/self/fd"):
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -31,7 +48,12 @@ class _UnixConnection(http.client.HTTPConnection):
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
+        try:
+            with unix_address(Path(self.socket_path)) as address:
+                sock.connect(address)
+        except BaseException:
+            sock.close()
+            raise
         self.sock = sock
 
 
@@ -93,9 +115,10 @@ class Client:
         return body
 
 
-def find_server(store_dir: Path) -> Client | None:
+def find_server(store_dir: Path, *, wait: float = BUSY_HEALTH_TIMEOUT_S) -> Client | None:
     """The server owning `store_dir`, if its socket exists and answers /health. A socket nobody listens
-    on (a killed server) is refused at once; a listening but busy server gets a longer second try."""
+    on (a killed server) is refused at once; a listening but busy or still warming server (it listens
+    before it loads the model) is asked again until `wait` seconds have passed."""
     path = store_dir / SOCKET_FILE
     if not path.exists():
         return None
@@ -103,7 +126,7 @@ def find_server(store_dir: Path) -> Client | None:
     try:
         status, body = client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
     except TimeoutError:
-        return client if client.health(timeout=BUSY_HEALTH_TIMEOUT_S) else None
+        return client if client.health(timeout=max(wait, HEALTH_TIMEOUT_S)) else None
     except OSError:
         return None
     return client if status == 200 and isinstance(body, dict) else None

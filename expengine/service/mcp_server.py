@@ -12,8 +12,10 @@ from typing import Annotated, Any, Callable, Literal, Optional
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ConfigDict, Field
 
+from .. import __version__
 from ..errors import ExpengineError
 from .client import find_server
 
@@ -25,11 +27,23 @@ INSTRUCTIONS = (
 )
 
 
-def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
-    """The MCP server for one store; `open_engine` is called at most once, when no server answers."""
+def strict(tool: Tool) -> Tool:
+    """The tool with HTTP's argument rules: an unknown argument or a wrong type (`helpful="yes"`) is an
+    error, never ignored or coerced (the SDK's argument models are lax)."""
+    lax = tool.fn_metadata.arg_model
+    model: Any = type(lax.__name__, (lax,), {"model_config": ConfigDict(extra="forbid", strict=True)})
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
+
+
+def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list[str] | None = None) -> MCPServer:
+    """The MCP server for one store; `open_engine` is called at most once, when no server answers. Owning
+    the store, it reads paths only under `ingest_roots`, with the server's bounds (ops.Reach)."""
     from . import ops
 
     engine: list[Any] = []
+    reach: list[ops.Reach] = []
     lock = threading.Lock()
 
     def call(op: str, args: dict[str, Any]) -> Any:
@@ -40,13 +54,11 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
             with lock:  # one Engine, one operation at a time
                 if not engine:
                     engine.append(open_engine())
-                return ops.run(engine[0], op, args)
+                    reach.append(ops.Reach.of(ingest_roots or [], engine[0].config.serve))
+                return ops.run(engine[0], op, args, reach=reach[0])
         except ExpengineError as exc:
             raise ToolError(str(exc)) from None
 
-    mcp = MCPServer(name="expengine", instructions=INSTRUCTIONS)
-
-    @mcp.tool()
     def memory_query(
         text: Annotated[
             str,
@@ -90,7 +102,6 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
             },
         )
 
-    @mcp.tool()
     def memory_ingest(
         records: Annotated[
             Optional[list[dict[str, Any]]],
@@ -105,21 +116,23 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
         ] = None,
         path: Annotated[
             Optional[str],
-            Field(description="Instead of records: a JSONL or openai-chat JSON file or folder on this machine."),
+            Field(
+                description="Instead of records: the absolute path of a JSONL or openai-chat JSON file or folder "
+                "under a folder this server may read (its --ingest-root)."
+            ),
         ] = None,
         agent: Annotated[Optional[str], Field(description="Agent name for events that name none.")] = None,
     ) -> dict[str, Any]:
         """Record new experience in the memory (validated, secrets redacted, embedded, indexed). Give either
         `records` or `path`. Returns counts: read, stored, duplicates, rejected (with file, line and reason)."""
         if path is not None and records is None:
-            body: dict[str, Any] = {"paths": [str(Path(path).resolve())]}
+            body: dict[str, Any] = {"paths": [path]}
         elif records is not None and path is None:
             body = {"records": records}
         else:
             raise ToolError("give exactly one of records or path")
         return call("ingest", {**body, "agent": agent})
 
-    @mcp.tool()
     def memory_feedback(
         id: Annotated[str, Field(min_length=1, description="A unit or memory id from memory_query's hits.")],
         helpful: Annotated[bool, Field(description="true if it helped, false if it was wrong or misleading.")],
@@ -129,7 +142,6 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
         harmful lowers it, and a persistently harmful unit is quarantined (left out of queries)."""
         return call("feedback", {"id": id, "helpful": helpful, "note": note})
 
-    @mcp.tool()
     def memory_show(
         id: Annotated[str, Field(min_length=1, description="A unit or memory id.")],
     ) -> dict[str, Any]:
@@ -137,10 +149,15 @@ def build(store_dir: Path, open_engine: Callable[[], Any]) -> MCPServer:
         (provenance) and its history (why it was kept, merged or forgotten)."""
         return call("show", {"id": id})
 
-    @mcp.tool()
     def memory_stats() -> dict[str, Any]:
         """Size and shape of the memory: raw, active, dormant and archived records, knowledge units, counts by
         kind, agent and category, active tokens and bytes on disk."""
         return call("stats", {})
 
-    return mcp
+    tools: list[Callable[..., Any]] = [memory_query, memory_ingest, memory_feedback, memory_show, memory_stats]
+    return MCPServer(
+        name="expengine",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        tools=[strict(Tool.from_function(fn)) for fn in tools],
+    )

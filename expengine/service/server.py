@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, ClassVar, Iterator
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -39,17 +40,19 @@ from ..errors import (
     LockedError,
     NotFoundError,
     RejectedLinesError,
+    TooLargeError,
 )
 from . import ops
-from .client import SOCKET_FILE, TOKEN_FILE, find_server
+from .client import SOCKET_FILE, TOKEN_FILE, find_server, unix_address
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 log = logging.getLogger("expengine.serve")
-MAX_BODY_BYTES = 64 * 2**20
+MAX_BODY_BYTES = 16 * 2**20  # an ingest's records or text; every other operation: ops.ARGS_BODY_BYTES
 WRITER_NICE = 10
-STATUS = {InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesError: 422}
+# the first class that matches wins: TooLargeError before its base InputError
+STATUS = {TooLargeError: 413, InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesError: 422}
 
 
 class JsonLines(logging.Formatter):
@@ -117,30 +120,34 @@ class ReadWriteLock:
 class Service:
     """The one Engine, its writer thread and the per-thread read views."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, reach: ops.Reach):
         self.engine = engine
+        self.reach = reach  # what a client's ingest may read here
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="expengine-writer")
         self.rw = ReadWriteLock()
         self._local = threading.local()
         self._views: list[Any] = []
         self._views_lock = threading.Lock()
+        self._generation = 0  # bumped when the views are closed: a thread's view of an older one is stale
         self.busy: str | None = None  # the operation the writer runs now
         self.queued = 0
         self.started = time.time()
         self.counts = {"requests": 0, "errors": 0, "reads_during_write": 0}
 
     def _view(self) -> Engine:
-        """This thread's read view, made again after a restore replaced the engine's connection."""
+        """This thread's read view, made again once an exclusive operation closed the views (whether it
+        replaced the engine's connection, as a restore does, or failed before touching anything)."""
         view = getattr(self._local, "view", None)
-        if view is None or self._local.parent is not self.engine.store.con:
-            view = self.engine.reader()
-            self._local.view, self._local.parent = view, self.engine.store.con
+        if view is None or self._local.generation != self._generation:
             with self._views_lock:
+                view = self.engine.reader()
+                self._local.view, self._local.generation = view, self._generation
                 self._views.append(view)
         return view
 
     def _close_views(self) -> None:
         with self._views_lock:
+            self._generation += 1
             for view in self._views:
                 with contextlib.suppress(Exception):
                     view._store.con.close()
@@ -161,12 +168,13 @@ class Service:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITER_NICE)
             self.busy = name
             started = time.perf_counter()
+            hooks = {"reach": self.reach} if op.reach else {}
             try:
                 if op.mode == "exclusive":
                     with self.rw.exclusive():
                         self._close_views()
-                        return op.run(self.engine, args)
-                return op.run(self.engine, args)
+                        return op.run(self.engine, args, **hooks)
+                return op.run(self.engine, args, **hooks)
             finally:
                 self.busy = None
                 log.info("write done", extra={"op": name, "ms": round((time.perf_counter() - started) * 1000, 1)})
@@ -253,6 +261,10 @@ async def read_body(request: Request, limit: int) -> Any:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"malformed JSON body: {exc}", hint="send one JSON object of arguments") from None
+    except RecursionError:
+        raise InputError(
+            f"the JSON is nested deeper than {ops.MAX_JSON_DEPTH} levels", hint="send flatter arguments"
+        ) from None
 
 
 def build_app(
@@ -275,7 +287,8 @@ def build_app(
     async def call(request: Request) -> Response:
         name = request.path_params["op"]
         op = ops.lookup(name)
-        args = ops.parse(op, await read_body(request, max_body))
+        limit = max_body if op.max_body is None else min(op.max_body, max_body)
+        args = ops.parse(op, await read_body(request, limit))
         return json_response(ops.dumps(op, await service.execute(name, op, args)))
 
     async def on_error(request: Request, exc: Exception) -> Response:
@@ -293,23 +306,30 @@ def build_app(
 
     app = Starlette(
         routes=[Route("/health", health), Route("/stats", stats), Route("/v1/{op}", call, methods=["POST"])],
-        exception_handlers={Exception: on_error, HTTPException: on_error},
+        # ExpengineError by name: Starlette re-raises what only the `Exception` handler catches, and
+        # uvicorn then logs every 4xx as a traceback (a client could fill the log, or a stderr pipe)
+        exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
         lifespan=lifespan,
     )
     return AccessLog(TokenAuth(app, token), service)
 
 
 class TokenAuth:
-    """Requests over TCP need `Authorization: Bearer <token>`; the Unix socket is guarded by file modes."""
+    """Requests over TCP need `Authorization: Bearer <token>` (the scheme in any case, RFC 9110); the Unix
+    socket is guarded by file modes."""
 
     def __init__(self, app: ASGIApp, token: str | None):
-        self.app, self.expected = app, f"Bearer {token}".encode() if token else None
+        self.app, self.expected = app, token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         server = scope.get("server")
         if scope["type"] == "http" and server and server[1] is not None:  # a Unix socket has no port
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if self.expected is None or not hmac.compare_digest(given, self.expected):
+            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").strip().partition(b" ")
+            if (
+                self.expected is None
+                or scheme.lower() != b"bearer"
+                or not hmac.compare_digest(given.strip(), self.expected)
+            ):
                 body = json.dumps(
                     {
                         "error": {
@@ -383,14 +403,50 @@ def _tcp_socket(address: str) -> socket.socket:
     return sock
 
 
-def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_body: int = MAX_BODY_BYTES) -> int:
+def serve(
+    engine: Engine,
+    *,
+    http: str | None = None,
+    grace: float = 30.0,
+    max_body: int = MAX_BODY_BYTES,
+    ingest_roots: list[str] | tuple[str, ...] = (),
+) -> int:
     """Run until SIGTERM/SIGINT. The engine is already open (so a busy store fails before we listen)."""
-    import uvicorn
-
     store_dir = engine.store_dir
     if find_server(store_dir):
         raise LockedError(f"a server already runs for {store_dir}", hint="stop it first (SIGTERM)")
+    reach = ops.Reach.of(ingest_roots, engine.config.serve)
     engine.store  # noqa: B018  opens (and locks) the store for the server's lifetime, as a held Engine
+    path = store_dir / SOCKET_FILE
+    path.unlink(missing_ok=True)
+    # listening from now on: a CLI call during the warm-up below waits in the backlog for its answer
+    # (up to its --wait) instead of finding the store locked and no server
+    uds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with unix_address(path) as address:
+        uds.bind(address)
+    os.chmod(path, 0o600)
+    uds.listen(128)
+    try:
+        return _run(engine, reach, uds, http=http, grace=grace, max_body=max_body)
+    finally:
+        path.unlink(missing_ok=True)
+        uds.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's Server, noting when the stop signal came: one `--grace` covers the whole shutdown
+    (uvicorn's wait for open requests, then ours for the writer)."""
+
+    stop_requested: float | None = None
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if self.stop_requested is None:
+            self.stop_requested = time.monotonic()
+        super().handle_exit(sig, frame)
+
+
+def _run(engine: Engine, reach: ops.Reach, uds: socket.socket, *, http: str | None, grace: float, max_body: int) -> int:
+    store_dir = engine.store_dir
     recovered = engine.recover_interrupted()
     if recovered:
         log.warning("recovered interrupted compaction", extra={"runs": recovered})
@@ -404,12 +460,8 @@ def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_b
     sys.setswitchinterval(0.001)  # a compaction's Python loops hand the GIL to a waiting query sooner
     with contextlib.suppress(ExpengineError):
         engine.query("warm up", k=1, touch=False)
-    service = Service(engine)
+    service = Service(engine, reach)
     path = store_dir / SOCKET_FILE
-    path.unlink(missing_ok=True)
-    uds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    uds.bind(str(path))
-    os.chmod(path, 0o600)
     sockets = [uds]
     token = None
     if http:
@@ -419,14 +471,25 @@ def serve(engine: Engine, *, http: str | None = None, grace: float = 30.0, max_b
     def on_shutdown() -> None:
         # here, not after `run`: uvicorn re-raises SIGTERM once it stops, which ends the process
         path.unlink(missing_ok=True)
-        if not service.close(grace):
+        since = server.stop_requested or time.monotonic()
+        if not service.close(max(0.0, grace - (time.monotonic() - since))):
             log.warning("a write still runs at shutdown; abandoned (a compaction rolls back at the next start)")
             sys.stderr.flush()
             os._exit(0)  # the writer thread holds the DuckDB connection: no interpreter teardown under it
         log.info("stopped")
 
     app = build_app(service, token=token, max_body=max_body, on_shutdown=on_shutdown)
-    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=int(grace))
-    log.info("listening", extra={"socket": str(path), "http": http, "pid": os.getpid(), "recovered": len(recovered)})
-    uvicorn.Server(config).run(sockets=sockets)
+    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=grace)  # type: ignore[arg-type]
+    server = _Server(config)
+    log.info(
+        "listening",
+        extra={
+            "socket": str(path),
+            "http": http,
+            "pid": os.getpid(),
+            "recovered": len(recovered),
+            "ingest_roots": [str(r) for r in reach.roots],
+        },
+    )
+    server.run(sockets=sockets)
     return 0
