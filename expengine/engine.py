@@ -320,6 +320,21 @@ class Engine:
         with self.session() as store:
             return history(store)
 
+    def records(
+        self,
+        *,
+        ids: list[str] | None = None,
+        id_prefix: str | None = None,
+        agent: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Raw records by id list, id prefix and agent, newest first (integrations keep keys of their own)."""
+        from .store.listing import list_records
+
+        with self.session() as store:
+            return list_records(store, ids=ids, id_prefix=id_prefix, agent=agent, limit=limit, offset=offset)
+
     def weights(self) -> dict[str, Any]:
         """Weight distribution of active memories and units; the categories forgotten most."""
         from .lifecycle.growth import weights
