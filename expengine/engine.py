@@ -316,10 +316,33 @@ class Engine:
             return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
-        from .lifecycle.compact import history
+        """Compaction runs, oldest first, with what each cycle forgot, merged, purged and refined."""
+        from .lifecycle.growth import history
 
         with self.session() as store:
             return history(store)
+
+    def records(
+        self,
+        *,
+        ids: list[str] | None = None,
+        id_prefix: str | None = None,
+        agent: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Raw records by id list, id prefix and agent, newest first (integrations keep keys of their own)."""
+        from .store.listing import list_records
+
+        with self.session() as store:
+            return list_records(store, ids=ids, id_prefix=id_prefix, agent=agent, limit=limit, offset=offset)
+
+    def weights(self) -> dict[str, Any]:
+        """Weight distribution of active memories and units; the categories forgotten most."""
+        from .lifecycle.growth import weights
+
+        with self.session() as store:
+            return weights(store)
 
     # --- refinement and units (owner: lifecycle/refine) ----------------------------------------
     def refine(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -223,33 +224,79 @@ def _print_forget(plan: dict[str, Any], console: Console) -> None:
 
 
 @app.command()
-def history(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
+def history(
+    ctx: typer.Context,
+    plot: bool = typer.Option(False, "--plot", help="Draw the growth chart in the terminal (plotext)."),
+    png: Optional[Path] = typer.Option(None, "--png", help="Write the growth chart to this PNG file (matplotlib)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """The growth curve over compaction runs: raw vs active records, units and tokens."""
+    from ..lifecycle.growth import series
+
     runs = call(ctx, "history")["runs"]
+    curve = series(runs)
+    if png is not None:
+        from .plots import png_chart
+
+        png_chart(curve, str(png))
+        stderr.print(f"wrote {png}")
     if as_json:
-        emit_json({"runs": runs})
+        emit_json({"runs": runs, "series": curve})
         return
     if not runs:
         stderr.print("no compaction runs yet")
         return
-    table = Table("run", "started (UTC)", "status", "raw", "active", "units", "tokens", "active share")
-    for run in runs:
+    if plot:
+        from .plots import terminal_chart
+
+        stdout.out(
+            terminal_chart(curve, width=min(stdout.width, 120), color=stdout.is_terminal and not stdout.no_color)
+        )
+        return
+    if png is None:
+        stdout.print(_history_table(runs))
+
+
+def _history_table(runs: list[dict[str, Any]]) -> Table:
+    """Fits 80 columns: the run's own suffix (its date is the start column), minutes not seconds;
+    a cell too wide for the terminal wraps (fold), never ends in an ellipsis."""
+    years = {(r["started"] or "")[:4] for r in runs}
+    dated = len(years) > 1
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for header in (
+        "#",
+        "run",
+        "started UTC" if dated else f"{years.pop()} UTC",
+        "status",
+        "raw",
+        "active",
+        "units",
+        "tokens",
+        "share",
+    ):
+        table.add_column(
+            header,
+            overflow="fold",
+            justify="right" if header in ("#", "raw", "active", "units", "tokens", "share") else "left",
+        )
+    for number, run in enumerate(runs, start=1):
         raw, active = (
             run["raw"] or 0,
             run["active_after"] if run["active_after"] is not None else run["active_before"] or 0,
         )
-        bar = "█" * round(20 * active / raw) if raw else ""
+        started = (run["started"] or "").replace("T", " ")[:16]
         table.add_row(
-            run["run_id"],
-            (run["started"] or "")[:19],
+            str(number),
+            run["run_id"].rsplit("-", 1)[-1],
+            started if dated else started[5:],
             run["status"],
             str(raw),
             str(active),
             _cell(run["units"]),
             _cell(run["tokens_after"]),
-            f"{bar} {100 * active / raw:.0f}%" if raw else "",
+            f"{100 * active / raw:.0f}%" if raw else "",
         )
-    stdout.print(table)
+    return table
 
 
 def _cell(value: Any) -> str:

@@ -42,8 +42,8 @@ def serve(
 
 @app.command()
 def mcp(ctx: typer.Context, ingest_root: List[str] = INGEST_ROOT) -> None:
-    """Serve the memory as MCP tools over stdio (memory_query, memory_ingest, memory_feedback, memory_show,
-    memory_stats). Uses a running `expengine serve` when there is one (its --ingest-root then applies),
+    """Serve the memory as MCP tools over stdio (memory_query, memory_ingest, memory_status, memory_feedback,
+    memory_show, memory_stats, memory_units, memory_forget). Uses a running `expengine serve` when there is one (its --ingest-root then applies),
     else opens the store itself."""
     from ..service.mcp_server import build
 

@@ -20,7 +20,7 @@ def ingest(
         None, help="JSONL / .jsonl.gz / .json / .traj files, folders, or - for stdin."
     ),
     fmt: str = typer.Option(
-        "auto", "--format", help="auto, native, openai-chat, swe-agent, claude-code, codex or outcomes."
+        "auto", "--format", help="auto, native, openai-chat, otel, swe-agent, claude-code, codex or outcomes."
     ),
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any line was rejected."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
@@ -92,8 +92,15 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
 
 
 @app.command()
-def stats(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
+def stats(
+    ctx: typer.Context,
+    weights: bool = typer.Option(False, "--weights", help="Weight distribution and the categories forgotten most."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Counts of records by kind, agent and state; units; rejects; goals; size on disk."""
+    if weights:
+        _weights(ctx, as_json)
+        return
     result = call(ctx, "stats")
     if as_json:
         emit_json(result)
@@ -116,6 +123,24 @@ def stats(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     for section, values in (("kind", result["by_kind"]), ("agent", result["by_agent"]), ("goal", result["goals"])):
         for key, value in values.items():
             table.add_row(f"{section}: {key}", str(value))
+    stdout.print(table)
+
+
+def _weights(ctx: typer.Context, as_json: bool) -> None:
+    from .plots import weight_bars
+
+    result = call(ctx, "weights")
+    if as_json:
+        emit_json(result)
+        return
+    for name, label in (("memories", "active memories"), ("units", "active units")):
+        dist = result[name]
+        stdout.out(f"{label}: {dist['count']}, weight mean {dist['mean']}, median {dist['median']}, max {dist['max']}")
+        for line in weight_bars(dist):
+            stdout.out("  " + line)
+    table = Table("category", "records", "forgotten", "share", title="forgotten most (dormant or archived)")
+    for row in result["categories"]:
+        table.add_row(row["category"], str(row["records"]), str(row["forgotten"]), f"{100 * row['share']:.0f}%")
     stdout.print(table)
 
 

@@ -16,11 +16,12 @@ from typing import IO, Any, Iterator
 from ..errors import InputError
 from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
+from .otel import is_otlp, read_otlp
 from .outcomes import events_from_outcome, is_report, outcome_of_line, outcomes_of_report
 from .sessions import ClaudeCodeReader, CodexReader, SessionReader, is_claude_code, is_codex
 from .trajectories import events_from_trajectory, is_trajectory
 
-FORMATS = ("auto", "native", "openai-chat", "swe-agent", "claude-code", "codex", "outcomes")
+FORMATS = ("auto", "native", "openai-chat", "otel", "swe-agent", "claude-code", "codex", "outcomes")
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj")
 
 
@@ -87,6 +88,8 @@ def _shape(obj: Any) -> str:
 def _sniff(head: bytes) -> str:
     """Tell the formats apart by the first object's shape."""
     stripped = head.lstrip()
+    if is_otlp(stripped):
+        return "otel"
     if stripped.startswith(b"["):
         return "openai-chat"
     first = stripped.split(b"\n", 1)[0]
@@ -128,7 +131,14 @@ def read_items(
             buffered.read(len(codecs.BOM_UTF8))
             head = head[len(codecs.BOM_UTF8) :]
         chosen = _sniff(head) if fmt == "auto" else fmt
-        if chosen == "openai-chat" and head.lstrip().startswith(b"["):
+        if chosen == "otel":
+            for number, event, error, raw in read_otlp(buffered):
+                yield (
+                    _located(event, label, number, agent_override=agent)
+                    if event
+                    else Item(label, number, error=error, raw=raw)
+                )
+        elif chosen == "openai-chat" and head.lstrip().startswith(b"["):
             yield from _read_chat_array(buffered, label, max_run_bytes=max_line_bytes, agent=agent, now=now)
         elif _is_document(head):
             yield from _read_document(buffered, label, fmt, limit=max_document_bytes, agent=agent, now=now)

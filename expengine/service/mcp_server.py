@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 from .. import __version__
 from ..errors import ExpengineError
 from .client import find_server
+from .ingest_queue import IngestQueue, preload
 
 INSTRUCTIONS = (
     "Long-term memory of this agent: knowledge units (rules and facts distilled from past experience) and raw "
@@ -58,6 +59,10 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
                 return ops.run(engine[0], op, args, reach=reach[0])
         except ExpengineError as exc:
             raise ToolError(str(exc)) from None
+
+    background = IngestQueue(lambda body: call("ingest", body))
+    if find_server(store_dir) is None:
+        preload()  # this process will ingest itself: load the libraries now, not under an agent's call
 
     def memory_query(
         text: Annotated[
@@ -122,16 +127,69 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
             ),
         ] = None,
         agent: Annotated[Optional[str], Field(description="Agent name for events that name none.")] = None,
+        wait: Annotated[
+            bool,
+            Field(
+                description="false: queue the records and answer at once with a receipt (for memory_status), "
+                "so the agent never waits on embedding or on a running compaction."
+            ),
+        ] = True,
     ) -> dict[str, Any]:
         """Record new experience in the memory (validated, secrets redacted, embedded, indexed). Give either
-        `records` or `path`. Returns counts: read, stored, duplicates, rejected (with file, line and reason)."""
+        `records` or `path`. Returns counts: read, stored, duplicates, rejected (with file, line and reason);
+        with wait=false, a receipt {receipt, status: queued} instead."""
         if path is not None and records is None:
             body: dict[str, Any] = {"paths": [path]}
         elif records is not None and path is None:
             body = {"records": records}
         else:
             raise ToolError("give exactly one of records or path")
+        if not wait:
+            return background.submit({**body, "agent": agent})
         return call("ingest", {**body, "agent": agent})
+
+    def memory_status(
+        receipt: Annotated[str, Field(min_length=1, description="The receipt memory_ingest(wait=false) returned.")],
+        wait: Annotated[
+            float, Field(ge=0, le=60, description="Wait up to this many seconds for the records to be in.")
+        ] = 0,
+    ) -> dict[str, Any]:
+        """Whether queued records are in: status queued, running, done (with the ingest counts in `result`) or
+        failed (with `error`)."""
+        try:
+            return background.status(receipt, wait=wait)
+        except ExpengineError as exc:
+            raise ToolError(str(exc)) from None
+
+    def memory_forget(
+        ids: Annotated[Optional[list[str]], Field(description="Record ids to delete.")] = None,
+        session: Annotated[Optional[str], Field(description="Delete this session's records.")] = None,
+        agent: Annotated[Optional[str], Field(description="Delete this agent's records.")] = None,
+        dry_run: Annotated[bool, Field(description="Only say what would be deleted.")] = False,
+    ) -> dict[str, Any]:
+        """Delete memories for real (e.g. a privacy request): the records, their embeddings and history, from
+        the store and its snapshots; units citing them lose them, or go when nothing else supports them. The
+        filters combine with AND; at least one is needed. Returns what was (or would be) deleted."""
+        return call(
+            "forget",
+            {
+                "ids": ids,
+                "sessions": [session] if session is not None else None,
+                "agents": [agent] if agent is not None else None,
+                "dry_run": dry_run,
+            },
+        )
+
+    def memory_units(
+        kind: Annotated[Optional[Literal["rule", "fact"]], Field(description="Only rules or only facts.")] = None,
+        status: Annotated[
+            Optional[str], Field(description="active (default: all), superseded, quarantined, ...")
+        ] = None,
+        agent: Annotated[Optional[str], Field(description="Only this agent's units.")] = None,
+    ) -> dict[str, Any]:
+        """List the knowledge units the memory distilled: each rule (when, do, expect, pitfall) or fact, with
+        its status, support, confidence and source record ids."""
+        return call("units", {"kind": kind, "status": status, "agent": agent})
 
     def memory_feedback(
         id: Annotated[str, Field(min_length=1, description="A unit or memory id from memory_query's hits.")],
@@ -154,7 +212,16 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
         kind, agent and category, active tokens and bytes on disk."""
         return call("stats", {})
 
-    tools: list[Callable[..., Any]] = [memory_query, memory_ingest, memory_feedback, memory_show, memory_stats]
+    tools: list[Callable[..., Any]] = [
+        memory_query,
+        memory_ingest,
+        memory_status,
+        memory_feedback,
+        memory_show,
+        memory_stats,
+        memory_units,
+        memory_forget,
+    ]
     return MCPServer(
         name="expengine",
         version=__version__,

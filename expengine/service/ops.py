@@ -269,6 +269,7 @@ OPS: dict[str, Op] = {
     "units": Op(UnitsArgs, lambda e, a: e.units(agent=a.agent, status=a.status, kind=a.kind), "read", "units"),
     "trace": Op(IdArgs, lambda e, a: e.trace(a.id), "read"),
     "history": Op(NoArgs, lambda e, a: e.history(), "read", "runs"),
+    "weights": Op(NoArgs, lambda e, a: e.weights(), "read"),
     "snapshots": Op(NoArgs, lambda e, a: e.snapshots(), "read", "snapshots"),
     "feedback": Op(
         FeedbackArgs, lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore), "write"

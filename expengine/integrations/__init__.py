@@ -1,0 +1,1 @@
+"""Adapters for agent frameworks; each needs its own optional extra."""

@@ -1,0 +1,105 @@
+"""Ingest without blocking the agent: `memory_ingest(wait=false)` queues the records and answers with a
+receipt at once; one worker thread ingests the batches in order (waiting for the store lock as any
+writer does, e.g. behind a running compaction), and `memory_status(receipt)` says when they are in.
+
+Receipts live as long as the MCP server process: the newest `KEEP` finished ones are remembered.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import queue
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import NotFoundError
+
+KEEP = 1000
+# What the first ingest imports. Loading them holds the GIL for long stretches (shared libraries are
+# opened with it held), which would stall the thread answering the agent; so they load before serving.
+HEAVY_MODULES = ("expengine.engine", "expengine.ingest.pipeline", "lancedb", "sentence_transformers")
+
+
+def preload() -> None:
+    for name in HEAVY_MODULES:
+        importlib.import_module(name)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class _Job:
+    receipt: str
+    body: dict[str, Any]
+    queued_at: str = field(default_factory=_now)
+    status: str = "queued"  # queued → running → done | failed
+    finished_at: str | None = None
+    result: Any = None
+    error: str | None = None
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def view(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"receipt": self.receipt, "status": self.status, "queued_at": self.queued_at}
+        records = self.body.get("records")
+        out["records"] = len(records) if isinstance(records, list) else None
+        if self.finished_at:
+            out["finished_at"] = self.finished_at
+        if self.result is not None:
+            out["result"] = self.result
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+class IngestQueue:
+    """Batches handed to `ingest` (the MCP server's own call path) one at a time, in a daemon thread."""
+
+    def __init__(self, ingest: Callable[[dict[str, Any]], Any]) -> None:
+        self._ingest = ingest
+        self._jobs: dict[str, _Job] = {}
+        self._pending: queue.Queue[_Job] = queue.Queue()
+        self._lock = threading.Lock()
+        # Started now, idle until the first batch: the agent's first call only enqueues.
+        threading.Thread(target=self._work, name="expengine-ingest-queue", daemon=True).start()
+
+    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        job = _Job(receipt="rcpt-" + uuid.uuid4().hex[:16], body=body)
+        with self._lock:
+            self._jobs[job.receipt] = job
+        self._pending.put(job)
+        return job.view()
+
+    def status(self, receipt: str, *, wait: float = 0.0) -> dict[str, Any]:
+        """The receipt's state; with `wait`, block up to that many seconds for the batch to finish."""
+        job = self._jobs.get(receipt)
+        if job is None:
+            raise NotFoundError(
+                f"no ingest receipt {receipt!r}", hint="receipts come from memory_ingest(wait=false) on this server"
+            )
+        if wait > 0:
+            job.finished.wait(wait)
+        return job.view()
+
+    def _work(self) -> None:
+        while True:
+            job = self._pending.get()
+            job.status = "running"
+            try:
+                job.result = self._ingest(job.body)
+                job.status = "done"
+            except Exception as exc:  # the receipt carries the one-line reason; the queue goes on
+                job.error, job.status = str(exc) or type(exc).__name__, "failed"
+            job.finished_at = _now()
+            job.finished.set()
+            self._forget_old()
+
+    def _forget_old(self) -> None:
+        with self._lock:
+            finished = [r for r, j in self._jobs.items() if j.finished.is_set()]
+            for receipt in finished[: max(0, len(finished) - KEEP)]:
+                del self._jobs[receipt]
