@@ -317,7 +317,9 @@ def run_phase(
         if not killed:
             settle(current)
             tally.missed += 1
-            high = ran  # runs got faster than the calibration (e.g. clustering less): follow them
+            # runs got faster than the calibration (clustering less, a less loaded machine): follow them,
+            # keeping the window's start at the same share of the run
+            low, high = min(low, ran * low / high), ran
             continue
         tally.kills += 1
         tally.mid_write += wrote

@@ -166,6 +166,12 @@ def test_a_new_store_is_private_whatever_the_umask(make_engine, write_jsonl, tmp
     assert os.umask(old) == old  # the caller's umask is back
 
 
+def test_config_init_makes_a_private_store_folder(tmp_path):
+    done = cli(tmp_path / "new", "config", "init", prefix=("sh", "-c", 'umask 022; exec "$@"', "sh"))
+    assert done.returncode == 0, done.stderr
+    assert modes(tmp_path / "new") == {".": 0o700, "config.toml": 0o600}
+
+
 def test_an_existing_loose_store_is_tightened_on_open_with_one_notice(snapshotted):
     store, _ = snapshotted
     for entry in [store, *store.rglob("*")]:

@@ -220,9 +220,12 @@ def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 @config_app.command("init")
 def config_init(ctx: typer.Context) -> None:
     """Write config.toml with every default (and any --set overrides) into the store folder."""
+    from ..store.db import private_files, secure_store_dir
+
     folder = store_dir(ctx)
-    folder.mkdir(parents=True, exist_ok=True)
-    stderr.print(f"wrote {_config(ctx).save(folder)}")
+    secure_store_dir(folder)
+    with private_files():
+        stderr.print(f"wrote {_config(ctx).save(folder)}")
 
 
 def _config(ctx: typer.Context) -> Any:
