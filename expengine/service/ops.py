@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 # Bounds on what one request may carry (query text has its own, `query.max_text_chars`, in Engine.query)
-SHORT = 256  # a filter, an id, a time
+NAME_CHARS = 65_536  # an id, a name, a time: ingest keeps ids as given (10,000 characters are tested)
 NOTE = 4_000
 MAX_BUDGET = 100_000  # prompt tokens
 MAX_JSON_DEPTH = 64  # a JSON body or record nested deeper is a 400 (the parser would recurse on)
@@ -48,20 +48,20 @@ class QueryArgs(Args):
     text: str = Field(min_length=1, description="The situation the agent is in, or what it is about to do.")
     k: int = Field(5, ge=1, le=100, description="At most this many hits.")
     touch: bool = Field(True, description="Reinforce the hits (false leaves the store unchanged).")
-    agent: Optional[str] = Field(None, max_length=SHORT)
-    category: Optional[str] = Field(None, max_length=SHORT)
-    kind: Optional[str] = Field(None, max_length=SHORT)
-    outcome: Optional[str] = Field(None, max_length=SHORT)
-    since: Optional[str] = Field(None, max_length=SHORT, description="ISO-8601, UTC.")
-    until: Optional[str] = Field(None, max_length=SHORT, description="ISO-8601, UTC.")
-    goal: Optional[str] = Field(None, max_length=SHORT)
+    agent: Optional[str] = Field(None, max_length=NAME_CHARS)
+    category: Optional[str] = Field(None, max_length=NAME_CHARS)
+    kind: Optional[str] = Field(None, max_length=NAME_CHARS)
+    outcome: Optional[str] = Field(None, max_length=NAME_CHARS)
+    since: Optional[str] = Field(None, max_length=NAME_CHARS, description="ISO-8601, UTC.")
+    until: Optional[str] = Field(None, max_length=NAME_CHARS, description="ISO-8601, UTC.")
+    goal: Optional[str] = Field(None, max_length=NAME_CHARS)
     budget: Optional[int] = Field(None, ge=1, le=MAX_BUDGET)
     include_dormant: bool = False
     expand: Optional[bool] = None
 
 
 class IdArgs(Args):
-    id: str = Field(min_length=1, max_length=SHORT)
+    id: str = Field(min_length=1, max_length=NAME_CHARS)
 
 
 class FeedbackArgs(IdArgs):
@@ -76,9 +76,9 @@ class IngestArgs(Args):
     )
     records: Optional[list[dict[str, Any]]] = Field(None, description="Events, one JSON object each.")
     text: Optional[str] = Field(None, description="File content (JSONL or an openai-chat array).")
-    format: str = Field("auto", max_length=SHORT)
+    format: str = Field("auto", max_length=NAME_CHARS)
     strict: bool = False
-    agent: Optional[str] = Field(None, max_length=SHORT)
+    agent: Optional[str] = Field(None, max_length=NAME_CHARS)
 
 
 class NoArgs(Args):
@@ -121,7 +121,7 @@ class ForgetArgs(Args):
     ids: list[str] | None = None
     sessions: list[str] | None = None
     agents: list[str] | None = None
-    before: str | None = Field(None, max_length=SHORT)
+    before: str | None = Field(None, max_length=NAME_CHARS)
     rejects: bool = Field(False, description="Delete every quarantined input line instead (no other filter).")
     dry_run: bool = False
 
