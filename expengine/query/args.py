@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 # from Python callers; filters.as_time reads both.
 Moment = Optional[Union[str, dt.datetime]]
 # Bounds a client's request is checked against (the text's own, `query.max_text_chars`, is config)
-SHORT = 256  # a filter, an id, a time
+NAME_CHARS = 65_536  # an id, a name, a time: ingest keeps ids as given (10,000 characters are tested)
 MAX_BUDGET = 100_000  # prompt tokens
 
 
@@ -43,16 +43,16 @@ class QueryArgs:
         default=True,
         off=("--no-touch", "Do not reinforce the hits (the store is left unchanged)."),
     )
-    agent: Optional[str] = _arg("Only this agent's memories and units.", max_length=SHORT)
-    category: Optional[str] = _arg("Only this category.", max_length=SHORT)
+    agent: Optional[str] = _arg("Only this agent's memories and units.", max_length=NAME_CHARS)
+    category: Optional[str] = _arg("Only this category.", max_length=NAME_CHARS)
     kind: Optional[str] = _arg(
         "A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only).",
-        max_length=SHORT,
+        max_length=NAME_CHARS,
     )
-    outcome: Optional[str] = _arg("success or failure (memories only).", max_length=SHORT)
-    since: Moment = _arg("Not older than this (ISO-8601, UTC).", max_length=SHORT)
-    until: Moment = _arg("Not newer than this (ISO-8601, UTC).", max_length=SHORT)
-    goal: Optional[str] = _arg("Only memories of this goal id.", max_length=SHORT)
+    outcome: Optional[str] = _arg("success or failure (memories only).", max_length=NAME_CHARS)
+    since: Moment = _arg("Not older than this (ISO-8601, UTC).", max_length=NAME_CHARS)
+    until: Moment = _arg("Not newer than this (ISO-8601, UTC).", max_length=NAME_CHARS)
+    goal: Optional[str] = _arg("Only memories of this goal id.", max_length=NAME_CHARS)
     budget: Optional[int] = _arg(
         "Stop adding hits when the prompt text would pass this many tokens.", ge=1, le=MAX_BUDGET
     )

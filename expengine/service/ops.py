@@ -20,7 +20,7 @@ from pydantic import Field
 from ..arguments import Args, model_of, validate
 from ..errors import InputError, NotFoundError, TooLargeError
 from ..query import args as query_args
-from ..query.args import SHORT
+from ..query.args import NAME_CHARS
 from ..results import to_json
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ QueryArgs = model_of(query_args.QueryArgs)
 
 
 class IdArgs(Args):
-    id: str = Field(min_length=1, max_length=SHORT)
+    id: str = Field(min_length=1, max_length=NAME_CHARS)
 
 
 class FeedbackArgs(IdArgs):
@@ -58,9 +58,9 @@ class IngestArgs(Args):
     )
     records: Optional[list[dict[str, Any]]] = Field(None, description="Events, one JSON object each.")
     text: Optional[str] = Field(None, description="File content (JSONL or an openai-chat array).")
-    format: str = Field("auto", max_length=SHORT)
+    format: str = Field("auto", max_length=NAME_CHARS)
     strict: bool = False
-    agent: Optional[str] = Field(None, max_length=SHORT)
+    agent: Optional[str] = Field(None, max_length=NAME_CHARS)
     outcomes: Optional[list[str]] = Field(
         None, description="Evaluation reports (sb-cli JSON, or JSONL of {session, outcome}) under --ingest-root."
     )
@@ -106,7 +106,7 @@ class ForgetArgs(Args):
     ids: list[str] | None = None
     sessions: list[str] | None = None
     agents: list[str] | None = None
-    before: str | None = Field(None, max_length=SHORT)
+    before: str | None = Field(None, max_length=NAME_CHARS)
     rejects: bool = Field(False, description="Delete every quarantined input line instead (no other filter).")
     dry_run: bool = False
 
