@@ -17,6 +17,7 @@ from expengine.lifecycle.refine.ground import check_fact, check_rule, source_tex
 from expengine.lifecycle.refine.mine import mine_cluster
 from expengine.lifecycle.refine.templates import Draft, wilson_lower_bound
 from expengine.models.llm import get_llm, parse_json_object
+from expengine.store.index import UNITS
 from expengine.store.units import signature_of, unit_id
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -500,6 +501,9 @@ def test_newer_fact_supersedes_older_one_across_clusters(store, tmp_path):
     assert home["superseded"]["id"] == portland[0]["id"] and home["superseded"]["superseded_by"] == home["active"]["id"]
     history = store.trace(portland[0]["id"])["history"]
     assert any(h["action"] == "superseded" for h in history)
+    indexed = store.store.index  # the superseded unit left the index, its winner is in it
+    assert indexed.count(UNITS, f"id = '{portland[0]['id']}'") == 0
+    assert indexed.count(UNITS, f"id = '{home['active']['id']}'") == 1
 
 
 def test_injection_in_logs_stays_quoted_data(store):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -270,7 +271,8 @@ def set_status(
     - `active` (a restore): from quarantined or superseded; logged as `restored`, back in LanceDB.
 
     Returns how many units changed; a unit already in `status` (or absent) is left alone, so a
-    repeated call writes nothing. `now` stamps `updated` and the history (a cycle passes its clock).
+    repeated call writes nothing. `now` stamps the history and a superseded unit's `updated` (a cycle
+    passes its clock).
     """
     assert status in STATUSES, status
     assert (status == "superseded") == (winner is not None), "a superseded unit names its winner"
@@ -347,8 +349,6 @@ def _journal(store: "Store", ids: list[str]) -> None:
 # --- forget (on any connection: the live store or a snapshot's file) ---------------------------------
 def drop_sources(con: "duckdb.DuckDBPyConnection", uid: str, sources_left: list[str]) -> None:
     """The unit keeps only `sources_left` (a forgotten record left its evidence)."""
-    import json
-
     con.execute(
         "UPDATE units SET source_ids = ?, support = ? WHERE id = ?", [json.dumps(sources_left), len(sources_left), uid]
     )
