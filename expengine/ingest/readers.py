@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from ..config import IngestConfig
 from ..errors import InputError
 from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
@@ -116,9 +117,9 @@ def read_items(
     *,
     fmt: str,
     max_line_bytes: int,
-    max_document_bytes: int,
     agent: str | None,
     now: dt.datetime,
+    max_document_bytes: int = IngestConfig.max_document_bytes,
 ) -> Iterator[Item]:
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
