@@ -72,7 +72,8 @@ def assert_one_line_usage_error(code: int, out: str, err: str, *, mentions: str)
 
 def test_the_suite_covers_every_command():
     assert {"query", "ingest", "restore", "forget", "config show", "config init", "repair"} <= set(NAMES)
-    assert len(MISSING) >= 8 and len(TYPED) >= 6  # the derivation found what it should
+    # the derivation found what it should (ingest's PATHS is optional with --outcomes, so it is checked below)
+    assert len(MISSING) >= 7 and len(TYPED) >= 6
 
 
 @pytest.mark.parametrize("path,command", MISSING, ids=[" ".join(p) for p, _ in MISSING])

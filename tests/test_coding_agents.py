@@ -166,7 +166,7 @@ def test_cli_ingest_takes_a_report_alone(tmp_path: Path, swe_runs: Path) -> None
     runner = CliRunner()
     store = tmp_path / "store"
     bare = runner.invoke(app, ["--store", str(store), "ingest"])
-    assert getattr(bare.exception, "exit_code", None) == 2  # an InputError: main() prints it and exits 2
+    assert bare.exit_code == 2 and "Missing argument" in bare.output  # no paths and no --outcomes
     report = ["--outcomes", str(swe_runs.parent / "report.json"), "--json"]
     early = runner.invoke(app, ["--store", str(store), "ingest", *report])
     assert early.exit_code == 0, early.output

@@ -30,10 +30,10 @@ def ingest(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Validate, redact, embed and store agent log events. Example: expengine ingest logs/*.jsonl"""
-    if not paths and not outcomes:
-        from ..errors import InputError
+    if not paths and not outcomes:  # PATHS may be left out only when --outcomes grades runs already stored
+        from typer._click.exceptions import MissingParameter
 
-        raise InputError("give the log files to ingest", hint="e.g. expengine ingest logs/*.jsonl")
+        raise MissingParameter(ctx=ctx, param=next(p for p in ctx.command.params if p.name == "paths"))
     try:
         result = _ingest(
             ctx,
