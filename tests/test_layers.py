@@ -27,7 +27,7 @@ FLOORS = [
 LEAVES = ["expengine.errors", "expengine.results", "expengine.arguments", "expengine.textutil"]
 MAX_LINES = 400
 # Modules other sessions are hardening at the same time; split them when that work has landed.
-OVER_THE_LIMIT_FOR_NOW = {"service/server.py"}
+OVER_THE_LIMIT_FOR_NOW: set[str] = set()
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,8 @@ def serve(
 ) -> None:
     """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
     Listens on serve.sock in the store folder. Stop with SIGTERM: it exits within --grace seconds."""
+    from ..service.edges import setup_logging
     from ..service.server import serve as run
-    from ..service.server import setup_logging
 
     setup_logging()
     engine = open_engine(ctx)

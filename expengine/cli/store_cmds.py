@@ -33,7 +33,7 @@ def ingest(
     if not paths and not outcomes:  # PATHS may be left out only when --outcomes grades runs already stored
         from typer._click.exceptions import MissingParameter
 
-        raise MissingParameter(ctx=ctx, param=next(p for p in ctx.command.params if p.name == "paths"))
+        raise MissingParameter(ctx=ctx, param=next(p for p in ctx.command.params if p.name == "paths"))  # type: ignore[arg-type]
     try:
         result = _ingest(
             ctx,

@@ -14,17 +14,14 @@ skipped. A file is read whole: a trace's spans arrive in several export batches,
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
-import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
 
 from .events import Event, EventError, as_text
+from .otlp import Span, digest, documents, spans_of, structured
 
 OPERATIONS = ("invoke_agent", "chat", "text_completion", "generate_content", "execute_tool")
 _CHAT = ("chat", "text_completion", "generate_content")
@@ -43,27 +40,6 @@ def is_otlp(head: bytes) -> bool:
     return bool(_OTLP_HEAD.match(head))
 
 
-@dataclass
-class _Span:
-    line: int
-    trace: str
-    id: str
-    parent: str
-    name: str
-    start: dt.datetime
-    end: dt.datetime
-    attrs: dict[str, Any]
-    events: list[tuple[str, dict[str, Any]]]
-    error: str | None  # the status message (or error.type) when the status is ERROR
-    status_ok: bool
-    children: list["_Span"] = field(default_factory=list)
-
-    @property
-    def operation(self) -> str:
-        op = self.attrs.get("gen_ai.operation.name")
-        return str(op) if op else self.name.split(" ", 1)[0]
-
-
 Read = tuple[int, Event | None, str | None, str | None]  # line, event, or error and raw text
 
 
@@ -75,11 +51,11 @@ def read_otlp(stream: IO[bytes]) -> Iterator[Read]:
     except UnicodeDecodeError as exc:
         yield 1, None, f"invalid UTF-8 at byte {exc.start}", None
         return
-    spans: list[_Span] = []
-    for line, raw in _documents(text):
+    spans: list[Span] = []
+    for line, raw in documents(text):
         try:
             doc = json.loads(raw)
-            spans.extend(_spans(doc, line))
+            spans.extend(spans_of(doc, line))
         except json.JSONDecodeError as exc:
             yield line, None, f"malformed JSON: {exc.msg} at column {exc.colno}", raw[:2000]
         except EventError as exc:
@@ -87,126 +63,10 @@ def read_otlp(stream: IO[bytes]) -> Iterator[Read]:
     yield from _Mapper(spans).events()
 
 
-def _documents(text: str) -> Iterator[tuple[int, str]]:
-    """One pretty-printed document per file, or one compact document per line."""
-    stripped = text.strip()
-    if "\n" in stripped:
-        try:
-            json.loads(stripped)
-        except json.JSONDecodeError:
-            pass
-        else:
-            yield 1, stripped
-            return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, line
-
-
-def _spans(doc: Any, line: int) -> Iterator[_Span]:
-    resources = doc.get("resourceSpans", doc.get("resource_spans")) if isinstance(doc, dict) else None
-    if not isinstance(resources, list):
-        raise EventError("an OTLP JSON line must be an object with a `resourceSpans` list")
-    for resource in resources:
-        for scope in (resource or {}).get("scopeSpans", (resource or {}).get("scope_spans")) or []:
-            for span in (scope or {}).get("spans") or []:
-                if not isinstance(span, dict):
-                    raise EventError("every span must be an object")
-                yield _span(span, line)
-
-
-def _span(span: dict[str, Any], line: int) -> _Span:
-    name = str(span.get("name") or "")
-    status = span.get("status") or {}
-    code = status.get("code")
-    attrs = _attributes(span.get("attributes"))
-    events = [(str(e.get("name") or ""), _attributes(e.get("attributes"))) for e in span.get("events") or []]
-    error = None
-    if code in (2, "STATUS_CODE_ERROR"):
-        thrown = next((a.get("exception.message") for n, a in events if n == "exception"), None)
-        error = str(status.get("message") or thrown or attrs.get("error.type") or "error")
-    try:
-        start = _nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano")))
-        end = _nanos(span.get("endTimeUnixNano", span.get("end_time_unix_nano")), default=start)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise EventError(f"span {name!r}: `startTimeUnixNano` must be nanoseconds since 1970") from exc
-    return _Span(
-        line=line,
-        trace=_hex_id(span.get("traceId", span.get("trace_id"))),
-        id=_hex_id(span.get("spanId", span.get("span_id"))),
-        parent=_hex_id(span.get("parentSpanId", span.get("parent_span_id"))),
-        name=name,
-        start=start,
-        end=end,
-        attrs=attrs,
-        events=events,
-        error=error,
-        status_ok=code in (1, "STATUS_CODE_OK"),
-    )
-
-
-def _nanos(value: Any, default: dt.datetime | None = None) -> dt.datetime:
-    if value in (None, "", 0, "0") and default is not None:
-        return default
-    stamp = dt.datetime.fromtimestamp(int(value) / 1e9, tz=dt.timezone.utc)
-    return stamp.replace(tzinfo=None)
-
-
-def _hex_id(value: Any) -> str:
-    """The collector writes ids as hex, protobuf's JSON mapping as base64: both become hex."""
-    text = str(value or "")
-    if not text or re.fullmatch(r"[0-9a-fA-F]{16}|[0-9a-fA-F]{32}", text):
-        return text.lower()
-    try:
-        return base64.b64decode(text, validate=True).hex()
-    except (binascii.Error, ValueError):
-        return text
-
-
-def _attributes(items: Any) -> dict[str, Any]:
-    if not isinstance(items, list):
-        return {}
-    return {str(kv.get("key")): _any_value(kv.get("value")) for kv in items if isinstance(kv, dict)}
-
-
-def _any_value(value: Any) -> Any:
-    """OTLP AnyValue → Python; JSON-encoded strings (how SDKs record structured values) stay strings."""
-    if not isinstance(value, dict):
-        return value
-    for key in ("stringValue", "string_value", "boolValue", "bool_value", "doubleValue", "double_value"):
-        if key in value:
-            return value[key]
-    for key in ("intValue", "int_value"):
-        if key in value:
-            return int(value[key])
-    for key in ("arrayValue", "array_value"):
-        if key in value:
-            return [_any_value(v) for v in (value[key] or {}).get("values") or []]
-    for key in ("kvlistValue", "kvlist_value"):
-        if key in value:
-            return _attributes((value[key] or {}).get("values"))
-    return None
-
-
-def _structured(value: Any) -> Any:
-    """A structured attribute, recorded as a JSON string or as an OTLP array/kvlist."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def _digest(*parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
 class _Mapper:
     """Walks one file's span trees and emits each message, call and result once."""
 
-    def __init__(self, spans: list[_Span]) -> None:
+    def __init__(self, spans: list[Span]) -> None:
         self.spans = sorted(spans, key=lambda s: (s.start, s.end))
         by_id = {(s.trace, s.id): s for s in self.spans}
         self.parent = {id(s): by_id.get((s.trace, s.parent)) for s in self.spans}
@@ -223,15 +83,15 @@ class _Mapper:
         self.emitted: set[str] = set()
         self.call_names: dict[str, str] = {}  # call id → tool name, for results that name none
 
-    def _inherited(self, span: _Span, key: str) -> Any:
-        node: _Span | None = span
+    def _inherited(self, span: Span, key: str) -> Any:
+        node: Span | None = span
         while node is not None:
             if node.attrs.get(key) not in (None, ""):
                 return node.attrs[key]
             node = self.parent[id(node)]
         return None
 
-    def _agent_span(self, span: _Span) -> _Span | None:
+    def _agent_span(self, span: Span) -> Span | None:
         node = self.parent[id(span)] if span.operation == "invoke_agent" else span
         while node is not None and node.operation != "invoke_agent":
             node = self.parent[id(node)]
@@ -251,7 +111,7 @@ class _Mapper:
         for _, _, read in sorted(out, key=lambda item: (item[0], item[1])):
             yield read
 
-    def _base(self, span: _Span, kind: str, ts: dt.datetime, rid: str, **fields: Any) -> Event:
+    def _base(self, span: Span, kind: str, ts: dt.datetime, rid: str, **fields: Any) -> Event:
         agent_span = self._agent_span(span)
         ev = Event(
             ts=ts,
@@ -265,13 +125,13 @@ class _Mapper:
             setattr(ev, key, value)
         return ev
 
-    def _goal_id(self, span: _Span) -> str:
+    def _goal_id(self, span: Span) -> str:
         return f"{self._session(span)}/agent/{span.id}"
 
-    def _session(self, span: _Span) -> str:
+    def _session(self, span: Span) -> str:
         return str(self._inherited(span, "gen_ai.conversation.id") or span.trace)
 
-    def _from_span(self, span: _Span) -> Iterator[Event]:
+    def _from_span(self, span: Span) -> Iterator[Event]:
         if span.operation == "invoke_agent":
             yield from self._agent(span)
         elif span.operation == "execute_tool":
@@ -279,7 +139,7 @@ class _Mapper:
         else:
             yield from self._chat(span)
 
-    def _agent(self, span: _Span) -> Iterator[Event]:
+    def _agent(self, span: Span) -> Iterator[Event]:
         goal = self._goal_id(span)
         name = span.attrs.get("gen_ai.agent.name")
         description = self._first_user_text(span) or span.attrs.get("gen_ai.agent.description") or span.name
@@ -293,7 +153,7 @@ class _Mapper:
             yield self._base(span, "goal", span.end, f"{goal}/end", goal_status=status, content=ended)
             yield self._base(span, "outcome", span.end, f"{goal}/outcome", outcome=outcome, content=ended)
 
-    def _first_user_text(self, span: _Span) -> str | None:
+    def _first_user_text(self, span: Span) -> str | None:
         pending = [span]
         while pending:
             node = pending.pop(0)
@@ -305,17 +165,17 @@ class _Mapper:
             pending.extend(sorted(node.children, key=lambda s: s.start))
         return None
 
-    def _tool(self, span: _Span) -> Iterator[Event]:
+    def _tool(self, span: Span) -> Iterator[Event]:
         name = str(span.attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ").strip() or "tool")
         call_id = span.attrs.get("gen_ai.tool.call.id")
         key = f"{self._session(span)}/tool/{call_id or span.id}"
-        args = _structured(span.attrs.get("gen_ai.tool.call.arguments"))
+        args = structured(span.attrs.get("gen_ai.tool.call.arguments"))
         call = self._base(
             span, "tool_call", span.start, f"{key}/call", role="assistant", tool_name=name, tool_args=args
         )
         call.tool_call_id = str(call_id) if call_id else None
         yield call
-        result = _structured(span.attrs.get("gen_ai.tool.call.result"))
+        result = structured(span.attrs.get("gen_ai.tool.call.result"))
         yield self._base(
             span,
             "tool_result",
@@ -329,19 +189,19 @@ class _Mapper:
             meta={"call_record": call.id},
         )
 
-    def _inputs(self, span: _Span) -> list[dict[str, Any]]:
-        messages = _structured(span.attrs.get("gen_ai.input.messages"))
+    def _inputs(self, span: Span) -> list[dict[str, Any]]:
+        messages = structured(span.attrs.get("gen_ai.input.messages"))
         if isinstance(messages, list):
             return [m for m in messages if isinstance(m, dict)]
         return [m for name, attrs in span.events if name in _EVENT_ROLES for m in [_event_message(name, attrs)]]
 
-    def _outputs(self, span: _Span) -> list[dict[str, Any]]:
-        messages = _structured(span.attrs.get("gen_ai.output.messages"))
+    def _outputs(self, span: Span) -> list[dict[str, Any]]:
+        messages = structured(span.attrs.get("gen_ai.output.messages"))
         if isinstance(messages, list):
             return [m for m in messages if isinstance(m, dict)]
         return [_choice_message(attrs) for name, attrs in span.events if name == "gen_ai.choice"]
 
-    def _chat(self, span: _Span) -> Iterator[Event]:
+    def _chat(self, span: Span) -> Iterator[Event]:
         """Inputs at the span's start, outputs at its end; ids count repeats along the history."""
         session = self._session(span)
         seen: Counter[str] = Counter()
@@ -352,15 +212,15 @@ class _Mapper:
                     continue  # instructions repeat in every call: not experience
                 text = _text(message)
                 if text:
-                    key = _digest(role, text)
-                    rid = f"{session}/msg/{_digest(key, seen[key])}"
+                    key = digest(role, text)
+                    rid = f"{session}/msg/{digest(key, seen[key])}"
                     seen[key] += 1
                     yield self._base(
                         span, "message", ts, rid, role=role if role in ("user", "assistant") else "tool", content=text
                     )
                 yield from self._parts(span, message, ts, session)
 
-    def _parts(self, span: _Span, message: dict[str, Any], ts: dt.datetime, session: str) -> Iterator[Event]:
+    def _parts(self, span: Span, message: dict[str, Any], ts: dt.datetime, session: str) -> Iterator[Event]:
         for part in message.get("parts") or []:
             if not isinstance(part, dict):
                 continue
@@ -369,7 +229,7 @@ class _Mapper:
                 continue
             kind = part.get("type")
             if kind == "tool_call":
-                key = f"{session}/tool/{call_id or _digest(part.get('name'), part.get('arguments'))}"
+                key = f"{session}/tool/{call_id or digest(part.get('name'), part.get('arguments'))}"
                 ev = self._base(
                     span,
                     "tool_call",
@@ -377,7 +237,7 @@ class _Mapper:
                     f"{key}/call",
                     role="assistant",
                     tool_name=str(part.get("name") or "tool"),
-                    tool_args=_structured(part.get("arguments")),
+                    tool_args=structured(part.get("arguments")),
                 )
                 ev.tool_call_id = call_id
                 if call_id:
@@ -385,7 +245,7 @@ class _Mapper:
                 yield ev
             elif kind == "tool_call_response":
                 response = part.get("response", part.get("result"))
-                key = f"{session}/tool/{call_id or _digest(response)}"
+                key = f"{session}/tool/{call_id or digest(response)}"
                 yield self._base(
                     span,
                     "tool_result",
@@ -394,7 +254,7 @@ class _Mapper:
                     role="tool",
                     tool_call_id=call_id,
                     tool_name=self.call_names.get(call_id or "", "tool"),
-                    tool_result=_structured(response),
+                    tool_result=structured(response),
                     meta={"call_record": f"{key}/call"},
                 )
 
@@ -411,10 +271,10 @@ def _text(message: dict[str, Any]) -> str:
 
 def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
     """An old-style event's body: `gen_ai.event.content` JSON, or the attributes themselves."""
-    body = _structured(attrs.get("gen_ai.event.content"))
+    body = structured(attrs.get("gen_ai.event.content"))
     if isinstance(body, dict):
         return body
-    return {k: _structured(v) if k in ("message", "tool_calls") else v for k, v in attrs.items()}
+    return {k: structured(v) if k in ("message", "tool_calls") else v for k, v in attrs.items()}
 
 
 def _old_parts(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,32 +7,32 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .config import Config, default_store_dir
-from .errors import InputError, StoreError, TooLargeError
-from .models.embedder import Embedder, LazyEmbedder, known_model
-from .models.llm import LLM
-from .store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
-from .store.reindex import heal_pending
-from .store.store import Store
+from ..config import Config, default_store_dir
+from ..errors import StoreError, TooLargeError
+from ..models.embedder import Embedder, LazyEmbedder
+from ..models.llm import LLM
+from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
+from ..store.reindex import heal_pending
+from ..store.store import Store
+from .upkeep import Upkeep
 
 if TYPE_CHECKING:
     import datetime as dt
 
-    from .ingest.pipeline import IngestResult
-    from .lifecycle.clusters import ClusterReport
-    from .lifecycle.compact import CompactReport
-    from .lifecycle.decay import DecayReport
-    from .lifecycle.goals import GoalCleanupReport
-    from .lifecycle.purge import ForgetResult, PurgeReport
-    from .lifecycle.refine import RefineReport
-    from .lifecycle.snapshot import RepairResult, RestoreResult, SnapshotInfo
-    from .query.feedback import FeedbackResult
-    from .query.hits import QueryResult
-    from .query.show import ShowResult
-    from .store.stats import Stats
+    from ..ingest.pipeline import IngestResult
+    from ..lifecycle.clusters import ClusterReport
+    from ..lifecycle.compact import CompactReport
+    from ..lifecycle.decay import DecayReport
+    from ..lifecycle.goals import GoalCleanupReport
+    from ..lifecycle.purge import PurgeReport
+    from ..lifecycle.refine import RefineReport
+    from ..query.feedback import FeedbackResult
+    from ..query.hits import QueryResult
+    from ..query.show import ShowResult
+    from ..store.stats import Stats
 
 
-class Engine:
+class Engine(Upkeep):
     """One store folder: call methods with keyword arguments, close it (or use `with`) when done.
 
     An Engine holds no lock between calls: each public method takes the store lock, opens the
@@ -133,7 +133,7 @@ class Engine:
     def llm(self) -> LLM | None:
         """The refinement model, loaded on first use; None with `llm.mode = "template"`."""
         if self._llm is None:
-            from .models.llm import get_llm
+            from ..models.llm import get_llm
 
             self._llm = get_llm(self.config.llm)
         return self._llm
@@ -154,37 +154,16 @@ class Engine:
     ) -> "IngestResult":
         """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
         runs, coding-agent trajectories), then the `outcomes` reports that grade those runs."""
-        from .ingest.pipeline import ingest
+        from ..ingest.pipeline import ingest
 
         with self.session() as store:
             return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
 
     def stats(self) -> "Stats":
-        from .store.stats import store_stats
+        from ..store.stats import store_stats
 
         with self.session() as store:
             return store_stats(store)
-
-    def rejects(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """Quarantined input lines, newest first, with file, line, reason and raw text."""
-        from .store.records import list_rejects
-
-        with self.session() as store:
-            return list_rejects(store, limit=limit)
-
-    def reindex(self, *, model: str | None = None) -> dict[str, int]:
-        """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
-        `model` (`minilm` or `multilingual`) the store first switches to that embedder for good (its
-        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index."""
-        from .store.reindex import rebuild
-
-        with self.session() as store:
-            if model is not None and not store.choose_embedder(known_model(model), explicit=True):
-                raise InputError(
-                    "this store's embedder is a model folder or one passed in, so --model cannot switch it",
-                    hint="set [embedder] model_path in the store's config.toml instead, then reindex",
-                )
-            return rebuild(store)
 
     # --- compaction (owner: lifecycle/compact.py) ----------------------------------------------
     def compact(
@@ -196,7 +175,7 @@ class Engine:
         now: "dt.datetime | None" = None,
     ) -> "CompactReport":
         """One forgetting cycle (snapshot, then the declared steps); `now` fakes the clock."""
-        from .lifecycle.compact import compact
+        from ..lifecycle.compact import compact
 
         with self.session() as store:
             return compact(store, self._load_llm, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
@@ -204,7 +183,7 @@ class Engine:
     def decay(
         self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
     ) -> "DecayReport":
-        from .lifecycle.decay import decay
+        from ..lifecycle.decay import decay
 
         with self.session() as store:
             return decay(store, dry_run=dry_run, run_id=run_id, now=now)
@@ -212,7 +191,7 @@ class Engine:
     def goal_cleanup(
         self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
     ) -> "GoalCleanupReport":
-        from .lifecycle.goals import goal_cleanup
+        from ..lifecycle.goals import goal_cleanup
 
         with self.session() as store:
             return goal_cleanup(store, dry_run=dry_run, run_id=run_id, now=now)
@@ -220,7 +199,7 @@ class Engine:
     def prune_clusters(
         self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
     ) -> "ClusterReport":
-        from .lifecycle.clusters import prune_clusters
+        from ..lifecycle.clusters import prune_clusters
 
         with self.session() as store:
             return prune_clusters(store, dry_run=dry_run, run_id=run_id, now=now)
@@ -228,99 +207,10 @@ class Engine:
     def purge(
         self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None
     ) -> "PurgeReport":
-        from .lifecycle.purge import purge
+        from ..lifecycle.purge import purge
 
         with self.session() as store:
             return purge(store, dry_run=dry_run, run_id=run_id, now=now)
-
-    def snapshot(self, *, reason: str = "manual") -> "SnapshotInfo":
-        from .lifecycle.snapshot import create_snapshot
-
-        with self.session() as store:
-            return create_snapshot(store, reason=reason)
-
-    def snapshots(self) -> list["SnapshotInfo"]:
-        from .lifecycle.snapshot import list_snapshots
-
-        with self.session() as store:
-            return list_snapshots(store)
-
-    def restore(self, snapshot_id: str) -> "RestoreResult":
-        """Roll the whole store back to a snapshot (records ingested after it are gone too)."""
-        from .lifecycle.snapshot import restore_snapshot
-
-        with self.session() as store:
-            return restore_snapshot(store, snapshot_id)
-
-    def repair(self, *, snapshot_id: str | None = None, force: bool = False) -> "RepairResult":
-        """Put the newest snapshot that reads back whole in place of a damaged database, and say which files
-        were ingested since (ingest them again: ids are content hashes, nothing doubles). A whole database is
-        left alone unless `force`."""
-        from .lifecycle.snapshot import repair_store
-
-        with self._guard, private_files():
-            if self._store is not None:
-                raise StoreError("the store is open in this Engine", hint="close it before repairing")
-            self._lock.acquire()
-            try:
-                if self._lock.read_only:
-                    raise StoreError(
-                        f"the store {self.store_dir} is read-only for this user", hint="repair it as its owner"
-                    )
-                result = repair_store(self.store_dir, snapshot_id=snapshot_id, force=force)
-            finally:
-                self._lock.release()
-        if result.repaired:
-            with self.session() as store:  # the snapshot's database gets any migration it lacks
-                store.history_log(result.snapshot_id or "", "repair", {"reingest": result.reingest})
-        return result
-
-    def recover_interrupted(self) -> list[dict[str, Any]]:
-        """Roll back a compaction a killed process left 'running'; `compact` does this first anyway."""
-        from .lifecycle.compact import recover_interrupted
-
-        with self.session() as store:
-            return recover_interrupted(store)
-
-    def pin(self, record_id: str) -> dict[str, Any]:
-        from .lifecycle.pins import set_pinned
-
-        with self.session() as store:
-            return set_pinned(store, record_id, pinned=True)
-
-    def unpin(self, record_id: str) -> dict[str, Any]:
-        from .lifecycle.pins import set_pinned
-
-        with self.session() as store:
-            return set_pinned(store, record_id, pinned=False)
-
-    def forget(
-        self,
-        *,
-        ids: list[str] | None = None,
-        sessions: list[str] | None = None,
-        agents: list[str] | None = None,
-        before: Any = None,
-        rejects: bool = False,
-        dry_run: bool = False,
-    ) -> "ForgetResult":
-        """Delete the records all given filters match, with their derived rows, from the store and every
-        snapshot (the only path that deletes ingested data); `dry_run` counts without deleting (the CLI's
-        confirmation preview). `rejects` deletes every quarantined input line instead (they keep the raw
-        text of lines that failed to parse, so they are ingested data too)."""
-        from .lifecycle.purge import forget, forget_rejects
-
-        with self.session() as store:
-            if rejects:
-                return forget_rejects(store, dry_run=dry_run)
-            return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
-
-    def history(self) -> list[dict[str, Any]]:
-        """Compaction runs, oldest first, with what each cycle forgot, merged, purged and refined."""
-        from .lifecycle.growth import history
-
-        with self.session() as store:
-            return history(store)
 
     def records(
         self,
@@ -332,14 +222,14 @@ class Engine:
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Raw records by id list, id prefix and agent, newest first (integrations keep keys of their own)."""
-        from .store.listing import list_records
+        from ..store.listing import list_records
 
         with self.session() as store:
             return list_records(store, ids=ids, id_prefix=id_prefix, agent=agent, limit=limit, offset=offset)
 
     def weights(self) -> dict[str, Any]:
         """Weight distribution of active memories and units; the categories forgotten most."""
-        from .lifecycle.growth import weights
+        from ..lifecycle.growth import weights
 
         with self.session() as store:
             return weights(store)
@@ -354,7 +244,7 @@ class Engine:
         time_limit_s: float | None = None,
     ) -> "RefineReport":
         """Turn each changed cluster into grounded knowledge units (rules / facts)."""
-        from .lifecycle.refine import refine_clusters
+        from ..lifecycle.refine import refine_clusters
 
         with self.session() as store:
             return refine_clusters(
@@ -370,14 +260,14 @@ class Engine:
         self, *, agent: str | None = None, status: str | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:
         """Knowledge units with every field, best first."""
-        from .store.units import list_units
+        from ..store.units import list_units
 
         with self.session() as store:
             return list_units(store, agent=agent, status=status, kind=kind)
 
     def trace(self, unit_id: str) -> dict[str, Any]:
         """A unit with every raw record it came from (archived ones included) and its history."""
-        from .store.units import trace_unit
+        from ..store.units import trace_unit
 
         with self.session() as store:
             return trace_unit(store, unit_id)
@@ -387,7 +277,7 @@ class Engine:
         """Load the embedding model and read into memory the vectors queries compare but LanceDB does
         not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
         how many vectors were read."""
-        from .query.expand import warm
+        from ..query.expand import warm
 
         self.embedder.encode(["warm up"])
         with self.session() as store:
@@ -397,8 +287,8 @@ class Engine:
         """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless
         touch=False. `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind,
         outcome, since, until, goal, budget, include_dormant, expand)."""
-        from .query.args import QueryArgs
-        from .query.search import query
+        from ..query.args import QueryArgs
+        from ..query.search import query
 
         limit = self.config.query.max_text_chars
         if isinstance(text, str) and len(text) > limit:
@@ -412,7 +302,7 @@ class Engine:
 
     def reinforce(self, result: Any) -> None:
         """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
-        from .query.search import reinforce
+        from ..query.search import reinforce
 
         with self.session() as store:
             reinforce(store, result.hits)
@@ -433,21 +323,21 @@ class Engine:
         self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False
     ) -> "FeedbackResult":
         """Helpful / harmful report on a unit or record (utility ±); `restore` brings back a quarantined unit."""
-        from .query.feedback import give_feedback
+        from ..query.feedback import give_feedback
 
         with self.session() as store:
             return give_feedback(store, item_id, helpful=helpful, note=note, restore=restore)
 
     def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
         """Bring a quarantined unit back into queries (False if it was not quarantined)."""
-        from .store.feedback import restore_unit
+        from ..store.feedback import restore_unit
 
         with self.session() as store:
             return restore_unit(store, unit_id, reason=reason)
 
     def show(self, item_id: str) -> "ShowResult":
         """One record or unit with its scores, state, provenance and history."""
-        from .query.show import show
+        from ..query.show import show
 
         with self.session() as store:
             return show(store, item_id)
@@ -457,6 +347,6 @@ def _heal(store: Store) -> None:
     """Finish the LanceDB half of any write that a crash interrupted, and the scrub of a killed `forget`."""
     heal_pending(store)
     if (store.dir / SCRUB_PENDING).exists():
-        from .lifecycle.purge import finish_forget
+        from ..lifecycle.purge import finish_forget
 
         finish_forget(store)
