@@ -380,8 +380,11 @@ class Engine:
         budget: int | None = None,
         include_dormant: bool = False,
         expand: bool | None = None,
+        session: str | None = None,
+        goal_id: str | None = None,
     ) -> "QueryResult":
-        """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless touch=False."""
+        """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
+        what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit)."""
         from .query.search import query
 
         with self.session() as store:
@@ -392,6 +395,8 @@ class Engine:
                 touch=touch,
                 budget=budget,
                 expand=expand,
+                session=session,
+                goal_id=goal_id,
                 agent=agent,
                 category=category,
                 kind=kind,
@@ -403,11 +408,12 @@ class Engine:
             )
 
     def reinforce(self, result: Any) -> None:
-        """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
-        from .query.search import reinforce
+        """Record what an earlier `query(touch=False)` showed (reinforce, wake, log): the server answers
+        first, writes after."""
+        from .query.search import record_shown
 
         with self.session() as store:
-            reinforce(store, result.hits)
+            record_shown(store, result)
 
     def reader(self) -> "Engine":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Engine writes),

@@ -42,7 +42,11 @@ def query(
     expand: Optional[bool] = typer.Option(
         None, "--expand/--no-expand", help="Show a unit's sources most relevant to the query (default: on)."
     ),
-    no_touch: bool = typer.Option(False, "--no-touch", help="Do not reinforce the hits (the store is left unchanged)."),
+    no_touch: bool = typer.Option(
+        False, "--no-touch", help="Do not reinforce or log what is shown (the store is left unchanged)."
+    ),
+    session: Optional[str] = typer.Option(None, "--session", help="The asking session: its outcome credits the hits."),
+    goal_id: Optional[str] = typer.Option(None, "--goal-id", help="The asking goal: its outcome credits the hits."),
     fmt: Optional[str] = typer.Option(
         None, "--format", help="prompt or table (default: table on a terminal, else prompt)."
     ),
@@ -67,6 +71,8 @@ def query(
         budget=budget,
         include_dormant=include_dormant,
         expand=expand,
+        session=session,
+        goal_id=goal_id,
     )
     if as_json:
         emit_json(result)
@@ -83,7 +89,7 @@ def _print_table(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     if not result["hits"]:
-        stdout.print("no hits", style="dim")
+        stdout.print("no hits" if result.get("relevant", True) else "nothing relevant", style="dim")
         return
     table = Table(title=f"query: {_short(result['query'], 60)}  ({result['took_ms']:.0f} ms)", box=box.SIMPLE_HEAD)
     for column in ("#", "id", "type", "score", "sim", "W", "rec", "util"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..store.filters import lance_eq
+from ..store.units import LIVE_SQL
 from ..store.vocabulary import KINDS as RECORD_KINDS
 from ..store.vocabulary import OUTCOMES, EventError, parse_ts
 
@@ -52,7 +53,7 @@ class Filters:
         )
 
     def unit_where(self) -> str:
-        return " AND ".join(["status = 'active'", *self._common("ts"), *_equals(kind=self.kind)])
+        return " AND ".join([LIVE_SQL, *self._common("ts"), *_equals(kind=self.kind)])
 
     def _common(self, ts_column: str) -> list[str]:
         clauses = _equals(agent=self.agent, category=self.category)

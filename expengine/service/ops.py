@@ -47,6 +47,8 @@ class QueryArgs(Args):
     budget: Optional[int] = Field(None, ge=1)
     include_dormant: bool = False
     expand: Optional[bool] = None
+    session: Optional[str] = Field(None, description="The asking session: its outcome credits what was shown.")
+    goal_id: Optional[str] = Field(None, description="The asking goal: its outcome credits what was shown.")
 
 
 class IdArgs(Args):
