@@ -284,7 +284,7 @@ def test_recency_changes_the_order_as_configured(engine_on):
 
 # --- filters -----------------------------------------------------------------------------------
 def test_filters(engine_on):
-    engine = engine_on()
+    engine = engine_on(overrides={"query.min_similarity": "0"})  # a filter may leave only far candidates
     text = "get_weather 429"
 
     def ids(**kw):

@@ -131,7 +131,8 @@ def query(
         raise InputError(f"the token budget must be at least 1, got {budget}")
     filters = make_filters(**filter_args)
     fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
-    if best < store.config.query.min_similarity:
+    floor = store.config.query.min_similarity
+    if floor > 0 and best < floor:
         return QueryResult(
             query=text,
             hits=[],

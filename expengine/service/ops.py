@@ -51,6 +51,12 @@ class QueryArgs(Args):
     goal_id: Optional[str] = Field(None, description="The asking goal: its outcome credits what was shown.")
 
 
+class WhyArgs(Args):
+    text: str = Field(min_length=1, description="What the agent remembers, e.g. what the user once said.")
+    limit: int = Field(5, ge=1, le=100)
+    revive: bool = Field(False, description="Wake what is found.")
+
+
 class IdArgs(Args):
     id: str = Field(min_length=1)
 
@@ -148,6 +154,7 @@ class Op:
 OPS: dict[str, Op] = {
     "query": Op(QueryArgs, _query, "read"),
     "show": Op(IdArgs, lambda e, a: e.show(a.id), "read"),
+    "why": Op(WhyArgs, lambda e, a: e.why(a.text, limit=a.limit, revive=a.revive), "write"),
     "stats": Op(NoArgs, lambda e, a: e.stats(), "read"),
     "rejects": Op(RejectsArgs, lambda e, a: e.rejects(limit=a.limit), "read", "rejects"),
     "units": Op(UnitsArgs, lambda e, a: e.units(agent=a.agent, status=a.status, kind=a.kind), "read", "units"),
