@@ -122,6 +122,15 @@ class LessonsConfig:
 
 
 @dataclass
+class CreditConfig:
+    """Outcome credit (lifecycle/credit.py): units shown to episodes that ended, against comparable ones."""
+
+    enabled: bool = True
+    alpha: float = 0.05  # Fisher's exact test p-value below which the contrast counts
+    min_runs: int = 5  # ended episodes shown the unit, and comparable ones not shown it
+
+
+@dataclass
 class ChatterConfig:
     """A sentence seen in this many sessions (or this share of them), without a digit, is boilerplate."""
 
@@ -174,6 +183,7 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
+    credit: CreditConfig = field(default_factory=CreditConfig)
     chatter: ChatterConfig = field(default_factory=ChatterConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)

@@ -58,7 +58,9 @@ def test_a_query_below_the_similarity_floor_answers_nothing_relevant(engine_on, 
     prompt = cli(store, *floor, "query", "what is the capital of France", "--format", "prompt")
     assert prompt.exit_code == 0 and prompt.stdout == ""
     again = engine_on()
-    assert dump(again) == before and query_log.entries(again.store) == []  # nothing reinforced or logged
+    assert dump(again) == before  # nothing reinforced
+    (entry,) = query_log.entries(again.store)  # but the answer is logged: this session was shown nothing
+    assert entry["session"] == "run-1" and entry["unit_ids"] == [] and entry["memory_ids"] == []
     again.close()
     relevant = json.loads(cli(store, *floor, "query", WEATHER, "--no-touch", "--json").stdout)
     assert relevant["relevant"] is True and relevant["hits"] and relevant["best_similarity"] >= 0.5

@@ -235,7 +235,14 @@ def test_mcp_over_stdio_with_the_sdk_client(served: Any) -> None:
     store = served[0]
     result = asyncio.run(_mcp_session(store, ("memory_query", {"text": QUERY, "k": 3, "touch": False})))
     tools, answer, stats, bad_type, unknown = result
-    assert set(tools) == {"memory_query", "memory_ingest", "memory_feedback", "memory_show", "memory_why", "memory_stats"}
+    assert set(tools) == {
+        "memory_query",
+        "memory_ingest",
+        "memory_feedback",
+        "memory_show",
+        "memory_why",
+        "memory_stats",
+    }
     for schema, description in tools.values():
         assert schema["type"] == "object" and len(description) > 80
     assert "text" in tools["memory_query"][0]["required"]

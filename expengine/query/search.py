@@ -30,7 +30,8 @@ How a query is answered:
    ids for the caller's `session` and `goal_id`.
 
 When no candidate's cosine similarity reaches `query.min_similarity`, nothing is relevant: the answer
-has no hits and an empty prompt (`relevant` false), and nothing is reinforced.
+has no hits and an empty prompt (`relevant` false), nothing is reinforced, and the log records that
+the query showed nothing.
 
 The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), score.py (4-5), expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
@@ -69,11 +70,10 @@ def shown_ids(hits: list[Hit]) -> tuple[list[str], list[str]]:
 
 def record_shown(store: "Store", result: QueryResult) -> None:
     """What the prompt showed was used: it gains δ_access and a fresh last access (what is used stays;
-    a dormant memory or unit wakes, its history says a query showed it), and the query log records it."""
+    a dormant memory or unit wakes, its history says a query showed it), and the query log records it,
+    an answer that showed nothing too (outcome credit compares episodes shown a unit with those not)."""
     cfg, now = store.config.decay, utcnow()
     unit_ids, memory_ids = shown_ids(result.hits)
-    if not (unit_ids or memory_ids):
-        return
     with store.transaction():
         if memory_ids:
             woken = [
@@ -133,7 +133,7 @@ def query(
     fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
     floor = store.config.query.min_similarity
     if floor > 0 and best < floor:
-        return QueryResult(
+        nothing = QueryResult(
             query=text,
             hits=[],
             prompt="",
@@ -145,6 +145,9 @@ def query(
             session=session,
             goal_id=goal_id,
         )
+        if touch:
+            record_shown(store, nothing)
+        return nothing
     top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(store, top, vector)

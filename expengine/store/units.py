@@ -383,6 +383,29 @@ def sleepers(store: "Store", theta: float) -> list[tuple[str, str, float]]:
     ).fetchall()
 
 
+def mark_suspect(
+    store: "Store", uid: str, *, detail: dict[str, Any], run_id: str | None = None, now: dt.datetime | None = None
+) -> None:
+    """Outcome credit found the unit's showings going with clearly worse outcomes: a history line with
+    the counts; the same finding in a later cycle quarantines it (`set_status`)."""
+    store.history_log(uid, "suspect", detail, run_id=run_id, at=now)
+
+
+def credit_outcome(
+    store: "Store",
+    uid: str,
+    *,
+    delta: float,
+    detail: dict[str, Any],
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+) -> None:
+    """Outcome credit found clearly better outcomes when the unit was shown: utility += `delta`, and a
+    history line with the counts."""
+    store.con.execute("UPDATE units SET utility = utility + ? WHERE id = ?", [delta, uid])
+    store.history_log(uid, "credit", {**detail, "utility_delta": delta}, run_id=run_id, at=now)
+
+
 def count_feedback(store: "Store", uid: str, *, helpful: bool, delta: float) -> tuple[int, int, str]:
     """One helpful or harmful report: utility ± `delta` and the counter. Returns (harmful, helpful,
     status) after it."""
