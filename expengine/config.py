@@ -125,7 +125,9 @@ class LessonsConfig:
 class CreditConfig:
     """Outcome credit (lifecycle/credit.py): units shown to episodes that ended, against comparable ones."""
 
-    enabled: bool = True
+    # off by default: on the tau-bench simulation (bench/credit.py) the contrast neither quarantined the
+    # planted wrong rule nor credited the right one, and it moved neutral units (docs/benchmarks.md)
+    enabled: bool = False
     alpha: float = 0.05  # Fisher's exact test p-value below which the contrast counts
     min_runs: int = 5  # ended episodes shown the unit, and comparable ones not shown it
 

@@ -12,7 +12,9 @@ a task was, the contrast says what the unit changed. Fisher's exact test (as les
   a later cycle, it is quarantined through `units.set_status`, as harmful feedback does;
 - clearly better: utility += δ_task_success (history "credit" with the counts), once per new evidence.
 
-Explicit feedback still moves utility by its own δ, on top. `credit.enabled = false` turns this off.
+Explicit feedback still moves utility by its own δ, on top. Off by default (`credit.enabled`): the
+tau-bench simulation (bench/credit.py) showed the "same situation" contrast mixing tasks of different
+difficulty, so it moved neutral units.
 """
 
 from __future__ import annotations
