@@ -74,7 +74,7 @@ class DecayConfig:
     observation_window_hours: float = 72.0
     # units decay too, per cycle by kind (unused ones go dormant under theta_dormant; a query showing
     # one wakes it); a unit standing for a pinned or protected record does not decay. 1.0: never
-    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.8, "fact": 0.85})
+    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.9, "fact": 0.9})
 
 
 @dataclass
