@@ -59,8 +59,9 @@ def test_a_query_below_the_similarity_floor_answers_nothing_relevant(engine_on, 
     assert prompt.exit_code == 0 and prompt.stdout == ""
     again = engine_on()
     assert dump(again) == before  # nothing reinforced
-    (entry,) = query_log.entries(again.store)  # but the answer is logged: this session was shown nothing
-    assert entry["session"] == "run-1" and entry["unit_ids"] == [] and entry["memory_ids"] == []
+    entries = query_log.entries(again.store)  # but both answers are logged: they showed nothing
+    assert [e["session"] for e in entries] == ["run-1", None]
+    assert all(e["unit_ids"] == [] and e["memory_ids"] == [] for e in entries)
     again.close()
     relevant = json.loads(cli(store, *floor, "query", WEATHER, "--no-touch", "--json").stdout)
     assert relevant["relevant"] is True and relevant["hits"] and relevant["best_similarity"] >= 0.5
