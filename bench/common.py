@@ -242,6 +242,17 @@ def timed_process(cmd: list[str]) -> dict[str, float]:
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
+def publish(report: dict[str, Any], args: Any, *, section: str, text: str, echo: bool) -> dict[str, Any]:
+    """Save the report as JSON (`--out`), rewrite its section of `--docs` with `text`, print it unless quiet."""
+    write_json(args.out, report)
+    if args.docs:
+        update_doc_section(args.docs, section, text)
+    if echo:
+        print(text)
+        print(f"results: {args.out}")
+    return report
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

@@ -59,14 +59,13 @@ from common import (  # noqa: E402
     finish_args,
     load_embedder,
     machine,
+    publish,
     render_audit,
     run_cycles,
     store_size,
     table,
     torch_threads,
-    update_doc_section,
     words,
-    write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev.json"
@@ -571,14 +570,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         "seconds": watch.to_dict(),
         "conversations": conversations,
     }
-    write_json(args.out, report)
-    text = render_report(report)
-    if args.docs:
-        update_doc_section(args.docs, "locomo", text)
-    if echo:
-        print(text)
-        print(f"results: {args.out}")
-    return report
+    return publish(report, args, section="locomo", text=render_report(report), echo=echo)
 
 
 def render_report(report: dict[str, Any]) -> str:

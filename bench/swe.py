@@ -43,12 +43,11 @@ from common import (  # noqa: E402
     finish_args,
     load_embedder,
     machine,
+    publish,
     run_cycles,
     store_size,
     table,
     torch_threads,
-    update_doc_section,
-    write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "swe_bench_verified_mini"
@@ -228,14 +227,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                 u["text"] for u in engine.units(status="active") if u.get("category") == "environment"
             ]
     report["seconds"] = watch.to_dict()
-    write_json(args.out, report)
-    text = render(report)
-    if args.docs:
-        update_doc_section(args.docs, "swe", text)
-    if echo:
-        print(text)
-        print(f"results: {args.out}")
-    return report
+    return publish(report, args, section="swe", text=render(report), echo=echo)
 
 
 def render(report: dict[str, Any]) -> str:

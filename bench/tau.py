@@ -37,13 +37,12 @@ from common import (  # noqa: E402
     finish_args,
     load_embedder,
     machine,
+    publish,
     render_audit,
     run_cycles,
     store_size,
     table,
     torch_threads,
-    update_doc_section,
-    write_json,
 )
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -326,14 +325,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         with watch.section("leave tasks out"):
             report["leave_tasks_out"] = leave_tasks_out(args, runs, embedder)
     report["seconds"] = watch.to_dict()
-    write_json(args.out, report)
-    text = render(report)
-    if args.docs:
-        update_doc_section(args.docs, "tau", text)
-    if echo:
-        print(text)
-        print(f"results: {args.out}")
-    return report
+    return publish(report, args, section="tau", text=render(report), echo=echo)
 
 
 def render(report: dict[str, Any]) -> str:

@@ -95,12 +95,13 @@ def test_runs_are_sliced_by_task_and_trials_are_grouped(tau):
     assert not tau.names_tool("call book_reservations_report()", {"book_reservation"})
 
 
-def test_doc_sections_are_replaced_in_place_and_others_kept(locomo, tmp_path):
+def test_doc_sections_are_replaced_in_place_and_others_kept(tmp_path):
+    update_doc_section = load("common").update_doc_section
     page = tmp_path / "benchmarks.md"
     page.write_text("# Benchmarks\n\nintro\n", encoding="utf-8")
-    locomo.update_doc_section(page, "locomo", "first")
-    locomo.update_doc_section(page, "tau", "tau table")
-    locomo.update_doc_section(page, "locomo", "second")
+    update_doc_section(page, "locomo", "first")
+    update_doc_section(page, "tau", "tau table")
+    update_doc_section(page, "locomo", "second")
     text = page.read_text(encoding="utf-8")
     assert text.startswith("# Benchmarks\n\nintro\n")
     assert "second" in text and "first" not in text and "tau table" in text
