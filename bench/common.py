@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -240,6 +240,34 @@ def timed_process(cmd: list[str]) -> dict[str, float]:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr[-500:]}")
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+
+
+def names_word(prompt: str, name: str) -> bool:
+    """`name` stands in `prompt` as a whole word."""
+    return re.search(rf"\b{re.escape(name)}\b", prompt) is not None
+
+
+def lift(
+    prompts: list[str],
+    steps: list[tuple[str, str]],
+    tools: set[str],
+    *,
+    names: Callable[[str, str], bool] = names_word,
+) -> dict[str, Any]:
+    """Share of steps whose prompt names the tool (or program) used next, the mean share naming each
+    other one, and the difference: naming everything earns nothing."""
+    named_next = named_other = 0.0
+    for prompt, (_, tool) in zip(prompts, steps):
+        named = {t for t in tools if names(prompt, t)}
+        named_next += tool in named
+        named_other += len(named - {tool}) / max(len(tools) - 1, 1)
+    n = max(len(steps), 1)
+    return {
+        "steps": len(steps),
+        "names_next": round(named_next / n, 4),
+        "names_other": round(named_other / n, 4),
+        "lift": round((named_next - named_other) / n, 4),
+    }
 
 
 def publish(report: dict[str, Any], args: Any, *, section: str, text: str, echo: bool) -> dict[str, Any]:

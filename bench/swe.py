@@ -41,6 +41,7 @@ from common import (  # noqa: E402
     bm25_answers,
     engine_overrides,
     finish_args,
+    lift,
     load_embedder,
     machine,
     publish,
@@ -128,23 +129,6 @@ def first_step_share(prompts: list[str], queries: list[tuple[str, str]]) -> dict
     return {"queries": len(queries), "names_test_runner": round(named / max(len(queries), 1), 4)}
 
 
-def recovery_lift(prompts: list[str], steps: list[tuple[str, str]], programs: set[str]) -> dict[str, Any]:
-    """Share of failed commands whose prompt names the program run next, the mean share naming each
-    other program, and the difference."""
-    named_next = named_other = 0.0
-    for prompt, (_, program) in zip(prompts, steps):
-        named = {p for p in programs if names(prompt, p)}
-        named_next += program in named
-        named_other += len(named - {program}) / max(len(programs) - 1, 1)
-    n = max(len(steps), 1)
-    return {
-        "steps": len(steps),
-        "names_next": round(named_next / n, 4),
-        "names_other": round(named_other / n, 4),
-        "lift": round((named_next - named_other) / n, 4),
-    }
-
-
 def unit_audit(engine: Any) -> dict[str, Any]:
     audit = audit_units(engine.units(status="active"))
     unusable = [u for u in audit["sample"] if RESTATEMENT.search(u["text"]) or CHATTER.search(u["text"])]
@@ -219,8 +203,8 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                 "examples": [{"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]],
             }
             report["error_recovery"] = {
-                "memory": recovery_lift(memory_steps, steps, programs),
-                "BM25 over raw training runs": recovery_lift(bm25_steps, steps, programs),
+                "memory": lift(memory_steps, steps, programs, names=names),
+                "BM25 over raw training runs": lift(bm25_steps, steps, programs, names=names),
             }
             report["unit_audit"] = unit_audit(engine)
             report["environment_units"] = [

@@ -35,6 +35,7 @@ from common import (  # noqa: E402
     audit_units,
     engine_overrides,
     finish_args,
+    lift,
     load_embedder,
     machine,
     publish,
@@ -192,22 +193,6 @@ def eval_steps(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
                     query = users[0] if len(users) == 1 else f"{users[0]} {users[-1]}"
                     steps.append((query, call["function"]["name"]))
     return steps
-
-
-def lift(prompts: list[str], steps: list[tuple[str, str]], tools: set[str]) -> dict[str, Any]:
-    """Share of steps whose prompt names the next tool, the mean share naming each other tool, the lift."""
-    named_next = named_other = 0.0
-    for prompt, (_, tool) in zip(prompts, steps):
-        named = {t for t in tools if re.search(rf"\b{re.escape(t)}\b", prompt)}
-        named_next += tool in named
-        named_other += len(named - {tool}) / max(len(tools) - 1, 1)
-    n = max(len(steps), 1)
-    return {
-        "steps": len(steps),
-        "names_next": round(named_next / n, 4),
-        "names_other": round(named_other / n, 4),
-        "lift": round((named_next - named_other) / n, 4),
-    }
 
 
 def bm25_prompts(engine: Any, queries: list[str], *, budget: int) -> list[str]:
