@@ -136,6 +136,14 @@ def test_outcome_lines_name_file_and_line_when_wrong(tmp_path: Path) -> None:
     assert len(bad) == 1 and bad[0].line == 2 and "success, failure, partial" in (bad[0].error or "")
 
 
+def test_a_native_line_missing_kind_gets_the_native_error_not_the_outcome_one(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"session": "s1", "content": "booked a hotel"}\n')
+    items = _items(path)
+    assert len(items) == 1 and items[0].event is None
+    assert "outcome" not in (items[0].error or "") and "`ts`" in (items[0].error or "")
+
+
 @pytest.mark.slow
 def test_runs_and_their_report_ingest_into_graded_sessions(make_engine, swe_runs: Path) -> None:
     engine = make_engine()

@@ -81,9 +81,14 @@ def _shape(obj: Any) -> str:
         return "codex"
     if is_run(obj):
         return "openai-chat"
-    if is_report(obj) or (isinstance(obj, dict) and "kind" not in obj and "session" in obj and "ts" not in obj):
+    if is_report(obj) or _is_outcome_line(obj):
         return "outcomes"
     return "native"
+
+
+def _is_outcome_line(obj: Any) -> bool:
+    """`{session, outcome}` (or `resolved`): a native line that lacks `kind` must get the native error, not this one."""
+    return isinstance(obj, dict) and "kind" not in obj and "session" in obj and ("outcome" in obj or "resolved" in obj)
 
 
 def _sniff(head: bytes) -> str:
