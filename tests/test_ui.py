@@ -249,6 +249,24 @@ def test_the_growth_page_draws_the_history_series(browser, browsed):
     assert bench_ui.navigation_ms(browser) > 0
 
 
+def test_the_growth_chart_is_an_svg_with_a_line_per_series_on_round_axes():
+    from expengine.service.chart import growth_svg
+
+    series = {"cycle": [1, 2, 3], "raw_tokens": [900, 900, 900], "hot_tokens": [700, 500, 420]}
+    series |= {
+        "units": [3, 5, 5],
+        "forgotten": [2705, 40, 0],
+        "merged": [0] * 3,
+        "purged": [0] * 3,
+        "refined": [3, 2, 0],
+    }
+    svg = growth_svg(series)
+    assert svg.startswith("<svg") and svg.count("<polyline") == 7
+    assert ">1,000</text>" in svg and ">3,000</text>" in svg  # each panel's top: the next round number
+    assert "hot tokens: 420" in svg  # each point says its value on hover
+    assert growth_svg({"cycle": []}) == ""
+
+
 # --- off by default --------------------------------------------------------------------------------------
 def test_without_ui_the_pages_are_not_served(make_engine):
     from starlette.testclient import TestClient

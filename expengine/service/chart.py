@@ -29,14 +29,18 @@ def growth_svg(series: dict[str, list[Any]]) -> str:
 
 
 def _nice_top(peak: float) -> float:
-    """The axis top: 1, 2 or 5 times a power of ten, at or above `peak`."""
+    """The axis top: a round multiple of a power of ten (1, 1.5, 2, ... 8, 10 times it), at or above `peak`."""
     if peak <= 0:
         return 1.0
     step = 10 ** (len(str(int(peak))) - 1)
-    for factor in (1, 2, 5, 10):
+    for factor in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if factor * step >= peak:
             return float(factor * step)
     return float(10 * step)
+
+
+def _label(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
 
 
 def _panel(series: dict[str, list[Any]], lines: tuple[tuple[str, str], ...], title: str, y0: int) -> str:
@@ -55,7 +59,7 @@ def _panel(series: dict[str, list[Any]], lines: tuple[tuple[str, str], ...], tit
         value = top * t / TICKS
         out.append(
             f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#ddd"/>'
-            f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,.0f}</text>'
+            f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{_label(value)}</text>'
         )
     for i, cycle in enumerate(cycles):
         out.append(f'<text x="{x(i):.1f}" y="{y0 + TOP + plot_h + 16}" text-anchor="middle">{int(cycle)}</text>')

@@ -30,6 +30,7 @@ PREFIX = "/ui"
 COOKIE = "expengine_ui"
 TOKEN_PARAMS = frozenset({"token", "access_token", "bearer", "auth", "authorization"})
 LOGIN_BODY_BYTES = 4096
+PER_KIND = 50  # units of each kind on the overview page (a big table is slow to lay out)
 HEADERS = {
     # no script runs on these pages at all: a text that slipped past escaping still could not execute
     "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -164,7 +165,9 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
         groups: dict[str, list[dict[str, Any]]] = {}
         for unit in found:
             groups.setdefault(unit["kind"], []).append(unit)
-        return render("units.html", groups=groups, total=len(found), filters=filters)
+        # the overview shows each kind's best; one kind's page shows all of it
+        shown = PER_KIND if filters["kind"] is None else None
+        return render("units.html", groups=groups, total=len(found), filters=filters, shown=shown)
 
     @page
     async def trace(request: Request) -> Response:
