@@ -131,11 +131,14 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
     async def login(request: Request) -> Response:
         if token_in_url(request):
             return refuse_url_token()
-        body = await request.body()
-        form = dict(parse_qsl(body[:LOGIN_BODY_BYTES].decode("utf-8", "replace")))
+        body = b""
+        async for chunk in request.stream():  # read no more than a login form can hold
+            body += chunk
+            if len(body) > LOGIN_BODY_BYTES:
+                return render("login.html", 413, error="the form is too large", next=f"{PREFIX}/search")
+        form = dict(parse_qsl(body.decode("utf-8", "replace")))
         target = _local(form.get("next", ""))
-        given = form.get("token", "").strip().encode()
-        if len(body) > LOGIN_BODY_BYTES or not hmac.compare_digest(given, expected):
+        if not hmac.compare_digest(form.get("token", "").strip().encode(), expected):
             return render("login.html", 401, error="wrong token", next=target)
         response = RedirectResponse(target, status_code=303, headers=HEADERS)
         response.set_cookie(COOKIE, token, path=PREFIX, httponly=True, samesite="strict")
