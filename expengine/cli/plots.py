@@ -10,15 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..lifecycle.growth import COUNTS, TITLES, TOKENS
 
-TOKENS = (("raw_tokens", "raw tokens"), ("hot_tokens", "hot tokens"))
-COUNTS = (
-    ("units", "units"),
-    ("forgotten", "forgotten"),
-    ("merged", "merged"),
-    ("purged", "purged"),
-    ("refined", "refined"),
-)
 LETTERS = {
     "raw_tokens": "r",
     "hot_tokens": "h",
@@ -28,7 +21,6 @@ LETTERS = {
     "purged": "p",
     "refined": "n",
 }
-TITLES = ("memory per cycle: raw vs hot tokens", "knowledge units, and what each cycle did")
 
 
 def _missing(package: str, extra: str = "plots") -> InputError:

@@ -26,6 +26,9 @@ def serve(
         16.0, "--max-body-mb", help="Largest ingest body accepted (HTTP 413 above); other requests: 1 MB."
     ),
     ingest_root: List[str] = INGEST_ROOT,
+    ui: bool = typer.Option(
+        False, "--ui", help="Also serve the read-only memory browser at /ui (needs --http; log in with serve.token)."
+    ),
 ) -> None:
     """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
     Listens on serve.sock in the store folder. Stop with SIGTERM: it exits within --grace seconds."""
@@ -35,7 +38,7 @@ def serve(
     setup_logging()
     engine = open_engine(ctx)
     try:
-        run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20), ingest_roots=ingest_root)
+        run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20), ingest_roots=ingest_root, ui=ui)
     finally:
         engine.close()
 

@@ -19,6 +19,16 @@ if TYPE_CHECKING:
 # The weight histogram's bin edges: the purge and dormant thresholds' neighbourhood, then the usual range.
 EDGES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0, 1.1, 1.5)
 SERIES = ("raw_tokens", "hot_tokens", "raw", "active", "units", "forgotten", "merged", "purged", "refined")
+# What the growth charts draw (terminal, PNG, the browser's SVG): two panels of (series key, label) lines.
+TOKENS = (("raw_tokens", "raw tokens"), ("hot_tokens", "hot tokens"))
+COUNTS = (
+    ("units", "units"),
+    ("forgotten", "forgotten"),
+    ("merged", "merged"),
+    ("purged", "purged"),
+    ("refined", "refined"),
+)
+TITLES = ("memory per cycle: raw vs hot tokens", "knowledge units, and what each cycle did")
 
 
 def history(store: "Store") -> list[dict[str, Any]]:

@@ -243,6 +243,7 @@ def build_app(
     token: str | None = None,
     max_body: int = MAX_BODY_BYTES,
     on_shutdown: Callable[[], None] | None = None,
+    ui: bool = False,
 ) -> ASGIApp:
     async def health(request: Request) -> Response:
         return json_response(service.health())
@@ -281,7 +282,12 @@ def build_app(
         exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
         lifespan=lifespan,
     )
-    return AccessLog(TokenAuth(app, token), service)
+    api: ASGIApp = TokenAuth(app, token)
+    if ui and token:  # the browser's login checks the API's token: TCP only (`serve` refuses --ui without --http)
+        from .ui import UiGate, build_ui
+
+        api = UiGate(build_ui(service, token), api)
+    return AccessLog(api, service)
 
 
 def _tcp_socket(address: str) -> socket.socket:
@@ -299,8 +305,11 @@ def serve(
     grace: float = 30.0,
     max_body: int = MAX_BODY_BYTES,
     ingest_roots: list[str] | tuple[str, ...] = (),
+    ui: bool = False,
 ) -> int:
     """Run until SIGTERM/SIGINT. The engine is already open (so a busy store fails before we listen)."""
+    if ui and not http:
+        raise InputError("--ui needs --http", hint="a browser reaches the server over TCP: serve --http PORT --ui")
     store_dir = engine.store_dir
     if find_server(store_dir):
         raise LockedError(f"a server already runs for {store_dir}", hint="stop it first (SIGTERM)")
@@ -316,7 +325,7 @@ def serve(
     os.chmod(path, 0o600)
     uds.listen(128)
     try:
-        return _run(engine, reach, uds, http=http, grace=grace, max_body=max_body)
+        return _run(engine, reach, uds, http=http, grace=grace, max_body=max_body, ui=ui)
     finally:
         path.unlink(missing_ok=True)
         uds.close()
@@ -334,7 +343,9 @@ class _Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def _run(engine: Engine, reach: ops.Reach, uds: socket.socket, *, http: str | None, grace: float, max_body: int) -> int:
+def _run(
+    engine: Engine, reach: ops.Reach, uds: socket.socket, *, http: str | None, grace: float, max_body: int, ui: bool
+) -> int:
     store_dir = engine.store_dir
     recovered = engine.recover_interrupted()
     if recovered:
@@ -367,7 +378,7 @@ def _run(engine: Engine, reach: ops.Reach, uds: socket.socket, *, http: str | No
             os._exit(0)  # the writer thread holds the DuckDB connection: no interpreter teardown under it
         log.info("stopped")
 
-    app = build_app(service, token=token, max_body=max_body, on_shutdown=on_shutdown)
+    app = build_app(service, token=token, max_body=max_body, on_shutdown=on_shutdown, ui=ui)
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=grace)  # type: ignore[arg-type]
     server = _Server(config)
     log.info(
@@ -375,6 +386,7 @@ def _run(engine: Engine, reach: ops.Reach, uds: socket.socket, *, http: str | No
         extra={
             "socket": str(path),
             "http": http,
+            "ui": ui,
             "pid": os.getpid(),
             "recovered": len(recovered),
             "ingest_roots": [str(r) for r in reach.roots],
