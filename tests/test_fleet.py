@@ -9,17 +9,14 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
+from fleet_helpers import NAMES, make_fleet
 from test_kill import load_kill_test
 
 from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
 
 ray = pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
-
-NAMES = ("alpha", "beta", "gamma")
 
 
 @pytest.fixture(scope="module")
@@ -27,22 +24,6 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
-
-
-def make_fleet(root: Path, embedder, names=NAMES) -> dict[str, set[str]]:
-    """One store per name, each with the booking, refund and chatter logs under its own agent and ids."""
-    from expengine import Engine
-
-    ids = {}
-    for name in names:
-        lines = [{**e, "id": f"{name}-{e['id']}", "agent": name} for e in BOOKING + REFUND + CHATTER]
-        log = root.parent / f"{name}.jsonl"
-        log.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-        with Engine(store=root / name, embedder=embedder) as engine:
-            engine.ingest([str(log)])
-        log.unlink()
-        ids[name] = {line["id"] for line in lines}
-    return ids
 
 
 def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
