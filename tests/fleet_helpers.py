@@ -16,7 +16,7 @@ def make_fleet(root: Path, embedder, names=NAMES) -> dict[str, set[str]]:
 
     ids = {}
     for name in names:
-        lines = [{**e, "id": f"{name}-{e['id']}", "agent": name} for e in BOOKING + REFUND + CHATTER]
+        lines = fleet_lines(name)
         log = root.parent / f"{name}.jsonl"
         log.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
         with Engine(store=root / name, embedder=embedder) as engine:
@@ -24,3 +24,8 @@ def make_fleet(root: Path, embedder, names=NAMES) -> dict[str, set[str]]:
         log.unlink()
         ids[name] = {line["id"] for line in lines}
     return ids
+
+
+def fleet_lines(name: str) -> list[dict]:
+    """The booking, refund and chatter events as agent `name`'s, with ids of its own."""
+    return [{**e, "id": f"{name}-{e['id']}", "agent": name} for e in BOOKING + REFUND + CHATTER]

@@ -117,3 +117,40 @@ def test_fleet_commands_report_per_store_and_in_total(monkeypatch, capsys, tmp_p
     broken = json.loads(out)
     assert code == 1 and broken["failed"] == 1 and "1 store(s) failed" in err
     assert [s["store"] for s in broken["stores"] if "error" in s] == ["gamma"]
+
+
+def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray):
+    import gzip
+
+    from fleet_helpers import fleet_lines
+
+    from expengine import Engine
+    from expengine.fleet.ingest import ingest_fleet
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    alpha, beta = fleet_lines("alpha"), fleet_lines("beta")
+    alpha[0]["content"] = "write to mallory@example.com about the refund"
+    (logs / "mixed.jsonl").write_text(
+        "\n".join([*map(json.dumps, alpha[:10] + beta[:10]), '{"agent": "beta", "kind": "bogus"}', "not json"]) + "\n",
+        encoding="utf-8",
+    )
+    with gzip.open(logs / "rest.jsonl.gz", "wt", encoding="utf-8") as gz:
+        gz.write("\n".join(map(json.dumps, alpha[10:] + beta[10:])) + "\n")
+    root = tmp_path / "fleet"
+    first = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    rows = {r.store: r for r in first.stores}
+    assert sorted(rows) == ["alpha", "beta", "unrouted"] and first.failed == 0 and first.files == 2
+    assert rows["alpha"].stored == len(alpha) and rows["beta"].stored == len(beta)
+    assert rows["beta"].rejected == 1 and rows["unrouted"].rejected == 1 and rows["unrouted"].stored == 0
+    for name, lines in (("alpha", alpha), ("beta", beta)):
+        with Engine(store=root / name, embedder=embedder) as engine:
+            stored = engine.records(limit=1000)
+            assert {r["id"] for r in stored} == {line["id"] for line in lines}
+            assert {r["agent"] for r in stored} == {name}
+            assert len(engine.rejects()) == (1 if name == "beta" else 0)
+            if name == "alpha":
+                text = " ".join(str(r.get("content")) for r in stored)
+                assert "mallory@example.com" not in text and "[REDACTED:EMAIL]" in text
+    again = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    assert again.stored == 0 and again.duplicates == first.stored and again.failed == 0

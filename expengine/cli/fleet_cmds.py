@@ -91,6 +91,36 @@ def compact(
     _finish(report.failed)
 
 
+@fleet_app.command("ingest")
+def ingest(
+    sources: List[str] = typer.Argument(..., help="Log files or folders (native JSONL, .gz, openai-chat runs)."),
+    root: Path = ROOT,
+    by: str = typer.Option("agent", "--by", help="Route records to stores by agent, session or an event field."),
+    fmt: str = typer.Option("auto", "--format", help="Input format, as `ingest --format`."),
+    max_parallel: int = PARALLEL,
+    address: Optional[str] = ADDRESS,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Backfill: read and route on Ray, then store each store's records under its lock. Safe to rerun."""
+    from ..fleet.ingest import ingest_fleet
+
+    report = ingest_fleet(sources, root=root, by=by, fmt=fmt, max_parallel=max_parallel, address=address)
+    if as_json:
+        emit_json(report)
+    else:
+        table = Table("store", "read", "stored", "duplicates", "rejected", "seconds", "error", title=f"fleet {root}")
+        for row in report.stores:
+            cells = (row.read, row.stored, row.duplicates, row.rejected, f"{row.seconds:.1f}", row.error or "")
+            table.add_row(row.store, *map(str, cells))
+        stdout.print(table)
+        stdout.print(
+            f"{report.read} records from {report.files} files into {len(report.stores)} stores "
+            f"in {report.seconds:.1f} s ({report.records_per_s:.0f}/s): {report.stored} stored, "
+            f"{report.duplicates} already there, {report.rejected} rejected"
+        )
+    _finish(report.failed)
+
+
 @fleet_app.command("stats")
 def stats(root: Path = ROOT, as_json: bool = JSON_OPTION) -> None:
     """Records, memories and hot share per store, and the fleet's totals."""
