@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..results import Result
 from . import store_name
@@ -142,7 +143,7 @@ def ingest_fleet(
     with ray_session(address) as ray:
         reader = ray.remote(read_and_route).options(max_retries=RETRIES, num_cpus=1)
         by_store: dict[str, list[tuple[str, Any]]] = {}
-        reads: list[Callable[[], Any]] = [lambda f=f: reader.remote(f, by, fmt) for f in files]
+        reads = [partial(reader.remote, f, by, fmt) for f in files]
         for index, routed in bounded(ray, reads, max_parallel):
             if isinstance(routed, Exception):
                 raise routed
@@ -150,7 +151,7 @@ def ingest_fleet(
                 by_store.setdefault(name, []).append((files[index], ray.put(items)))
         writer = ray.remote(write_store).options(max_retries=RETRIES, num_cpus=1)
         names = sorted(by_store)
-        calls = [lambda n=n: writer.remote(str(base / n), by_store[n]) for n in names]
+        calls = [partial(writer.remote, str(base / n), by_store[n]) for n in names]
         rows: dict[int, StoreIngest] = {}
         for index, value in bounded(ray, calls, max_parallel):
             failed = isinstance(value, Exception)
