@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from fleet_helpers import NAMES, make_fleet
+from fleet_helpers import NAMES, make_fleet, run_main
 from test_kill import load_kill_test
 
 from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
@@ -80,16 +80,6 @@ def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, em
     with Engine(store=root / "alpha", embedder=embedder) as engine:
         statuses = [r["status"] for r in engine.history()]
     assert statuses == ["rolled_back", "completed"]
-
-
-def run_main(monkeypatch, capsys, argv: list[str]) -> tuple[int, str, str]:
-    from expengine.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["expengine", *argv])
-    with pytest.raises(SystemExit) as stop:
-        main()
-    out, err = capsys.readouterr()
-    return stop.value.code, out, err
 
 
 def test_without_the_extra_fleet_says_what_to_install(monkeypatch, capsys, tmp_path):
