@@ -70,3 +70,13 @@ def test_the_shard_map_names_the_stores_of_one_shard(tmp_path):
     shards.write_text("alpha\n", encoding="utf-8")
     with pytest.raises(Exception, match="expected `<store> <shard>`"):
         read_shard_map(shards, "a")
+
+
+def test_serve_root_needs_http_and_a_whole_shard_choice(monkeypatch, capsys, tmp_path):
+    from fleet_helpers import run_main
+
+    code, out, err = run_main(monkeypatch, capsys, ["serve", "--root", str(tmp_path)])
+    assert code == 2 and out == "" and "serve --root needs --http" in err
+    args = ["serve", "--root", str(tmp_path), "--http", "127.0.0.1:0", "--shard-map", str(tmp_path / "m.txt")]
+    code, out, err = run_main(monkeypatch, capsys, args)
+    assert code == 2 and "--shard-map and --shard go together" in err
