@@ -2,7 +2,7 @@
 stores with `fleet compact` (2 Ray workers) against the serial loop, and the tenancy check of
 `serve --root`. Ray is local (2 CPUs); the machine is shared, so the speed-ups are lower bounds.
 
-    nice -n 10 python bench/fleet.py --stores 40 --docs docs/benchmarks.md
+    nice -n 10 python bench/fleet.py --stores 12 --docs docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -21,20 +21,22 @@ from common import REPO, RESULTS, english_logs, finish_args, load_embedder, mach
 SAMPLE_LOGS = REPO / "sample_logs"
 
 
-def session_logs(folder: Path, count: int) -> list[Path]:
-    """The `count` largest sessions of the English sample logs, one file each (one store each)."""
-    sessions: dict[str, list[str]] = {}
+def store_logs(folder: Path, count: int) -> list[Path]:
+    """The English sample logs' sessions dealt round-robin to `count` agents (`store-00`, ...): one
+    file and one store each, all of similar size."""
+    sessions: dict[str, list[dict[str, Any]]] = {}
     for path in english_logs(SAMPLE_LOGS):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                sessions.setdefault(json.loads(line).get("session") or "none", []).append(line)
-    chosen = sorted(sessions, key=lambda s: (-len(sessions[s]), s))[:count]
+                event = json.loads(line)
+                sessions.setdefault(event.get("session") or "none", []).append(event)
     folder.mkdir(parents=True)
-    out = []
-    for name in chosen:
-        path = folder / f"{name}.jsonl"
-        path.write_text("\n".join(sessions[name]) + "\n", encoding="utf-8")
-        out.append(path)
+    out = [folder / f"store-{i:02d}.jsonl" for i in range(count)]
+    groups: list[list[str]] = [[] for _ in range(count)]
+    for index, name in enumerate(sorted(sessions)):
+        groups[index % count] += [json.dumps({**e, "agent": f"store-{index % count:02d}"}) for e in sessions[name]]
+    for path, lines in zip(out, groups):
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
 
@@ -62,7 +64,7 @@ def compaction(tmp: Path, stores: int, embedder: Any) -> dict[str, Any]:
     from expengine.fleet.compact import compact_fleet
     from expengine.fleet.ingest import ingest_fleet
 
-    made = ingest_fleet([str(p) for p in session_logs(tmp / "sessions", stores)], root=tmp / "serial", by="session")
+    made = ingest_fleet([str(p) for p in store_logs(tmp / "sessions", stores)], root=tmp / "serial", by="agent")
     shutil.copytree(tmp / "serial", tmp / "fleet", symlinks=True)
     started = time.perf_counter()
     for row in made.stores:
@@ -115,7 +117,7 @@ def tenancy(root: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stores", type=int, default=40, help="stores to compact (default: %(default)s)")
+    parser.add_argument("--stores", type=int, default=12, help="stores to compact (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
     parser.add_argument("--docs", type=Path, help="rewrite the fleet section of this Markdown file")
     parser.add_argument("--quiet", action="store_true")
