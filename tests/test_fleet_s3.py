@@ -14,7 +14,7 @@ import time
 import pytest
 from fleet_helpers import make_fleet, run_main
 
-boto3 = pytest.importorskip("boto3", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
+boto3 = pytest.importorskip("boto3", reason="moto and boto3 come with the test extra: pip install -e '.[test]'")
 pytest.importorskip("moto", reason="moto comes with the test extra: pip install -e '.[test]'")
 
 
