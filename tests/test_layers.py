@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "expengine"
 # may use them.
 FLOORS = [
     "expengine.cli",
+    "expengine.fleet",  # drives Engine instances on Ray; wraps the service for many tenants
     "expengine.service",
     "expengine.engine",
     "expengine.lifecycle",

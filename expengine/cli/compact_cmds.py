@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..errors import InputError, NotFoundError
 from ..lifecycle.steps import STEPS
-from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, open_engine, stderr, stdout
 
 
 @app.command(help=f"One forgetting cycle: snapshot, {', '.join(s.does for s in STEPS)}. Cron-safe.")
@@ -85,12 +85,38 @@ def snapshots(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 
 
 @app.command()
-def restore(
+def snapshot(
     ctx: typer.Context,
-    snapshot_id: str = typer.Argument(..., help="A snapshot id from `expengine snapshots`."),
+    to: str = typer.Option(..., "--to", help="Where: s3://bucket/prefix (AWS_* variables) or a folder."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Roll the store back to a snapshot (anything ingested after it is gone too)."""
+    """Export the store's tables as Parquet (LanceDB is rebuilt from them on `restore --from`)."""
+    with open_engine(ctx) as engine:
+        result = engine.export(to)
+    if as_json:
+        emit_json(result)
+        return
+    stdout.print(f"exported {sum(result['tables'].values())} rows of {len(result['tables'])} tables to {to}")
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    snapshot_id: Optional[str] = typer.Argument(None, help="A snapshot id from `expengine snapshots`."),
+    source: Optional[str] = typer.Option(None, "--from", help="Instead: fill this new store from a `snapshot --to`."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Roll the store back to a snapshot (anything ingested after it is gone too), or fill a new one --from an export."""
+    if (snapshot_id is None) == (source is None):
+        raise InputError("give a snapshot id or --from URI (one of them)", hint="see `expengine snapshots`")
+    if source is not None:
+        with open_engine(ctx) as engine:
+            imported = engine.restore_from(source)
+        if as_json:
+            emit_json(imported)
+            return
+        stdout.print(f"restored {imported['tables'].get('records', 0)} records from {source}; index rebuilt")
+        return
     result = call(ctx, "restore", snapshot_id=snapshot_id)
     if as_json:
         emit_json(result)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from ..errors import InputError
 from .common import app, open_engine, store_dir
 
 INGEST_ROOT = typer.Option(
@@ -29,18 +31,60 @@ def serve(
     ui: bool = typer.Option(
         False, "--ui", help="Also serve the read-only memory browser at /ui (needs --http; log in with serve.token)."
     ),
+    root: Optional[Path] = typer.Option(
+        None, "--root", help="Serve every store of this fleet root: POST /v1/<name>/<op>, each with its own token."
+    ),
+    max_open: int = typer.Option(16, "--max-open", min=1, help="With --root: stores kept open at once."),
+    idle: float = typer.Option(600.0, "--idle", help="With --root: seconds before an unused store is closed."),
+    shard_map: Optional[Path] = typer.Option(
+        None, "--shard-map", help="With --root: a file of `<store> <shard>` lines; serve only --shard's stores."
+    ),
+    shard: Optional[str] = typer.Option(None, "--shard", help="With --shard-map: the shard this process is."),
 ) -> None:
     """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
-    Listens on serve.sock in the store folder. Stop with SIGTERM: it exits within --grace seconds."""
+    Listens on serve.sock in the store folder. Stop with SIGTERM: it exits within --grace seconds.
+    With --root, serve many tenants over --http instead (see README, Fleet)."""
     from ..service.edges import setup_logging
-    from ..service.server import serve as run
 
     setup_logging()
+    if root is not None:
+        if ui:
+            raise InputError(
+                "--ui serves one store; it does not go with --root",
+                hint="serve one store: --store S serve --http PORT --ui",
+            )
+        _serve_fleet(
+            root, http, max_open=max_open, idle=idle, shard_map=shard_map, shard=shard, max_body_mb=max_body_mb
+        )
+        return
+    from ..service.server import serve as run
+
     engine = open_engine(ctx)
     try:
         run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20), ingest_roots=ingest_root, ui=ui)
     finally:
         engine.close()
+
+
+def _serve_fleet(
+    root: Path,
+    http: Optional[str],
+    *,
+    max_open: int,
+    idle: float,
+    shard_map: Optional[Path],
+    shard: Optional[str],
+    max_body_mb: float,
+) -> None:
+    from ..fleet.tenants import Tenants, read_shard_map, serve_fleet
+
+    if not http:
+        raise InputError("serve --root needs --http HOST:PORT (tenants connect over TCP with their tokens)")
+    if (shard_map is None) != (shard is None):
+        raise InputError("--shard-map and --shard go together", hint="e.g. --shard-map shards.txt --shard a")
+    only = read_shard_map(shard_map, shard) if shard_map is not None and shard is not None else None
+    tenants = Tenants(root.expanduser(), max_open=max_open, idle_s=idle, only=only)
+    serve_fleet(tenants, http=http, max_body=int(max_body_mb * 2**20))
 
 
 @app.command()

@@ -71,6 +71,23 @@ class Upkeep:
         with self.session() as store:
             return restore_snapshot(store, snapshot_id)
 
+    def export(self, uri: str) -> dict[str, Any]:
+        """Every table as Parquet under `uri` (`s3://bucket/prefix` or a folder): the off-machine copy."""
+        from ..store.archive import export_tables
+
+        with self.session() as store:
+            return export_tables(store, uri)
+
+    def restore_from(self, uri: str) -> dict[str, Any]:
+        """Fill this new, empty store from an `export`, then rebuild LanceDB from it (no re-embedding)."""
+        from ..store.archive import import_tables
+        from ..store.reindex import rebuild
+
+        with self.session() as store:
+            result = import_tables(store, uri)
+            result["reindexed"] = rebuild(store)
+            return result
+
     def repair(self, *, snapshot_id: str | None = None, force: bool = False) -> "RepairResult":
         """Put the newest snapshot that reads back whole in place of a damaged database, and say which files
         were ingested since (ingest them again: ids are content hashes, nothing doubles). A whole database is

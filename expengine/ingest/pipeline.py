@@ -70,12 +70,15 @@ def ingest(
     agent: str | None = None,
     outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    preread: dict[str, list[Item]] | None = None,
 ) -> IngestResult:
-    """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all."""
+    """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
+    With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
+    items are stored instead of reading `paths`, through the same redaction, checks and writes."""
     import time
 
     started = time.perf_counter()
-    files = expand_paths(paths) if paths else []
+    files = list(preread) if preread is not None else expand_paths(paths) if paths else []
     reports = expand_paths(outcomes) if outcomes else []
     result = IngestResult(files=files + reports)
     redactor = Redactor(enabled=store.config.ingest.redact)
@@ -91,7 +94,7 @@ def ingest(
         "agent": agent,
         "now": now,
     }
-    ahead = _read_ahead(store, files, read)
+    ahead = _read_ahead(store, files, read, preread)
 
     def flush() -> None:
         if not seen:  # before this ingest's first vectors
@@ -104,7 +107,11 @@ def ingest(
     for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
         _record_file(store, name, now)
         counts = words.setdefault(name, Counter())
-        items: Iterable[Item] = read_items(name, **{**read, "fmt": file_format})
+        items: Iterable[Item] = (
+            preread[name]
+            if preread is not None and file_format != "outcomes"
+            else read_items(name, **{**read, "fmt": file_format})
+        )
         if file_format == "outcomes":
             if batch:
                 flush()  # the runs this report grades are in the store before it is read
@@ -163,7 +170,9 @@ def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResul
     return kept
 
 
-def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Counter[str]:
+def _read_ahead(
+    store: "Store", files: list[str], read: dict[str, Any], preread: dict[str, list[Item]] | None = None
+) -> Counter[str]:
     """Words per script in the first PRESCAN events of each file, so that a new store on `auto` picks its
     embedder from all the files of its first ingest, whatever their order (stdin cannot be read twice:
     without files, the first batch decides). Nothing for a store that has its model already."""
@@ -172,7 +181,7 @@ def _read_ahead(store: "Store", files: list[str], read: dict[str, Any]) -> Count
         return counts
     for name in files:
         if name != "-":
-            items = islice(read_items(name, **read), PRESCAN)
+            items = islice(preread[name] if preread is not None else read_items(name, **read), PRESCAN)
             count_scripts((render(item.event) for item in items if item.event is not None), counts)
     return counts
 

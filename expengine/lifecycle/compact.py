@@ -114,9 +114,11 @@ def recover_interrupted(store: "Store") -> list[dict[str, Any]]:
 
 
 def _pause_for_tests(store: "Store", step: str) -> None:
-    """Lets a test kill the process at a known point: write a marker, then block until killed."""
-    if os.environ.get(PAUSE_ENV) == step:
-        (store.dir / (PAUSE_MARKER + step)).write_text(str(os.getpid()), encoding="utf-8")
+    """Lets a test kill the process at a known point: write a marker, then block until killed. Once per
+    marker: while it is there, a retry of the killed run (a fleet task Ray runs again) passes."""
+    marker = store.dir / (PAUSE_MARKER + step)
+    if os.environ.get(PAUSE_ENV) == step and not marker.exists():
+        marker.write_text(str(os.getpid()), encoding="utf-8")
         while True:
             signal.pause()
 

@@ -1,0 +1,168 @@
+"""`fleet ingest`: backfill many stores from many log files on Ray, in two stages of plain Ray tasks.
+
+1. One task per source file reads it with `ingest`'s own readers (parsing and validation, native
+   JSONL, `.gz`, openai-chat), and routes every item to a store by `by` (agent, session or an event
+   field); the driver puts each store's share in the object store.
+2. One task per store (at most `max_parallel` at once) takes that store's lock and stores its items
+   through `ingest`'s pipeline: the same redaction, assessment, embedding cache and writes, with the
+   worker's embedding model loaded once and kept for the next store it gets. Lines that do not parse
+   are rejects of the store their raw JSON names, else of `unrouted`, kept as `ingest` keeps them.
+
+Ids are content hashes (or the event's own id), so running it again stores nothing twice. Not Ray
+Data: the routing is a shuffle by store that plain tasks do in two steps (see docs/scale.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..results import Result
+from . import store_name
+from .runtime import bounded, cached_embedder, ray_session
+
+UNROUTED = "unrouted"
+RETRIES = 3
+
+
+@dataclass
+class StoreIngest(Result):
+    store: str
+    read: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class FleetIngest(Result):
+    root: str
+    files: int = 0
+    read: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    stores: list[StoreIngest] = field(default_factory=list)
+    failed: int = 0
+    seconds: float = 0.0
+    records_per_s: float = 0.0
+
+
+def route_key(item: Any, by: str) -> str:
+    """The store an item belongs to: the event's `by` field (a top-level one, else one in `meta`), or
+    for a reject the field of its raw JSON when it has one."""
+    event = item.event
+    if event is not None:
+        value = getattr(event, by, None)
+        if value is None and isinstance(event.meta, dict):
+            value = event.meta.get(by)
+    else:
+        try:
+            raw = json.loads(item.raw or "")
+        except ValueError:
+            raw = None
+        value = raw.get(by) if isinstance(raw, dict) else None
+    return UNROUTED if value in (None, "") else store_name(value)
+
+
+def read_and_route(path: str, by: str, fmt: str) -> dict[str, list[Any]]:
+    """Stage 1, in a worker: one file's items by store (returned, so the driver owns them: an object a
+    worker puts is lost with the worker, and Ray ends idle workers)."""
+    from ..config import Config
+    from ..ingest.readers import read_items
+    from ..store.db import utcnow
+
+    cfg = Config().ingest
+    routed: dict[str, list[Any]] = {}
+    for item in read_items(
+        path,
+        fmt=fmt,
+        max_line_bytes=cfg.max_line_bytes,
+        max_document_bytes=cfg.max_document_bytes,
+        agent=None,
+        now=utcnow(),
+    ):
+        routed.setdefault(route_key(item, by), []).append(item)
+    return routed
+
+
+def write_store(path: str, parts: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Stage 2, in a worker: store one store's items (file -> items) under its lock, as `ingest` does."""
+    import ray
+
+    from ..config import Config
+    from ..engine import Engine
+    from ..errors import ExpengineError
+    from ..ingest.pipeline import ingest
+
+    started = time.perf_counter()
+    row = StoreIngest(store=Path(path).name)
+    try:
+        preread: dict[str, list[Any]] = {}
+        for file, ref in parts:
+            preread.setdefault(file, []).extend(ray.get(ref))
+        config = Config.load(Path(path))
+        with Engine(store=path, config=config, embedder=cached_embedder(config.embedder)) as engine:
+            with engine.session() as store:
+                result = ingest(store, [], preread=preread)
+        row.read, row.stored, row.duplicates, row.rejected = (
+            result.read,
+            result.stored,
+            result.duplicates,
+            result.rejected,
+        )
+    except ExpengineError as exc:
+        row.error = exc.message
+    except Exception as exc:  # one store's failure must not stop the others
+        row.error = f"{type(exc).__name__}: {exc}"
+    row.seconds = round(time.perf_counter() - started, 3)
+    return row.to_dict()
+
+
+def ingest_fleet(
+    sources: list[str],
+    *,
+    root: str | Path,
+    by: str = "agent",
+    fmt: str = "auto",
+    max_parallel: int = 2,
+    address: str | None = None,
+) -> FleetIngest:
+    from ..ingest.readers import expand_paths
+
+    started = time.perf_counter()
+    base = Path(root).expanduser()
+    base.mkdir(parents=True, exist_ok=True)
+    files = [str(Path(f).resolve()) for f in expand_paths(sources)]
+    result = FleetIngest(root=str(base), files=len(files))
+    with ray_session(address) as ray:
+        reader = ray.remote(read_and_route).options(max_retries=RETRIES, num_cpus=1)
+        by_store: dict[str, list[tuple[str, Any]]] = {}
+        reads = [partial(reader.remote, f, by, fmt) for f in files]
+        for index, routed in bounded(ray, reads, max_parallel):
+            if isinstance(routed, Exception):
+                raise routed
+            for name, items in routed.items():
+                by_store.setdefault(name, []).append((files[index], ray.put(items)))
+        writer = ray.remote(write_store).options(max_retries=RETRIES, num_cpus=1)
+        names = sorted(by_store)
+        calls = [partial(writer.remote, str(base / n), by_store[n]) for n in names]
+        rows: dict[int, StoreIngest] = {}
+        for index, value in bounded(ray, calls, max_parallel):
+            failed = isinstance(value, Exception)
+            rows[index] = StoreIngest(store=names[index], error=f"{value}"[:500]) if failed else StoreIngest(**value)
+    result.stores = [rows[i] for i in range(len(names))]
+    for row in result.stores:
+        result.read += row.read
+        result.stored += row.stored
+        result.duplicates += row.duplicates
+        result.rejected += row.rejected
+    result.failed = sum(1 for r in result.stores if r.error)
+    result.seconds = round(time.perf_counter() - started, 3)
+    result.records_per_s = round(result.read / result.seconds, 1) if result.seconds else 0.0
+    return result

@@ -1,0 +1,66 @@
+"""Starting and stopping Ray for one fleet command, and the worker-side model cache."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterable, Iterator
+
+from . import require_ray
+
+LOCAL_CPUS = 2
+# one process per worker keeps its embedding model between the tasks Ray hands it (workers are reused)
+_EMBEDDERS: dict[tuple[Any, ...], Any] = {}
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, *, num_cpus: int = LOCAL_CPUS) -> Iterator[Any]:
+    """Ray for the block: the caller's when it is already up (a notebook, a test), else a cluster at
+    `address`, else a local one with `num_cpus`; shut down at the end only if started here."""
+    ray = require_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address:
+        ray.init(address=address, **options)
+    else:
+        ray.init(num_cpus=num_cpus, **options)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def cached_embedder(config: Any) -> Any:
+    """The embedder for a store's `[embedder]` config, made once per worker process (loaded on first use)."""
+    from ..models.embedder import LazyEmbedder
+
+    key = (config.model_path, config.model, config.batch_size)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = LazyEmbedder(config.model_path, batch_size=config.batch_size, model=config.model)
+    return _EMBEDDERS[key]
+
+
+def bounded(ray: Any, calls: Iterable[Callable[[], Any]], max_parallel: int) -> Iterator[tuple[int, Any]]:
+    """Start each call (it returns an ObjectRef) with at most `max_parallel` in flight; yield (index,
+    value or the exception Ray raised) as each finishes, so one failure never hides the others."""
+    pending = iter(enumerate(calls))
+    running: dict[Any, int] = {}
+
+    def top_up() -> None:
+        while len(running) < max(1, max_parallel):
+            nxt = next(pending, None)
+            if nxt is None:
+                return
+            running[nxt[1]()] = nxt[0]
+
+    top_up()
+    while running:
+        done, _ = ray.wait(list(running), num_returns=1)
+        index = running.pop(done[0])
+        try:
+            value = ray.get(done[0])
+        except Exception as exc:  # a task that crashed past its retries, or a lost object
+            value = exc
+        yield index, value
+        top_up()

@@ -1,0 +1,214 @@
+"""`expengine serve --root R`: one process serves many tenants, one store each.
+
+Requests name their store (`POST /v1/<name>/<op>`, the ops of the one-store server). Each tenant's
+bearer token is its store's `serve.token` (made on first start, mode 0600): a token opens only its
+own store, so another tenant's token gets 403 and no token, or an unknown one, 401, before any store
+is touched. Stores open on their first request, sharing this process's embedding model, and close
+when idle longer than `idle_s` or when more than `max_open` are open (the least recently used, once
+its writer is idle). An open store holds its lock, so a second process that claims it gets 409."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import ExpengineError, LockedError, NotFoundError
+from ..service import ops
+from ..service.client import TOKEN_FILE
+from ..service.edges import ensure_token
+from ..service.server import MAX_BODY_BYTES, Service, error_body, json_response, read_body
+from . import check_name, fleet_stores
+from .runtime import cached_embedder
+
+log = logging.getLogger("expengine.serve")
+
+
+class Tenants:
+    """The open stores of a fleet root, by name, opened lazily and closed when idle or over the bound."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_open: int = 16,
+        idle_s: float = 600.0,
+        lock_timeout: float = 2.0,
+        only: set[str] | None = None,
+    ):
+        self.root, self.max_open, self.idle_s, self.lock_timeout = root, max_open, idle_s, lock_timeout
+        self.only = only  # the names this process serves (its line of the shard map); None: all
+        self._open: dict[str, Service] = {}
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._tokens: dict[str, str] = {}  # token -> store name
+        self.counts = {"requests": 0, "errors": 0, "opened": 0, "closed": 0}
+
+    def served(self) -> dict[str, Path]:
+        stores = fleet_stores(self.root)
+        return {n: p for n, p in stores.items() if self.only is None or n in self.only}
+
+    def load_tokens(self) -> None:
+        """Every served store's token (created when missing), read again when an unknown one is shown."""
+        self._tokens = {ensure_token(path): name for name, path in self.served().items()}
+
+    def tenant_of(self, token: str) -> str | None:
+        for attempt in range(2):
+            for known, name in self._tokens.items():
+                if hmac.compare_digest(known.encode(), token.encode()):
+                    return name
+            if attempt == 0:
+                self.load_tokens()  # a store added since: its token is new
+        return None
+
+    def service(self, name: str) -> Service:
+        """The open store's service, opened now if it is not (blocking: call off the event loop)."""
+        with self._lock:
+            found = self._open.get(name)
+            if found is None:
+                found = self._open[name] = self._start(name)
+                self.counts["opened"] += 1
+            self._used[name] = time.monotonic()
+            self._shed(keep=name)
+            return found
+
+    def _start(self, name: str) -> Service:
+        from ..config import Config
+        from ..engine import Engine
+
+        path = self.served().get(name)
+        if path is None:
+            raise NotFoundError(f"no store {name!r} is served here", hint="check the name and the shard map")
+        config = Config.load(path)  # stores with the same model share it: loaded once in this process
+        engine = Engine(
+            store=path, config=config, lock_timeout=self.lock_timeout, embedder=cached_embedder(config.embedder)
+        )
+        try:
+            engine.store  # noqa: B018  held open (and locked) while it is in the pool
+        except LockedError as exc:
+            raise LockedError(f"the store {name!r} is owned by another process", hint=exc.hint) from None
+        recovered = engine.recover_interrupted()
+        if recovered:
+            log.warning("recovered interrupted compaction", extra={"store": name, "runs": recovered})
+        return Service(engine, ops.Reach.of((), engine.config.serve))
+
+    def _shed(self, keep: str) -> None:
+        """Close idle stores, then the least recently used ones past `max_open` (never one mid-write)."""
+        now = time.monotonic()
+        by_age = sorted(self._used, key=self._used.__getitem__)
+        for name in by_age:
+            over = len(self._open) > self.max_open
+            if name == keep or not (over or now - self._used[name] > self.idle_s):
+                continue
+            service = self._open[name]
+            if service.busy or service.queued:
+                continue
+            if service.close(grace=0.0):
+                del self._open[name], self._used[name]
+                self.counts["closed"] += 1
+
+    def open_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._open)
+
+    def close(self, grace: float) -> None:
+        with self._lock:
+            for service in self._open.values():
+                service.close(grace)
+            self._open.clear()
+            self._used.clear()
+
+
+def _refuse(status: int, message: str) -> Response:
+    hint = f"send the {TOKEN_FILE} of your own store as `Authorization: Bearer <token>`"
+    kind = "Unauthorized" if status == 401 else "Forbidden"
+    response = json_response({"error": {"type": kind, "message": message, "hint": hint, "exit_code": 2}}, status)
+    if status == 401:
+        response.headers["www-authenticate"] = "Bearer"
+    return response
+
+
+def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
+    def authorised(request: Request, name: str) -> Response | None:
+        scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+        tenant = tenants.tenant_of(given.strip()) if scheme.lower() == "bearer" and given.strip() else None
+        if tenant is None:
+            return _refuse(401, "missing or unknown bearer token")
+        if tenant != name:
+            return _refuse(403, f"this token is not for the store {name!r}")
+        return None
+
+    async def call(request: Request) -> Response:
+        tenants.counts["requests"] += 1
+        name, op_name = request.path_params["store"], request.path_params["op"]
+        check_name(name)
+        refused = authorised(request, name)
+        if refused is not None:
+            return refused
+        op = ops.lookup(op_name)
+        limit = max_body if op.max_body is None else min(op.max_body, max_body)
+        args = ops.parse(op, await read_body(request, limit))
+        service = await run_in_threadpool(tenants.service, name)
+        return json_response(ops.dumps(op, await service.execute(op_name, op, args)))
+
+    async def health(request: Request) -> Response:
+        return json_response({"status": "ok", "open": len(tenants.open_names()), **tenants.counts})
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        status, body = error_body(exc)
+        tenants.counts["errors"] += 1
+        if status >= 500:
+            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
+        return json_response(body, status)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        tenants.close(grace=30.0)
+
+    return Starlette(
+        routes=[Route("/health", health), Route("/v1/{store}/{op}", call, methods=["POST"])],
+        exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
+        lifespan=lifespan,
+    )
+
+
+def read_shard_map(path: Path, shard: str) -> set[str]:
+    """The store names `shard` serves: the map is lines of `<store> <shard>` (`#` starts a comment)."""
+    names = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            from ..errors import InputError
+
+            raise InputError(f"{path}:{number}: expected `<store> <shard>`, got {line.strip()!r}")
+        if fields[1] == shard:
+            names.add(check_name(fields[0]))
+    return names
+
+
+def serve_fleet(tenants: Tenants, *, http: str, max_body: int = MAX_BODY_BYTES) -> int:
+    """Run until SIGTERM/SIGINT on TCP `http` (HOST:PORT or PORT), every request with a tenant's token."""
+    import uvicorn
+
+    from ..service.server import _tcp_socket
+
+    tenants.load_tokens()
+    sock = _tcp_socket(http if ":" in http else f"127.0.0.1:{http}")
+    log.info("listening", extra={"http": http, "root": str(tenants.root), "stores": len(tenants._tokens)})
+    config = uvicorn.Config(build_app(tenants, max_body=max_body), log_config=None, access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0

@@ -1,0 +1,146 @@
+"""The fleet: a root of stores compacted on a local Ray (2 CPUs, started once for this module and shut
+down at its end), and the fleet commands' reports and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from fleet_helpers import NAMES, make_fleet, run_main
+from test_kill import load_kill_test
+
+from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+
+ray = pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
+    from expengine.fleet.compact import compact_fleet
+
+    root = tmp_path / "fleet"
+    make_fleet(root, embedder)
+    (root / "broken").mkdir()
+    (root / "broken" / "expengine.duckdb").write_bytes(b"not a database" * 100)
+    report = compact_fleet(root, max_parallel=2, refine=False)
+    rows = {r.store: r for r in report.stores}
+    assert sorted(rows) == ["alpha", "beta", "broken", "gamma"]
+    assert report.failed == 1 and not rows["broken"].ok and rows["broken"].error
+    for name in NAMES:
+        row = rows[name]
+        assert row.ok and row.error is None and row.cycles == 1, row
+        assert row.hot_share_after is not None and row.hot_share_after <= row.hot_share_before
+    assert len({rows[n].worker_pid for n in NAMES}) <= 2  # two CPUs: the workers are reused across stores
+
+
+def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, embedder, local_ray):
+    """SIGKILL the worker in the middle of a store's compaction: Ray runs the task again, the retry
+    rolls the half-done run back from its snapshot, and the store ends with one completed cycle."""
+    from expengine.fleet.compact import compact_fleet
+
+    root = tmp_path / "fleet"
+    ids = make_fleet(root, embedder, names=("alpha", "beta"))
+    marker = root / "alpha" / (PAUSE_MARKER + "decay")
+    (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
+    reports = []
+    driver = threading.Thread(
+        target=lambda: reports.append(compact_fleet(root, refine=False, worker_env={PAUSE_ENV: "decay"}))
+    )
+    driver.start()
+    deadline = time.monotonic() + 240
+    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid, after decay; then it blocks
+        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
+        time.sleep(0.05)
+    killed = int(marker.read_text())
+    os.kill(killed, signal.SIGKILL)
+    driver.join(timeout=300)
+    assert not driver.is_alive() and reports
+    rows = {r.store: r for r in reports[0].stores}
+    assert reports[0].failed == 0, rows
+    alpha = rows["alpha"]
+    assert alpha.ok and alpha.cycles == 1 and alpha.recovered == 1 and alpha.worker_pid != killed
+    for name in ("alpha", "beta"):
+        (root / name / marker.name).unlink()
+    kill_test = load_kill_test()
+    for name in ("alpha", "beta"):
+        assert kill_test.check_store(root / name, ids[name], embedder) == []
+    from expengine import Engine
+
+    with Engine(store=root / "alpha", embedder=embedder) as engine:
+        statuses = [r["status"] for r in engine.history()]
+    assert statuses == ["rolled_back", "completed"]
+
+
+def test_without_the_extra_fleet_says_what_to_install(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    code, out, err = run_main(monkeypatch, capsys, ["fleet", "stats", "--root", str(tmp_path)])
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["error: the fleet commands need Ray: pip install 'expengine[fleet]'"]
+
+
+def test_fleet_commands_report_per_store_and_in_total(monkeypatch, capsys, tmp_path, embedder, local_ray):
+    root = tmp_path / "fleet"
+    ids = make_fleet(root, embedder, names=("alpha", "beta"))
+    code, out, _ = run_main(monkeypatch, capsys, ["fleet", "compact", "--root", str(root), "--no-refine", "--json"])
+    compacted = json.loads(out)
+    assert code == 0 and [s["store"] for s in compacted["stores"]] == ["alpha", "beta"] and compacted["failed"] == 0
+    code, out, _ = run_main(monkeypatch, capsys, ["fleet", "history", "--root", str(root), "--json"])
+    history = json.loads(out)
+    assert code == 0 and [s["cycles"] for s in history["stores"]] == [1, 1] and history["never_compacted"] == []
+    code, out, _ = run_main(monkeypatch, capsys, ["fleet", "stats", "--root", str(root), "--json"])
+    stats = json.loads(out)
+    assert code == 0 and stats["totals"]["raw"] == sum(map(len, ids.values())) == sum(s["raw"] for s in stats["stores"])
+    (root / "gamma").mkdir()
+    (root / "gamma" / "expengine.duckdb").write_bytes(b"not a database" * 100)
+    code, out, err = run_main(monkeypatch, capsys, ["fleet", "stats", "--root", str(root), "--json"])
+    broken = json.loads(out)
+    assert code == 1 and broken["failed"] == 1 and "1 store(s) failed" in err
+    assert [s["store"] for s in broken["stores"] if "error" in s] == ["gamma"]
+
+
+def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray):
+    import gzip
+
+    from fleet_helpers import fleet_lines
+
+    from expengine import Engine
+    from expengine.fleet.ingest import ingest_fleet
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    alpha, beta = fleet_lines("alpha"), fleet_lines("beta")
+    alpha[0]["content"] = "write to mallory@example.com about the refund"
+    (logs / "mixed.jsonl").write_text(
+        "\n".join([*map(json.dumps, alpha[:10] + beta[:10]), '{"agent": "beta", "kind": "bogus"}', "not json"]) + "\n",
+        encoding="utf-8",
+    )
+    with gzip.open(logs / "rest.jsonl.gz", "wt", encoding="utf-8") as gz:
+        gz.write("\n".join(map(json.dumps, alpha[10:] + beta[10:])) + "\n")
+    root = tmp_path / "fleet"
+    first = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    rows = {r.store: r for r in first.stores}
+    assert sorted(rows) == ["alpha", "beta", "unrouted"] and first.failed == 0 and first.files == 2
+    assert rows["alpha"].stored == len(alpha) and rows["beta"].stored == len(beta)
+    assert rows["beta"].rejected == 1 and rows["unrouted"].rejected == 1 and rows["unrouted"].stored == 0
+    for name, lines in (("alpha", alpha), ("beta", beta)):
+        with Engine(store=root / name, embedder=embedder) as engine:
+            stored = engine.records(limit=1000)
+            assert {r["id"] for r in stored} == {line["id"] for line in lines}
+            assert {r["agent"] for r in stored} == {name}
+            assert len(engine.rejects()) == (1 if name == "beta" else 0)
+            if name == "alpha":
+                text = " ".join(str(r.get("content")) for r in stored)
+                assert "mallory@example.com" not in text and "[REDACTED:EMAIL]" in text
+    again = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    assert again.stored == 0 and again.duplicates == first.stored and again.failed == 0
