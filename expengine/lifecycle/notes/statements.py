@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
+from .compact import DROPPED_WORDS, IGNORABLE, OPINION_WORDS, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -39,29 +40,6 @@ _REACTION = re.compile(
     r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree)\b"
 )
 MAX_REACTION_WORDS = 3
-# Words of feeling and evaluation: a sentence made only of these (and stop words) holds no fact.
-OPINION_WORDS = frozenset(
-    """
-    love loves loved loving way ways support supportive supporting supported lot lots new tough difference thing
-    things hard important importance life seeing need needs having best moments moment joy positive inspiring
-    inspired inspire inspires gonna taking little feeling feelings feel feels felt long helps help helped helping
-    person experience experiences special means mean meant times come comes coming impact dream dreams getting
-    motivated motivating motivation world journey better key stuff makes make making rewarding look looks
-    looking worth brings bring brought took plus finding memories memory wanted different happened started
-    wants want share sharing trying try tried pushing push staying stay real think thinking thought able recently
-    blast pretty express expressing proud giving give gives encouragement encouraging appreciate appreciates
-    remember energy progress goals goal true beauty wait strong keeps keep knows know creative creating huge
-    remind reminds reminder reminded enjoy enjoying enjoyed reach kind change sorry thinks truly challenges
-    challenge learn learning happen create gives passion passionate success kindness forward finally hoping hope
-    hopes magical thankful grateful tell acceptance especially lucky comfort determined growth far emotions
-    emotional mind easy cause ready happy happiness glad excited exciting amazing awesome great good fun cool nice
-    lovely wonderful beautiful incredible fantastic sweet cute crazy wild perfect fulfilling meaningful
-    worthwhile valuable vital crucial essential powerful peaceful peace calm relaxing relax relaxed chill
-    stress stressful tired busy fine ok okay sure totally absolutely definitely lately recently always sometimes
-    people everyone anyone someone something anything everything nothing others other ones one day days
-    hear heard glad wish believe believes belief agree understand understands true truth heart kinds
-    """.split()
-)
 _YOU = re.compile(r"(?i)\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b")
 _ME = re.compile(r"\bI\b|(?i:\b(?:my|me|mine|myself|we|our|us)\b)|\bI'")
 _PROPER = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+\b")
@@ -93,6 +71,7 @@ class Statement:
     day: dt.date  # the day the fact is about
     said_on: dt.date  # the day of the turn
     caption: bool = False  # the caption of an image the turn shared
+    dated: bool = False  # a relative time in it became a date
 
 
 @dataclass
@@ -114,7 +93,7 @@ class TurnNotes:
             for s in self.statements
             if not s.caption
             for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
-            if w not in DROPPED_WORDS and w not in self.names
+            if w not in IGNORABLE and w not in self.names
         }
         return said <= noted
 
@@ -122,14 +101,6 @@ class TurnNotes:
 def _said(sentence: str) -> str:
     """A sentence less the openers and fillers a note drops on purpose."""
     return _tidy_chinese(sentence) if _CJK.search(sentence) else _LEADING.sub("", sentence)
-
-
-# What a note may leave out of its sentence: person words (names stand in) and filler.
-DROPPED_WORDS = frozenset(
-    "i me my mine myself we us our ours ourselves you your yours yourself "
-    "i'm i've i'll i'd we're we've we'll we'd you're you've you'll you'd "
-    "really so just totally super actually literally definitely kinda sorta basically".split()
-)
 
 
 @lru_cache(maxsize=1)
@@ -198,7 +169,20 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
     return (bool(_YOU.search(sentence)) and not _ME.search(sentence)) or all(w in OPINION_WORDS for w in words)
 
 
+# A caption is a description, read as one: its articles carry nothing ("photo of dog on beach").
+_ARTICLE = re.compile(r"(?i)\b(?:a|an|the)\s+")
 _TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
+
+
+def is_remark(sentence: str) -> bool:
+    """A sentence that says nothing of its speaker (no I, my, we; no 我) and names no one, no number, no
+    title: a comment ("The colors blend nicely."), general advice ("散步可以改善心血管健康"). In a turn that
+    also states something of its speaker, the note of that statement carries the turn, remark and all."""
+    if _TITLE.search(sentence):
+        return False
+    if _CJK.search(sentence):
+        return "我" not in sentence
+    return not _ME.search(sentence) and not _PROPER.search(sentence[1:])
 
 
 def _names_something(sentence: str, names: set[str]) -> bool:
@@ -227,9 +211,9 @@ def _tidy_chinese(sentence: str) -> str:
 
 
 def _finish(text: str, chinese: bool, person: subjects.Person) -> str:
-    """The note's last touch: a sentence that names neither speaker says who said it ("Caroline: the
-    transgender stories were inspiring.")."""
-    named = any(n and n in text for n in (person.me, person.you))
+    """The note's last touch: a sentence that names neither speaker, or opens with a pronoun, says who
+    said it ("Caroline: the transgender stories were inspiring.", "Caroline: they've been there …")."""
+    named = any(n and n in text for n in (person.me, person.you)) and not _PRONOUN_START.match(text)
     if chinese:
         text = text.rstrip("。！!；;") + "。"
         return text if named else f"{person.me}：{text}"
@@ -276,13 +260,14 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     if caption:
         body = body[: caption.start()]
     result = TurnNotes(speaker=person.me, names=names)
+    said: list[tuple[bool, Statement]] = []  # (a remark?, the statement), in the turn's order
     for sentence in _with_statement_clauses(sentences(body)):
         chinese = bool(_CJK.search(sentence))
         if is_chatter(sentence, names):
             if not _names_something(sentence, names):
                 result.chatter.append(sentence)
             elif (asked := _question_note(sentence, person, day, chinese)) is not None:
-                result.statements.append(asked)  # may be all the turn says of a title, a number, a name
+                said.append((False, asked))  # may be all the turn says of a title, a number, a name
             else:
                 result.unresolved.append(sentence)
             continue
@@ -292,29 +277,25 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         if named is None:
             result.unresolved.append(sentence)
             continue
+        named = named if chinese else compact(named, names, _stop())
         continues = not chinese and _PRONOUN_START.match(tidy)
-        if continues and not result.statements:
-            # "It was so much fun!" opening a turn reacts to what was said before it
-            small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
-            (result.chatter if small and not re.search(r"\d", tidy) else result.unresolved).append(sentence)
+        small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
+        if not named or (continues and not said and small and not re.search(r"\d", tidy)):
+            result.chatter.append(sentence)  # "It was so much fun!" opening a turn reacts to the turn before
             continue
-        if continues:
-            last = result.statements[-1]
+        if continues and said:
+            remark, last = said[-1]
             joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
-            result.statements[-1] = Statement(
-                _finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day
-            )
+            said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
-        result.statements.append(Statement(_finish(named, chinese, person), sentence, resolved.day or day, day))
+        note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=resolved.text != tidy)
+        said.append((is_remark(sentence), note))
     if caption and caption.group("caption").strip():
         shared = "分享了一张照片：" if _CJK.search(caption.group("caption")) else "shared "
-        result.statements.append(
-            Statement(
-                _finish(f"{person.me} {shared}{caption.group('caption').strip()}", False, person),
-                caption.group(0),
-                day,
-                day,
-                caption=True,
-            )
-        )
+        wording = f"{person.me} {shared}{_ARTICLE.sub('', caption.group('caption')).strip()}"
+        said.append((True, Statement(_finish(wording, False, person), caption.group(0), day, day, caption=True)))
+    # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
+    facts = [statement for remark, statement in said if not remark]
+    result.statements = facts or [statement for _, statement in said]
+    result.chatter += [statement.sentence for remark, statement in said if remark and facts]
     return result
