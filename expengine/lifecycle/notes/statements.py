@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
+from .subjects import ROLE_NAMES
 from .compact import DROPPED_WORDS, IGNORABLE, OPINION_WORDS, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
@@ -58,7 +59,8 @@ _ZH_LEADING = re.compile(
 )
 _ZH_REACTION = re.compile(
     r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真[棒好]|太[好棒]了|"
-    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手"
+    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手|"
+    r"(?:那|这)?(?:听起来|看起来|感觉)(?:很|真|非常)?(?:不错|棒|有趣|好|厉害)[啊呀]?|不用谢|不好意思|真的吗"
 )
 _ZH_FILLER = re.compile(r"(?:真的|非常|特别|十分|挺|蛮|超级)")
 _ZH_EMPTY = re.compile("(?:" + "|".join(sorted(CHATTER_WORDS["zh"], key=len, reverse=True)) + r"|[，,。！!？?、\s])+")
@@ -171,18 +173,28 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
 
 # A caption is a description, read as one: its articles carry nothing ("photo of dog on beach").
 _ARTICLE = re.compile(r"(?i)\b(?:a|an|the)\s+")
+ASSISTANTS = frozenset(names["assistant"] for names in ROLE_NAMES.values())
 _TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
 
 
-def is_remark(sentence: str) -> bool:
-    """A sentence that says nothing of its speaker (no I, my, we; no 我) and names no one, no number, no
-    title: a comment ("The colors blend nicely."), general advice ("散步可以改善心血管健康"). In a turn that
-    also states something of its speaker, the note of that statement carries the turn, remark and all."""
-    if _TITLE.search(sentence):
+# A sentence that opens with a verb has its speaker for subject: "Got the tattoo a few years ago."
+_IMPLICIT_ME = re.compile(
+    r"(?i)^(?:just |also |finally |recently |still |really )?(?:[a-z]+ed|[a-z]+ing|got|been|gonna|had|have|went|made|"
+    r"took|saw|found|bought|love|need|want|wanna|gotta|can't|won't|don't|didn't|can|will|would)\b"
+)
+
+
+def is_remark(sentence: str, dated: bool = False) -> bool:
+    """A sentence that says nothing of its speaker (no I, my, we; no 我; not opening with a verb whose
+    subject is the speaker) and names no one, no number, no title, no time: a comment ("The colors blend
+    nicely."), general advice ("散步可以改善心血管健康"). In a turn that also states something of its
+    speaker, the note of that statement carries the turn, remark and all."""
+    if dated or _TITLE.search(sentence):
         return False
     if _CJK.search(sentence):
         return "我" not in sentence
-    return not _ME.search(sentence) and not _PROPER.search(sentence[1:])
+    opening = _LEADING.sub("", sentence)
+    return not (_ME.search(sentence) or _PROPER.search(sentence[1:]) or _IMPLICIT_ME.match(opening))
 
 
 def _names_something(sentence: str, names: set[str]) -> bool:
@@ -280,22 +292,27 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         named = named if chinese else compact(named, names, _stop())
         continues = not chinese and _PRONOUN_START.match(tidy)
         small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
-        if not named or (continues and not said and small and not re.search(r"\d", tidy)):
+        if not named or (continues and not said and small and not _names_something(tidy, names)):
             result.chatter.append(sentence)  # "It was so much fun!" opening a turn reacts to the turn before
             continue
         if continues and said:
             remark, last = said[-1]
             joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
+            remark = remark and is_remark(sentence, resolved.text != tidy)
             said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
-        note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=resolved.text != tidy)
-        said.append((is_remark(sentence), note))
+        dated = resolved.text != tidy
+        note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=dated)
+        said.append((is_remark(sentence, dated), note))
     if caption and caption.group("caption").strip():
         shared = "分享了一张照片：" if _CJK.search(caption.group("caption")) else "shared "
         wording = f"{person.me} {shared}{_ARTICLE.sub('', caption.group('caption')).strip()}"
         said.append((True, Statement(_finish(wording, False, person), caption.group(0), day, day, caption=True)))
     # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
     facts = [statement for remark, statement in said if not remark]
+    if not facts and person.me in ASSISTANTS:
+        # an assistant's remark that names nothing is its advice or its reply, not a memory of the user
+        said = [(remark, s) for remark, s in said if _names_something(s.sentence, names)]
     result.statements = facts or [statement for _, statement in said]
     result.chatter += [statement.sentence for remark, statement in said if remark and facts]
     return result
