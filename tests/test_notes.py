@@ -295,7 +295,9 @@ def test_a_protected_turn_stays_active_with_only_its_dated_note(compacted):
     engine, _ = compacted
     assert _state(engine, "D2:3")[0] == "dormant"  # its pronouns are noted under Caroline's name
     assert _state(engine, "D2:4")[0] == "active"  # "I love": protected, never sleeps
-    assert _note_citing(engine, "D2:4")["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    assert (
+        _note_citing(engine, "D2:4")["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    )
 
 
 def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compacted):

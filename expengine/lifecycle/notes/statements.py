@@ -23,8 +23,8 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
+from .compact import IGNORABLE, OPINION_WORDS, compact
 from .subjects import ROLE_NAMES
-from .compact import DROPPED_WORDS, IGNORABLE, OPINION_WORDS, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
