@@ -10,8 +10,10 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
 - a turn whose statements are all carried by its notes, or that has nothing informative, goes
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
-  (`query.evidence_floor`); a turn that is not fully carried stays active. Pinned, protected and
-  lesson records (errors, preferences, safety…) never sleep.
+  (`query.note_evidence_floor`); a turn that is not fully carried stays active, and keeps only the
+  notes that resolve a date (it says the rest itself). Pinned, protected and lesson records (errors,
+  feedback…) never sleep; a conversation's preference or safety turn carried by its notes does, and
+  the note takes its category.
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`

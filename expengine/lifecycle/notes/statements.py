@@ -5,13 +5,16 @@ Per sentence of a turn (and the caption of an image it shared):
   nothing about anyone or anything: they are *chatter* and make no note;
 - any other sentence is a statement: interjections and filler words are dropped ("Wow,", "so",
   "really", "just"), first and second person become names (`subjects.py`), relative times become
-  dates (`dates.py`). Content words (names, objects, places, numbers, titles) are never dropped;
+  dates (`dates.py`), clauses that only evaluate and hedges are cut (`compact.py`). Content words
+  (names, objects, places, numbers, titles) are never dropped;
 - a sentence that starts with a pronoun ("It was so powerful.") continues the one before it and
-  joins its note ("…; it was powerful."); as a turn's first statement it has no subject, and so
-  does a sentence saying "you" with no addressee: these are *unresolved*, and the turn stays active.
+  joins its note; opening the turn, it is noted under its speaker's name ("Caroline: It …"). A
+  sentence saying "you" with no addressee is *unresolved*, and the turn stays active;
+- a *remark* (`is_remark`: nothing of the speaker, no name, number, title or time) and the caption
+  go with the turn's other statements, whose notes carry the turn; a turn of remarks only keeps them.
 
 A turn is covered when it has no unresolved sentence and its notes hold every content word of its
-statements; then it can sleep (see `__init__.py`).
+statements that a note may not drop; then it can sleep (see `__init__.py`).
 """
 
 from __future__ import annotations
