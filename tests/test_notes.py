@@ -341,6 +341,22 @@ def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
     assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
 
 
+def test_a_notes_turns_get_evidence_lines_by_the_note_floor(compacted):
+    """A note restates its turn: its evidence lines have their own floor (`query.note_evidence_floor`)."""
+    engine, _ = compacted
+    query = engine.store.config.query
+
+    def lines(note_floor: float) -> list[str]:
+        query.note_evidence_floor = note_floor
+        prompt = engine.query("When did Caroline go to the LGBTQ support group?", k=5, touch=False).prompt
+        return [line for line in prompt.splitlines() if "evidence (dormant): Caroline: I went" in line]
+
+    try:
+        assert lines(1.01) == [] and len(lines(-1.0)) == 1 and query.evidence_floor == 0.35
+    finally:
+        query.note_evidence_floor = 0.6
+
+
 # --- the optional model ------------------------------------------------------------------------------
 class _FakeModel:
     """Answers with a fixed note, as a local model would through `LLM.complete_json`."""
