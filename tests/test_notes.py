@@ -186,20 +186,21 @@ def test_chinese_first_person_becomes_the_speaker_and_dates_resolve():
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        # general advice names nothing: the assistant's reply, not a memory of the user
-        ("学习新技能是一个非常好的锻炼方式，可以帮助人们不断提升自己的能力和竞争力。", []),
-        ("真棒！听你这么说，我也好想去公园散步呢！", ["助手也好想去公园散步呢。"]),
-        # a title (or a number) is worth a note even in a remark
-        ("可以看看《小王子》，这本书很有趣。", ["助手：可以看看《小王子》，这本书很有趣。"]),
+        # a remark (no 我) goes with the turn's statement of its speaker; alone, it is the turn's note
+        ("这些也是非常优秀和经典的作品。我也喜欢阅读和思考。", ["助手也喜欢阅读和思考。"]),
         (
-            "那我推荐《小王子》和《傲慢与偏见》，这两本书都非常有趣并且充满了情感。",
-            ["那助手推荐《小王子》和《傲慢与偏见》，这两本书都有趣并且充满了情感。"],
+            "学习新技能是一个非常好的锻炼方式，可以帮助人们不断提升自己的能力和竞争力。",
+            ["助手：学习新技能是一个好的锻炼方式，可以帮助人们不断提升自己的能力和竞争力。"],
         ),
+        # "听你这么说" only reacts
+        ("真棒！听你这么说，我也好想去公园散步呢！", ["助手也好想去公园散步呢。"]),
+        # a title is worth a note even in a remark
+        ("可以看看《小王子》，这本书很有趣。", ["助手：可以看看《小王子》，这本书很有趣。"]),
     ],
 )
-def test_chinese_assistant_remarks_note_only_what_they_name(line, expected):
+def test_chinese_remarks_go_with_the_speakers_statement(line, expected):
     found = turn_notes(line, person=Person("助手", "用户"), day=dt.date(2023, 4, 27), names=set())
-    assert [s.text for s in found.statements] == expected
+    assert [s.text for s in found.statements] == expected and found.covered
 
 
 # --- in a store: sleeping, merging, superseding, finding ---------------------------------------------

@@ -27,7 +27,6 @@ from functools import lru_cache
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
 from .compact import IGNORABLE, OPINION_WORDS, compact
-from .subjects import ROLE_NAMES
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -176,7 +175,6 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
 
 # A caption is a description, read as one: its articles carry nothing ("photo of dog on beach").
 _ARTICLE = re.compile(r"(?i)\b(?:a|an|the)\s+")
-ASSISTANTS = frozenset(names["assistant"] for names in ROLE_NAMES.values())
 _TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
 
 
@@ -313,9 +311,6 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         said.append((True, Statement(_finish(wording, False, person), caption.group(0), day, day, caption=True)))
     # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
     facts = [statement for remark, statement in said if not remark]
-    if not facts and person.me in ASSISTANTS:
-        # an assistant's remark that names nothing is its advice or its reply, not a memory of the user
-        said = [(remark, s) for remark, s in said if _names_something(s.sentence, names)]
     result.statements = facts or [statement for _, statement in said]
     result.chatter += [statement.sentence for remark, statement in said if remark and facts]
     return result
