@@ -38,7 +38,7 @@ _REACTION = re.compile(
     r"(?i)^(?:that'?s|that is|that was|that sounds|sounds|it sounds|it'?s so|what an?|how|so glad|glad|"
     r"i'?m (?:so |really )?(?:glad|happy|sorry|proud)|you'?re|you are|you'?d|you'?ve got|you look|good (?:for you|luck|job)|"
     r"congrats|congratulations|keep (?:it )?up|i love (?:that|this|it)|love (?:that|this|it)|can'?t wait|"
-    r"thanks|thank you|wow|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
+    r"thanks|thank you|wow|woo+hoo+|yay|hooray|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
     r"me too|same here|take care|see you|bye|hope|i hope|i bet|i'?m sure|i can (?:tell|see|imagine)|let'?s|"
     r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree)\b"
 )
@@ -54,7 +54,9 @@ _FILLER = re.compile(
     r"\b(?:really|so(?!\s+(?:far|good|much|many|that|long)\b)|just|totally|super|actually|literally|definitely|"
     r"kinda|sorta|basically)\s+"
 )
-_PRONOUN_START = re.compile(r"(?i)^(?:it|it's|its|this|that|these|those|he|she|they|they're|he's|she's|there)\b")
+_PRONOUN_START = re.compile(
+    r"(?i)^(?:it|it's|its|this|that|these|those|he|she|they|they're|he's|she's|there|here|here's)\b"
+)
 _ZH_QUESTION = re.compile(r"[?？]$|[吗呢吧]$")
 _ZH_LEADING = re.compile(
     r"^(?:(?:你好|您好|嗨|哈喽|早上好|晚上好)[啊呀]?(?:AI伴侣)?|哈哈+|嗯+|哦+|啊+|哇+|嘿|当然了|当然|好的|是的|没问题|其实|说实话|对了)[，,！!、\s]*"
