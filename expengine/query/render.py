@@ -58,14 +58,17 @@ def quoted_in(line: str, source_text: str) -> bool:
     return False
 
 
-def render_prompt(hits: list["Hit"], *, budget: int | None, evidence_floor: float = 0.0) -> tuple[str, list["Hit"]]:
+def render_prompt(
+    hits: list["Hit"], *, budget: int | None, evidence_floor: float = 0.0, note_evidence_floor: float | None = None
+) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
     Hits are added in rank order until the next one would pass `budget` tokens
     (`textutil.approx_tokens` of the whole text, header included); then adding stops. A `reserved`
     hit (the rule slot) has its line's tokens set aside first, so neither the hits above it nor their
     evidence lines can use them. Under a unit come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit and reach
-    `evidence_floor` (cosine similarity to the query: an unrelated source only spends budget); a source
+    `evidence_floor` (cosine similarity to the query: an unrelated source only spends budget; a note's
+    turns, which it restates, reach `note_evidence_floor` where given); a source
     the unit's line already quotes (or whose text an earlier line already shows) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
     record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
@@ -94,12 +97,13 @@ def render_prompt(hits: list["Hit"], *, budget: int | None, evidence_floor: floa
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
         shown, evidence_lines = [], 0
+        floor = note_evidence_floor if hit.kind == "note" and note_evidence_floor is not None else evidence_floor
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
             if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt:
                 evidence.quoted = True
-            elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= evidence_floor:
+            elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
                 extra = evidence_line(evidence)
                 extra_cost = approx_tokens(extra)
                 if budget is not None and used + extra_cost + set_aside > budget:

@@ -96,7 +96,10 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     else:
         for hit in top:
             hit.expanded = []
-    prompt, kept = render_prompt(top, budget=budget, evidence_floor=store.config.query.evidence_floor)
+    query_cfg = store.config.query
+    prompt, kept = render_prompt(
+        top, budget=budget, evidence_floor=query_cfg.evidence_floor, note_evidence_floor=query_cfg.note_evidence_floor
+    )
     if args.touch and kept:
         reinforce(store, kept)
     return QueryResult(

@@ -10,8 +10,10 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
 - a turn whose statements are all carried by its notes, or that has nothing informative, goes
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
-  (`query.evidence_floor`); a turn that is not fully carried stays active. Pinned, protected and
-  lesson records (errors, preferences, safety…) never sleep.
+  (`query.note_evidence_floor`); a turn that is not fully carried stays active, and keeps only the
+  notes that resolve a date (it says the rest itself). Pinned, protected and lesson records (errors,
+  feedback…) never sleep; a conversation's preference or safety turn carried by its notes does, and
+  the note takes its category.
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
     from ..cycle import CycleContext
 
 NOTE_CATEGORY = "fact"
+# Lessons a conversation's turn may hold ("I love painting", "be careful on the ice"): a note that carries
+# such a turn takes its category, so the lesson stays in the hot store while the turn sleeps.
+CARRIED_LESSONS = ("preference", "safety")
 CONFIDENCE = 0.6  # a template's rewording of one turn; each restatement adds CONFIDENCE_PER_SOURCE
 CONFIDENCE_PER_SOURCE = 0.1
 
@@ -182,7 +187,7 @@ def _row(note: Note, turn: Turn) -> dict[str, Any]:
         "subject": note.subject,
         "attribute": note.attribute,
         "as_of": dt.datetime.combine(note.as_of, dt.time()),
-        "category": NOTE_CATEGORY,
+        "category": turn.category if turn.category in CARRIED_LESSONS else NOTE_CATEGORY,
         "agent": turn.agent,
         "support": len(note.source_ids),
         "confidence": CONFIDENCE,
@@ -229,16 +234,18 @@ def write_notes(
             turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
         )
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
-        for statement in found.statements:
-            reword(statement, turn.content)
-        ids = [
-            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in found.statements
-        ]
-        touched.extend(ids)
         sleepable = turn.category in SLEEPABLE_CATEGORIES and not turn.kept
+        carries = bool(found.statements) and found.covered and not turn.kept
+        carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
+        # a turn that stays active says everything itself: its notes are only the dates it resolves
+        statements = found.statements if carries else [s for s in found.statements if s.dated]
+        for statement in statements:
+            reword(statement, turn.content)
+        ids = [_note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements]
+        touched.extend(ids)
         if not found.statements and not found.unresolved and sleepable:
             chatter.append(turn.id)
-        elif found.covered and sleepable:
+        elif carries:
             carried[ids[0]].append(turn.id)
         else:
             report.turns_kept += 1

@@ -5,13 +5,16 @@ Per sentence of a turn (and the caption of an image it shared):
   nothing about anyone or anything: they are *chatter* and make no note;
 - any other sentence is a statement: interjections and filler words are dropped ("Wow,", "so",
   "really", "just"), first and second person become names (`subjects.py`), relative times become
-  dates (`dates.py`). Content words (names, objects, places, numbers, titles) are never dropped;
+  dates (`dates.py`), clauses that only evaluate and hedges are cut (`compact.py`). Content words
+  (names, objects, places, numbers, titles) are never dropped;
 - a sentence that starts with a pronoun ("It was so powerful.") continues the one before it and
-  joins its note ("…; it was powerful."); as a turn's first statement it has no subject, and so
-  does a sentence saying "you" with no addressee: these are *unresolved*, and the turn stays active.
+  joins its note; opening the turn, it is noted under its speaker's name ("Caroline: It …"). A
+  sentence saying "you" with no addressee is *unresolved*, and the turn stays active;
+- a *remark* (`is_remark`: nothing of the speaker, no name, number, title or time) and the caption
+  go with the turn's other statements, whose notes carry the turn; a turn of remarks only keeps them.
 
 A turn is covered when it has no unresolved sentence and its notes hold every content word of its
-statements; then it can sleep (see `__init__.py`).
+statements that a note may not drop; then it can sleep (see `__init__.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
+from .compact import IGNORABLE, OPINION_WORDS, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -34,34 +38,11 @@ _REACTION = re.compile(
     r"(?i)^(?:that'?s|that is|that was|that sounds|sounds|it sounds|it'?s so|what an?|how|so glad|glad|"
     r"i'?m (?:so |really )?(?:glad|happy|sorry|proud)|you'?re|you are|you'?d|you'?ve got|you look|good (?:for you|luck|job)|"
     r"congrats|congratulations|keep (?:it )?up|i love (?:that|this|it)|love (?:that|this|it)|can'?t wait|"
-    r"thanks|thank you|wow|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
+    r"thanks|thank you|wow|woo+hoo+|yay|hooray|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
     r"me too|same here|take care|see you|bye|hope|i hope|i bet|i'?m sure|i can (?:tell|see|imagine)|let'?s|"
     r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree)\b"
 )
 MAX_REACTION_WORDS = 3
-# Words of feeling and evaluation: a sentence made only of these (and stop words) holds no fact.
-OPINION_WORDS = frozenset(
-    """
-    love loves loved loving way ways support supportive supporting supported lot lots new tough difference thing
-    things hard important importance life seeing need needs having best moments moment joy positive inspiring
-    inspired inspire inspires gonna taking little feeling feelings feel feels felt long helps help helped helping
-    person experience experiences special means mean meant times come comes coming impact dream dreams getting
-    motivated motivating motivation world journey better key stuff makes make making rewarding look looks
-    looking worth brings bring brought took plus finding memories memory wanted different happened started
-    wants want share sharing trying try tried pushing push staying stay real think thinking thought able recently
-    blast pretty express expressing proud giving give gives encouragement encouraging appreciate appreciates
-    remember energy progress goals goal true beauty wait strong keeps keep knows know creative creating huge
-    remind reminds reminder reminded enjoy enjoying enjoyed reach kind change sorry thinks truly challenges
-    challenge learn learning happen create gives passion passionate success kindness forward finally hoping hope
-    hopes magical thankful grateful tell acceptance especially lucky comfort determined growth far emotions
-    emotional mind easy cause ready happy happiness glad excited exciting amazing awesome great good fun cool nice
-    lovely wonderful beautiful incredible fantastic sweet cute crazy wild perfect fulfilling meaningful
-    worthwhile valuable vital crucial essential powerful peaceful peace calm relaxing relax relaxed chill
-    stress stressful tired busy fine ok okay sure totally absolutely definitely lately recently always sometimes
-    people everyone anyone someone something anything everything nothing others other ones one day days
-    hear heard glad wish believe believes belief agree understand understands true truth heart kinds
-    """.split()
-)
 _YOU = re.compile(r"(?i)\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b")
 _ME = re.compile(r"\bI\b|(?i:\b(?:my|me|mine|myself|we|our|us)\b)|\bI'")
 _PROPER = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+\b")
@@ -73,14 +54,17 @@ _FILLER = re.compile(
     r"\b(?:really|so(?!\s+(?:far|good|much|many|that|long)\b)|just|totally|super|actually|literally|definitely|"
     r"kinda|sorta|basically)\s+"
 )
-_PRONOUN_START = re.compile(r"(?i)^(?:it|it's|its|this|that|these|those|he|she|they|they're|he's|she's|there)\b")
+_PRONOUN_START = re.compile(
+    r"(?i)^(?:it|it's|its|this|that|these|those|he|she|they|they're|he's|she's|there|here|here's)\b"
+)
 _ZH_QUESTION = re.compile(r"[?？]$|[吗呢吧]$")
 _ZH_LEADING = re.compile(
     r"^(?:(?:你好|您好|嗨|哈喽|早上好|晚上好)[啊呀]?(?:AI伴侣)?|哈哈+|嗯+|哦+|啊+|哇+|嘿|当然了|当然|好的|是的|没问题|其实|说实话|对了)[，,！!、\s]*"
 )
 _ZH_REACTION = re.compile(
     r"(?:很|非常|真)?(?:高兴|开心)(?:认识|见到)?[你您]?|(?:谢谢|感谢|多谢)[你您]?(?:的\S{0,6})?|不客气|没关系|真[棒好]|太[好棒]了|"
-    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手"
+    r"好[呀啊的]?|是[啊呀的]|没错|当然|嗯+|哈+|哇+|加油|祝[你您]\S{0,8}|AI伴侣|(?:亲爱的)?小?助手|"
+    r"(?:那|这)?(?:听起来|看起来|感觉)(?:很|真|非常)?(?:不错|棒|有趣|好|厉害)[啊呀]?|不用谢|不好意思|真的吗|听[你您]这么说"
 )
 _ZH_FILLER = re.compile(r"(?:真的|非常|特别|十分|挺|蛮|超级)")
 _ZH_EMPTY = re.compile("(?:" + "|".join(sorted(CHATTER_WORDS["zh"], key=len, reverse=True)) + r"|[，,。！!？?、\s])+")
@@ -93,6 +77,7 @@ class Statement:
     day: dt.date  # the day the fact is about
     said_on: dt.date  # the day of the turn
     caption: bool = False  # the caption of an image the turn shared
+    dated: bool = False  # a relative time in it became a date
 
 
 @dataclass
@@ -114,7 +99,7 @@ class TurnNotes:
             for s in self.statements
             if not s.caption
             for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
-            if w not in DROPPED_WORDS and w not in self.names
+            if w not in IGNORABLE and w not in self.names
         }
         return said <= noted
 
@@ -122,14 +107,6 @@ class TurnNotes:
 def _said(sentence: str) -> str:
     """A sentence less the openers and fillers a note drops on purpose."""
     return _tidy_chinese(sentence) if _CJK.search(sentence) else _LEADING.sub("", sentence)
-
-
-# What a note may leave out of its sentence: person words (names stand in) and filler.
-DROPPED_WORDS = frozenset(
-    "i me my mine myself we us our ours ourselves you your yours yourself "
-    "i'm i've i'll i'd we're we've we'll we'd you're you've you'll you'd "
-    "really so just totally super actually literally definitely kinda sorta basically".split()
-)
 
 
 @lru_cache(maxsize=1)
@@ -198,7 +175,29 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
     return (bool(_YOU.search(sentence)) and not _ME.search(sentence)) or all(w in OPINION_WORDS for w in words)
 
 
+# A caption is a description, read as one: its articles carry nothing ("photo of dog on beach").
+_ARTICLE = re.compile(r"(?i)\b(?:a|an|the)\s+")
 _TITLE = re.compile(r"《[^》]+》|\"[^\"]{2,}\"|\d")
+
+
+# A sentence that opens with a verb has its speaker for subject: "Got the tattoo a few years ago."
+_IMPLICIT_ME = re.compile(
+    r"(?i)^(?:just |also |finally |recently |still |really )?(?:[a-z]+ed|[a-z]+ing|got|been|gonna|had|have|went|made|"
+    r"took|saw|found|bought|love|need|want|wanna|gotta|can't|won't|don't|didn't|can|will|would)\b"
+)
+
+
+def is_remark(sentence: str, dated: bool = False) -> bool:
+    """A sentence that says nothing of its speaker (no I, my, we; no 我; not opening with a verb whose
+    subject is the speaker) and names no one, no number, no title, no time: a comment ("The colors blend
+    nicely."), general advice ("散步可以改善心血管健康"). In a turn that also states something of its
+    speaker, the note of that statement carries the turn, remark and all."""
+    if dated or _TITLE.search(sentence):
+        return False
+    if _CJK.search(sentence):
+        return "我" not in sentence
+    opening = _LEADING.sub("", sentence)
+    return not (_ME.search(sentence) or _PROPER.search(sentence[1:]) or _IMPLICIT_ME.match(opening))
 
 
 def _names_something(sentence: str, names: set[str]) -> bool:
@@ -227,9 +226,9 @@ def _tidy_chinese(sentence: str) -> str:
 
 
 def _finish(text: str, chinese: bool, person: subjects.Person) -> str:
-    """The note's last touch: a sentence that names neither speaker says who said it ("Caroline: the
-    transgender stories were inspiring.")."""
-    named = any(n and n in text for n in (person.me, person.you))
+    """The note's last touch: a sentence that names neither speaker, or opens with a pronoun, says who
+    said it ("Caroline: the transgender stories were inspiring.", "Caroline: they've been there …")."""
+    named = any(n and n in text for n in (person.me, person.you)) and not _PRONOUN_START.match(text)
     if chinese:
         text = text.rstrip("。！!；;") + "。"
         return text if named else f"{person.me}：{text}"
@@ -276,13 +275,14 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     if caption:
         body = body[: caption.start()]
     result = TurnNotes(speaker=person.me, names=names)
+    said: list[tuple[bool, Statement]] = []  # (a remark?, the statement), in the turn's order
     for sentence in _with_statement_clauses(sentences(body)):
         chinese = bool(_CJK.search(sentence))
         if is_chatter(sentence, names):
             if not _names_something(sentence, names):
                 result.chatter.append(sentence)
             elif (asked := _question_note(sentence, person, day, chinese)) is not None:
-                result.statements.append(asked)  # may be all the turn says of a title, a number, a name
+                said.append((False, asked))  # may be all the turn says of a title, a number, a name
             else:
                 result.unresolved.append(sentence)
             continue
@@ -292,29 +292,27 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         if named is None:
             result.unresolved.append(sentence)
             continue
+        named = named if chinese else compact(named, names, _stop())
         continues = not chinese and _PRONOUN_START.match(tidy)
-        if continues and not result.statements:
-            # "It was so much fun!" opening a turn reacts to what was said before it
-            small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
-            (result.chatter if small and not re.search(r"\d", tidy) else result.unresolved).append(sentence)
+        small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
+        if not named or (continues and not said and small and not _names_something(tidy, names)):
+            result.chatter.append(sentence)  # "It was so much fun!" opening a turn reacts to the turn before
             continue
-        if continues:
-            last = result.statements[-1]
+        if continues and said:
+            remark, last = said[-1]
             joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
-            result.statements[-1] = Statement(
-                _finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day
-            )
+            remark = remark and is_remark(sentence, resolved.text != tidy)
+            said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
-        result.statements.append(Statement(_finish(named, chinese, person), sentence, resolved.day or day, day))
+        dated = resolved.text != tidy
+        note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=dated)
+        said.append((is_remark(sentence, dated), note))
     if caption and caption.group("caption").strip():
         shared = "分享了一张照片：" if _CJK.search(caption.group("caption")) else "shared "
-        result.statements.append(
-            Statement(
-                _finish(f"{person.me} {shared}{caption.group('caption').strip()}", False, person),
-                caption.group(0),
-                day,
-                day,
-                caption=True,
-            )
-        )
+        wording = f"{person.me} {shared}{_ARTICLE.sub('', caption.group('caption')).strip()}"
+        said.append((True, Statement(_finish(wording, False, person), caption.group(0), day, day, caption=True)))
+    # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
+    facts = [statement for remark, statement in said if not remark]
+    result.statements = facts or [statement for _, statement in said]
+    result.chatter += [statement.sentence for remark, statement in said if remark and facts]
     return result

@@ -1,0 +1,89 @@
+"""A note's wording cut to the facts it states.
+
+A statement keeps every clause that names something (a person, an object, a place, a number, a title,
+a date, an action), and loses the clauses that only evaluate or feel ("…, which is pretty exciting",
+"…; it's a great way to relax after a long day") and the hedges and intensifiers inside the rest
+("pretty", "kind of", "a bit"). Which words a note may lose is one list, `IGNORABLE`, so the coverage
+check (`statements.TurnNotes.covered`) and the cut agree: a turn whose notes lost only ignorable words
+is still carried by them, and its full text stays reachable as the evidence line under its note.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Words of feeling and evaluation: a sentence made only of these (and stop words) holds no fact.
+OPINION_WORDS = frozenset(
+    """
+    love loves loved loving way ways support supportive supporting supported lot lots new tough difference thing
+    things hard important importance life seeing need needs having best moments moment joy positive inspiring
+    inspired inspire inspires gonna taking little feeling feelings feel feels felt long helps help helped helping
+    person experience experiences special means mean meant times come comes coming impact dream dreams getting
+    motivated motivating motivation world journey better key stuff makes make making rewarding look looks
+    looking worth brings bring brought took plus finding memories memory wanted different happened started
+    wants want share sharing trying try tried pushing push staying stay real think thinking thought able recently
+    blast pretty express expressing proud giving give gives encouragement encouraging appreciate appreciates
+    remember energy progress goals goal true beauty wait strong keeps keep knows know creative creating huge
+    remind reminds reminder reminded enjoy enjoying enjoyed reach kind change sorry thinks truly challenges
+    challenge learn learning happen create gives passion passionate success kindness forward finally hoping hope
+    hopes magical thankful grateful tell acceptance especially lucky comfort determined growth far emotions
+    emotional mind easy cause ready happy happiness glad excited exciting amazing awesome great good fun cool nice
+    lovely wonderful beautiful incredible fantastic sweet cute crazy wild perfect fulfilling meaningful
+    worthwhile valuable vital crucial essential powerful peaceful peace calm relaxing relax relaxed chill
+    stress stressful tired busy fine ok okay sure totally absolutely definitely lately recently always sometimes
+    people everyone anyone someone something anything everything nothing others other ones one day days
+    hear heard glad wish believe believes belief agree understand understands true truth heart kinds
+    """.split()
+)
+
+# What a note may leave out of its sentence: person words (names stand in) and filler.
+DROPPED_WORDS = frozenset(
+    "i me my mine myself we us our ours ourselves you your yours yourself "
+    "i'm i've i'll i'd we're we've we'll we'd you're you've you'll you'd "
+    "really so just totally super actually literally definitely kinda sorta basically".split()
+)
+# Words that soften, intensify or pad: a note states the fact without them.
+HEDGE_WORDS = frozenset(
+    "pretty kinda sorta quite very too btw even all sure though anyway honestly bit little somewhat "
+    "literally seriously tbh whole much many lot lots gotta gonna wanna cuz".split()
+)
+IGNORABLE = OPINION_WORDS | DROPPED_WORDS | HEDGE_WORDS
+_HEDGE = re.compile(
+    r"(?i)\b(?:pretty(?=\s+\w+)|kind of|sort of|kinda|sorta|a bit|a little bit|quite|very|btw|honestly|tbh|"
+    r"literally|seriously)\b\s*"
+)
+# Where a clause ends: a comma, semicolon, colon or dash, or before a word that opens an aside.
+_CUT = re.compile(
+    r"(\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:which|but|because|since|cuz|though|although)\b)"
+    r"|\s+(?=and (?:it|it's|that|that's|this|they|they're|there)\b))",
+    re.IGNORECASE,
+)
+_OPENER = re.compile(r"(?i)^(?:which|but|because|since|cuz|though|although|and|so|plus)\b\s*")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_DIGIT = re.compile(r"\d")
+
+
+def states_something(clause: str, names: set[str], stop: frozenset[str]) -> bool:
+    """A clause with a number, or a content word that is neither ignorable nor a speaker's name."""
+    if _DIGIT.search(clause):
+        return True
+    return any(
+        w not in stop and w not in IGNORABLE and w not in names and _base(w) not in IGNORABLE
+        for w in _WORD.findall(clause.lower())
+    )
+
+
+def _base(word: str) -> str:
+    return word[:-2] if word.endswith("'s") else word
+
+
+def compact(text: str, names: set[str], stop: frozenset[str]) -> str:
+    """`text` less its clauses that state nothing and its hedges; empty when no clause states anything."""
+    parts = _CUT.split(text)
+    clauses, cuts = parts[0::2], ["", *parts[1::2]]
+    kept = [(cut, clause) for cut, clause in zip(cuts, clauses) if states_something(clause, names, stop)]
+    if not kept:
+        return ""
+    out = _OPENER.sub("", kept[0][1]) + "".join(cut + clause for cut, clause in kept[1:])
+    out = _HEDGE.sub("", out)
+    return re.sub(r"\s{2,}", " ", out).strip(" ,;:-")
