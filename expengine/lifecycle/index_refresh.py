@@ -1,4 +1,5 @@
-"""The cycle's last step: refresh the full-text and vector indexes when rows changed."""
+"""The cycle's last step: refresh the full-text and vector indexes when rows changed, then drop the
+LanceDB versions older than the latest (the cycle's snapshot holds the store as it was before)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,19 @@ class IndexReport(Result):
     state_changes: int
     indexes: dict[str, dict[str, bool]] | None  # None: nothing changed, nothing refreshed
     seconds: float = 0.0
+    old_versions_dropped: int = 0
+    bytes_freed: int = 0
 
     def summary(self) -> str:
+        dropped = f"; dropped {self.old_versions_dropped} old index versions" if self.old_versions_dropped else ""
         if self.indexes is None:
-            return "nothing changed"
-        return f"{self.state_changes} state changes; refreshed " + ", ".join(self.indexes)
+            return "nothing changed" + dropped
+        return f"{self.state_changes} state changes; refreshed " + ", ".join(self.indexes) + dropped
 
 
 class IndexStep:
     def run(self, store: "Store", ctx: "CycleContext") -> IndexReport:
+        from ..store.index import MEMORIES, UNITS
         from ..store.reindex import refresh_indexes
 
         started = time.perf_counter()
@@ -49,4 +54,11 @@ class IndexStep:
         indexes = None
         if moved or clustered:
             indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
-        return IndexReport(int(moved), indexes, seconds=round(time.perf_counter() - started, 3))
+        dropped = [store.index.drop_old_versions(name) for name in (MEMORIES, UNITS)] if not ctx.dry_run else []
+        return IndexReport(
+            int(moved),
+            indexes,
+            seconds=round(time.perf_counter() - started, 3),
+            old_versions_dropped=sum(v for v, _ in dropped),
+            bytes_freed=sum(b for _, b in dropped),
+        )

@@ -8,6 +8,7 @@ import fcntl
 import json
 import logging
 import os
+import shutil
 import stat
 import struct
 import threading
@@ -127,6 +128,25 @@ class StoreLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """`target` as a copy of the LanceDB folder `source` whose data, index and deletion files are hard
+    links to the same bytes (a plain copy where the filesystem cannot link). Sound because Lance never
+    changes such a file once written: a commit, a compaction or an index writes new files and a cleanup
+    unlinks old ones, so a file shared by the store and its snapshots keeps its bytes for each of them.
+    The small files in `_versions` are copied: Lance rewrites its latest-version hint there."""
+
+    def link(src: str, dst: str) -> None:
+        if Path(src).parent.name == "_versions":
+            shutil.copy2(src, dst)
+            return
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link)
 
 
 def journal_ingest(store_dir: Path, path: str, started: dt.datetime) -> None:

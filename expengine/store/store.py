@@ -16,23 +16,35 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import DB_FILE, LANCE_DIR, open_database, utcnow
-from .embeddings import EmbeddingCache
+from .db import DB_FILE, LANCE_DIR, link_tree, open_database, utcnow
+from .embeddings import EmbeddingCache, VectorMemo
 from .index import Index
 
 
 class Store:
     """DuckDB (the truth) + LanceDB (the derived index) + config + embedding cache, for one folder."""
 
-    def __init__(self, path: Path, *, config: Config, embedder: Embedder, read_only: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        config: Config,
+        embedder: Embedder,
+        read_only: bool = False,
+        index: Index | None = None,
+        memo: VectorMemo | None = None,
+    ):
+        """`index` and `memo`: kept from an earlier Store on the same folder (`Engine` between calls), so
+        open tables and vectors already read are not read again; the index must have been checked
+        against other processes' writes (`Index.forget_changed`)."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
         self.read_only = read_only  # this user cannot write the folder: reads only, no healing
         self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only)
-        self.index = Index(self.dir / LANCE_DIR)
+        self.index = index or Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
-        self.embeddings = EmbeddingCache(self.con, embedder)
+        self.embeddings = EmbeddingCache(self.con, embedder, memo)
         self._depth = 0
 
     @contextmanager
@@ -117,13 +129,14 @@ class Store:
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
 
     def copy_files(self, target: Path) -> None:
-        """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
+        """Copy the DuckDB file (made self-contained by CHECKPOINT) into `target`, and link the LanceDB
+        folder there (`link_tree`): snapshots share the index files that did not change."""
         self.con.execute("CHECKPOINT")
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
         lance = self.dir / LANCE_DIR
         if lance.exists():
-            shutil.copytree(lance, target / LANCE_DIR)
+            link_tree(lance, target / LANCE_DIR)
 
     @contextmanager
     def rehearsal(self, scratch: Path) -> Iterator["Store"]:
