@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -18,6 +17,7 @@ from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
 from .db import DB_FILE, LANCE_DIR, link_tree, open_database, utcnow
 from .embeddings import EmbeddingCache, VectorMemo
+from .filters import sql_str
 from .index import Index
 
 
@@ -129,11 +129,17 @@ class Store:
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
 
     def copy_files(self, target: Path) -> None:
-        """Copy the DuckDB file (made self-contained by CHECKPOINT) into `target`, and link the LanceDB
-        folder there (`link_tree`): snapshots share the index files that did not change."""
-        self.con.execute("CHECKPOINT")
+        """Copy the database into `target` and link the LanceDB folder there (`link_tree`): snapshots
+        share the index files that did not change. The copy is written table by table into a new file,
+        without the free blocks the store's file gathers (a third of it after three cycles)."""
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
+        (source,) = self.con.execute("SELECT current_database()").fetchone()  # type: ignore[misc]
+        self.con.execute(f"ATTACH {sql_str(str(target / DB_FILE))} AS snapshot_copy")
+        try:
+            self.con.execute(f'COPY FROM DATABASE "{source}" TO snapshot_copy')
+            self.con.execute("CHECKPOINT snapshot_copy")
+        finally:
+            self.con.execute("DETACH snapshot_copy")
         lance = self.dir / LANCE_DIR
         if lance.exists():
             link_tree(lance, target / LANCE_DIR)
