@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -30,15 +29,9 @@ START = dt.datetime(2026, 6, 1, 3, 0)
 
 def folder_bytes(path: Path) -> int:
     """Bytes the folder takes, each hard-linked file counted once (what `du` reports)."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            st = os.lstat(os.path.join(folder, name))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
-    return total
+    from expengine.lifecycle.snapshot import disk_bytes
+
+    return disk_bytes([path])
 
 
 def sizes(store: Path, raw: int) -> dict:
