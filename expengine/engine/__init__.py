@@ -11,7 +11,15 @@ from ..config import Config, default_store_dir
 from ..errors import StoreError, TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
-from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
+from ..store.db import (
+    LOCK_FILE,
+    SCRUB_PENDING,
+    StoreLock,
+    database_host,
+    private_files,
+    secure_store_dir,
+    store_errors,
+)
 from ..store.embeddings import VectorMemo
 from ..store.index import Index
 from ..store.reindex import heal_pending
@@ -44,8 +52,9 @@ class Engine(Upkeep):
     `with engine.session():` to keep the store open (and locked) across several calls.
 
     Between calls only the DuckDB file is let go (DuckDB lets one process at a time open it to
-    write). The LanceDB tables stay open (reopened only when another process wrote them since,
-    `Index.forget_changed`), and so do the vectors already read (`VectorMemo`).
+    write): it is detached from an in-memory DuckDB this Engine keeps (`database_host`). The LanceDB
+    tables stay open (reopened only when another process wrote them since, `Index.forget_changed`),
+    and so do the vectors already read (`VectorMemo`).
     """
 
     def __init__(
@@ -73,6 +82,7 @@ class Engine(Upkeep):
         self._held = False
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
+        self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
         self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size, model=cfg.model)
@@ -90,6 +100,8 @@ class Engine(Upkeep):
             try:
                 if self._index is not None:
                     self._index.forget_changed()
+                if self._host is None:
+                    self._host = database_host()
                 store = Store(
                     self.store_dir,
                     config=self.config,
@@ -97,6 +109,7 @@ class Engine(Upkeep):
                     read_only=self._lock.read_only,
                     index=self._index,
                     memo=self._memo,
+                    host=self._host,
                 )
             except BaseException:
                 self._index = None

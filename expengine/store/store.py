@@ -15,7 +15,7 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import DB_FILE, LANCE_DIR, link_tree, open_database, utcnow
+from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_tree, open_database, utcnow
 from .embeddings import EmbeddingCache, VectorMemo
 from .filters import sql_str
 from .index import Index
@@ -33,15 +33,18 @@ class Store:
         read_only: bool = False,
         index: Index | None = None,
         memo: VectorMemo | None = None,
+        host: duckdb.DuckDBPyConnection | None = None,
     ):
-        """`index` and `memo`: kept from an earlier Store on the same folder (`Engine` between calls), so
-        open tables and vectors already read are not read again; the index must have been checked
-        against other processes' writes (`Index.forget_changed`)."""
+        """`index`, `memo` and `host`: kept from an earlier Store on the same folder (`Engine` between
+        calls), so open tables, vectors already read and the DuckDB instance the file is attached to
+        (`database_host`) are not made again; the index must have been checked against other
+        processes' writes (`Index.forget_changed`)."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
         self.read_only = read_only  # this user cannot write the folder: reads only, no healing
-        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only)
+        self._host = host
+        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only, host=host)
         self.index = index or Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo)
@@ -71,13 +74,13 @@ class Store:
 
     def close(self) -> None:
         if self.con is not None:
-            self.con.close()
+            close_database(self.con)
             self.con = None  # type: ignore[assignment]
 
     def reopen(self) -> None:
         """Reconnect after the files were replaced underneath (a snapshot restore)."""
         self.close()
-        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only)
+        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only, host=self._host)
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
@@ -117,6 +120,7 @@ class Store:
         and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
         view = copy.copy(self)
         view.con = self.con.cursor()
+        view.con.execute(f"USE {DB_ALIAS}")
         view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo)
         view._depth = 0
         return view
