@@ -1,13 +1,15 @@
 """A plain `Engine.query` between other processes' writes, and the store's size on disk (issue 23).
 
     python bench/warm_disk.py [--logs sample_logs] [--cycles 3] [--queries 200] [--workdir DIR]
-                              [--out bench/results/warm_disk.json]
+                              [--out bench/results/warm_disk.json] [--queries-only]
 
 The sample logs are ingested into a fresh store and compacted `--cycles` times one nightly clock tick
 apart (templates only). After each cycle the store folder (snapshots included), its LanceDB folder
 and its snapshots are measured against the raw log bytes. Then, on the compacted store, p50/p95 of
 `Engine.query(text, k=5, touch=False)` as an embedding agent makes it (no `session()`: the store lock
 is taken and let go on every call) against the same queries inside one `engine.session()`, in wall and CPU time (this process's threads: steadier on a busy machine).
+`--queries-only` times the queries alone on the store `--workdir` already holds (to compare two
+versions of the code on one store, one after the other).
 """
 
 from __future__ import annotations
@@ -92,10 +94,17 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workdir", type=Path, help="build the store here (default: a temp folder)")
     parser.add_argument("--out", type=Path, default=RESULTS / "warm_disk.json")
+    parser.add_argument(
+        "--queries-only", action="store_true", help="only time the queries, on the store already in --workdir"
+    )
     args = parser.parse_args()
     from expengine import Engine
 
     embedder = load_embedder()
+    if args.queries_only:
+        timings = measure_queries(args.workdir / "store", query_texts(args.logs, args.queries), embedder)
+        print(json.dumps(timings))
+        return
     logs = sorted(p for p in args.logs.iterdir() if p.is_file())
     raw = sum(p.stat().st_size for p in logs)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="expengine-warm-"))
