@@ -125,12 +125,17 @@ class Engine(Upkeep):
                     self._release()
 
     def _release(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._index = self._store.index  # a restore gave the store a new one
-            self._index.remember_versions()
-            self._store = None
-        self._lock.release()
+        store, self._store = self._store, None
+        try:
+            if store is not None:
+                store.close()
+                self._index = store.index  # a restore gave the store a new one
+                self._index.remember_versions()
+        except BaseException:
+            self._index = self._host = None  # a file that failed to detach goes with its DuckDB instance
+            raise
+        finally:
+            self._lock.release()
 
     @property
     def store(self) -> Store:

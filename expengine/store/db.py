@@ -21,6 +21,7 @@ import duckdb
 
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
 from ..errors import LockedError, StoreError
+from .filters import sql_str
 from .migrations import MIGRATIONS
 
 DB_FILE = "expengine.duckdb"
@@ -241,7 +242,7 @@ def open_database(
     short = short_of_its_header(path)
     con = (host or database_host()).cursor()
     try:
-        con.execute(f"ATTACH {_quoted(path)} AS {DB_ALIAS}" + (" (READ_ONLY)" if read_only else ""))
+        con.execute(f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (" (READ_ONLY)" if read_only else ""))
         con.execute(f"USE {DB_ALIAS}")
     except duckdb.Error as exc:
         con.close()
@@ -268,10 +269,6 @@ def close_database(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DETACH {DB_ALIAS}")
     finally:
         con.close()
-
-
-def _quoted(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def short_of_its_header(path: Path) -> str | None:
