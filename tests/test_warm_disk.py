@@ -65,8 +65,7 @@ def test_a_cycle_leaves_one_version_of_each_index_table(make_engine, write_jsonl
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
     engine.ingest([write_jsonl("b.jsonl", CHATTER)])
     assert len(manifests(tmp_path / "store", MEMORIES)) > 1
-    report = engine.compact(refine=False)
-    assert report.steps["index"]["old_versions_dropped"] > 0 and report.steps["index"]["bytes_freed"] > 0
+    engine.compact(refine=False)
     for table in (MEMORIES, UNITS):
         if (tmp_path / "store" / LANCE_DIR / f"{table}.lance").exists():
             assert len(manifests(tmp_path / "store", table)) == 1, table

@@ -195,18 +195,15 @@ class Index:
             table.to_lance().optimize.compact_files()
             table.checkout_latest()
 
-    def drop_old_versions(self, name: str) -> tuple[int, int]:
-        """Delete every version of the table but the latest, and the files only they use: (versions,
-        bytes) removed. Lance keeps each commit's files (an ingest, a state change, a rebuilt index), and
+    def drop_old_versions(self, name: str) -> None:
+        """Delete every version of the table but the latest, and the files only they use. Lance keeps each commit's files (an ingest, a state change, a rebuilt index), and
         a store compacted nightly grew its LanceDB folder to 4x its live data. Only the store-lock holder
         may call it (no write may be in progress); snapshots keep their own links to the files."""
         table = self.table(name)
-        if table is None:
-            return 0, 0
-        with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
-            warnings.simplefilter("ignore")
-            stats = table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
-        return int(stats.old_versions), int(stats.bytes_removed)
+        if table is not None:
+            with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
+                warnings.simplefilter("ignore")
+                table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
 
     def refresh_scalar_indexes(self, name: str) -> None:
         """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by
