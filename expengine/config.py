@@ -180,7 +180,10 @@ class ServeConfig:
 
 @dataclass
 class SnapshotConfig:
-    retention: int = 5
+    retention: int = 5  # snapshots kept, newest first
+    # and, oldest first, those that take the snapshots folder over this many bytes (0: no limit); files
+    # shared by snapshots count once; the newest snapshot always stays
+    max_bytes: int = 0
 
 
 @dataclass
@@ -319,6 +322,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "ingest.max_line_bytes": (1, None),
     "ingest.max_content_chars": (1, None),
     "snapshot.retention": (1, None),
+    "snapshot.max_bytes": (0, None),
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "llm.mode": ("auto", "model", "template"),

@@ -11,7 +11,17 @@ from ..config import Config, default_store_dir
 from ..errors import StoreError, TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
-from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
+from ..store.db import (
+    LOCK_FILE,
+    SCRUB_PENDING,
+    StoreLock,
+    database_host,
+    private_files,
+    secure_store_dir,
+    store_errors,
+)
+from ..store.embeddings import VectorMemo
+from ..store.index import Index
 from ..store.reindex import heal_pending
 from ..store.store import Store
 from .upkeep import Upkeep
@@ -40,6 +50,11 @@ class Engine(Upkeep):
     agent may keep an Engine for its whole life without blocking a cron `compact` or CLI queries;
     a call made while another process holds the store waits up to `lock_timeout` seconds. Use
     `with engine.session():` to keep the store open (and locked) across several calls.
+
+    Between calls only the DuckDB file is let go (DuckDB lets one process at a time open it to
+    write): it is detached from an in-memory DuckDB this Engine keeps (`database_host`). The LanceDB
+    tables stay open (reopened only when another process wrote them since, `Index.forget_changed`),
+    and so do the vectors already read (`VectorMemo`).
     """
 
     def __init__(
@@ -65,6 +80,9 @@ class Engine(Upkeep):
         self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
         self._store: Store | None = None
         self._held = False
+        self._index: Index | None = None  # the LanceDB tables, kept open between calls
+        self._memo = VectorMemo()
+        self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
         self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size, model=cfg.model)
@@ -80,10 +98,21 @@ class Engine(Upkeep):
                 return
             self._lock.acquire()
             try:
+                if self._index is not None:
+                    self._index.forget_changed()
+                if self._host is None:
+                    self._host = database_host()
                 store = Store(
-                    self.store_dir, config=self.config, embedder=self.embedder, read_only=self._lock.read_only
+                    self.store_dir,
+                    config=self.config,
+                    embedder=self.embedder,
+                    read_only=self._lock.read_only,
+                    index=self._index,
+                    memo=self._memo,
+                    host=self._host,
                 )
             except BaseException:
+                self._index = None
                 self._lock.release()
                 raise
             self._store = store
@@ -96,10 +125,17 @@ class Engine(Upkeep):
                     self._release()
 
     def _release(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-        self._lock.release()
+        store, self._store = self._store, None
+        try:
+            if store is not None:
+                store.close()
+                self._index = store.index  # a restore gave the store a new one
+                self._index.remember_versions()
+        except BaseException:
+            self._index = self._host = None  # a file that failed to detach goes with its DuckDB instance
+            raise
+        finally:
+            self._lock.release()
 
     @property
     def store(self) -> Store:

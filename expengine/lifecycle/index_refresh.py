@@ -1,4 +1,5 @@
-"""The cycle's last step: refresh the full-text and vector indexes when rows changed."""
+"""The cycle's last step: refresh the full-text and vector indexes when rows changed, then drop the
+LanceDB versions older than the latest (the cycle's snapshot holds the store as it was before)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class IndexReport(Result):
 
 class IndexStep:
     def run(self, store: "Store", ctx: "CycleContext") -> IndexReport:
+        from ..store.index import MEMORIES, UNITS
         from ..store.reindex import refresh_indexes
 
         started = time.perf_counter()
@@ -49,4 +51,7 @@ class IndexStep:
         indexes = None
         if moved or clustered:
             indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
+        if not ctx.dry_run:  # files, not memories: a dry run's report (equal to the real one's) leaves it out
+            for name in (MEMORIES, UNITS):
+                store.index.drop_old_versions(name)
         return IndexReport(int(moved), indexes, seconds=round(time.perf_counter() - started, 3))

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import stat
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import duckdb
 from ..errors import InputError, NotFoundError, StoreError
 from ..results import Result
 from ..store import units
-from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, ingested_since, unreadable, utcnow
+from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, ingested_since, link_tree, unreadable, utcnow
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
 
@@ -86,7 +87,7 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
     )
     (tmp / META_FILE).write_text(json.dumps(info.to_dict()), encoding="utf-8")
     tmp.rename(root / snapshot_id)
-    prune_snapshots(store, keep=max(1, store.config.snapshot.retention))
+    prune_snapshots(store, keep=max(1, store.config.snapshot.retention), max_bytes=store.config.snapshot.max_bytes)
     return info
 
 
@@ -110,11 +111,31 @@ def _snapshots_in(root: Path) -> list[SnapshotInfo]:
     return sorted(found, key=lambda s: (s.created, s.id), reverse=True)
 
 
-def prune_snapshots(store: "Store", *, keep: int) -> list[str]:
-    removed = [s.id for s in list_snapshots(store)[keep:]]
+def prune_snapshots(store: "Store", *, keep: int, max_bytes: int = 0) -> list[str]:
+    """Delete all but the newest `keep` snapshots, then, oldest first, those that take the folder over
+    `max_bytes` on disk (0: no limit; the newest always stays)."""
+    root = snapshot_root(store)
+    kept = list_snapshots(store)
+    removed = [s.id for s in kept[keep:]]
+    kept = kept[:keep]
+    while max_bytes and len(kept) > 1 and disk_bytes([root / s.id for s in kept]) > max_bytes:
+        removed.append(kept.pop().id)
     for snapshot_id in removed:
-        shutil.rmtree(snapshot_root(store) / snapshot_id, ignore_errors=True)
+        shutil.rmtree(root / snapshot_id, ignore_errors=True)
     return removed
+
+
+def disk_bytes(folders: list[Path]) -> int:
+    """Bytes the folders take, a file hard-linked several times (snapshots share index files) counted once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for folder in folders:
+        for path in folder.rglob("*"):
+            st = path.lstat()
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
 
 
 def _swap_in(source: Path, store_dir: Path) -> None:
@@ -128,7 +149,7 @@ def _swap_in(source: Path, store_dir: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
     shutil.copy2(source / DB_FILE, new_db)
     if (source / LANCE_DIR).exists():
-        shutil.copytree(source / LANCE_DIR, new_lance)
+        link_tree(source / LANCE_DIR, new_lance)  # shared with the snapshot: Lance only adds files
     if lance.exists():
         lance.rename(old_lance)
     if new_lance.exists():

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -77,7 +80,10 @@ class Index:
 
     Opened tables are kept: opening one reads its manifest, a few ms a query. A kept table sees the
     writes made through it, and every write in this process goes through `table()` (a store is
-    written by one process, which holds its lock); a new Index (`Store.reopen`) starts afresh."""
+    written by one process, which holds its lock); a new Index (`Store.reopen`) starts afresh. An
+    Index kept while the lock is let go (`Engine` between calls) may miss another process's writes:
+    `remember_versions` before letting go and `forget_changed` after taking the lock again reopen
+    only the tables whose version files changed meanwhile."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -86,6 +92,7 @@ class Index:
         self._vector_indexed: dict[str, bool] = {}
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
+        self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
 
@@ -105,6 +112,29 @@ class Index:
             except (FileNotFoundError, ValueError):
                 return None
         return table
+
+    def _versions(self, name: str) -> Any:
+        """What changes with every commit to a table: its version folder (a dropped and remade table gets a
+        new one) and the manifest names in it (each commit adds one, a cleanup removes some)."""
+        folder = self.path / f"{name}.lance" / "_versions"
+        try:
+            return os.stat(folder).st_ino, frozenset(os.listdir(folder))
+        except FileNotFoundError:
+            return None
+
+    def remember_versions(self) -> None:
+        """Note each table's version files, before the store lock is let go with this Index kept."""
+        self._seen = {name: self._versions(name) for name in (MEMORIES, UNITS)}
+
+    def forget_changed(self) -> None:
+        """Drop what is kept about tables another process wrote since `remember_versions`, so the next
+        use opens them at their latest version (a table unchanged stays open, its indexes known)."""
+        for name, seen in self._seen.items():
+            if self._versions(name) != seen:
+                self._tables.pop(name, None)
+                self._vector_indexed.pop(name, None)
+                self._text_indexed.pop(name, None)
+        self._seen = {}
 
     def count(self, name: str, where: str | None = None) -> int:
         table = self.table(name)
@@ -164,6 +194,16 @@ class Index:
         if table is not None and table.count_rows() > 0:
             table.to_lance().optimize.compact_files()
             table.checkout_latest()
+
+    def drop_old_versions(self, name: str) -> None:
+        """Delete every version of the table but the latest, and the files only they use. Lance keeps each commit's files (an ingest, a state change, a rebuilt index), and
+        a store compacted nightly grew its LanceDB folder to 4x its live data. Only the store-lock holder
+        may call it (no write may be in progress); snapshots keep their own links to the files."""
+        table = self.table(name)
+        if table is not None:
+            with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
+                warnings.simplefilter("ignore")
+                table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
 
     def refresh_scalar_indexes(self, name: str) -> None:
         """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by

@@ -10,9 +10,7 @@ the old or the new file, never half of one.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import warnings
 from pathlib import Path
 
 import duckdb
@@ -55,6 +53,4 @@ def scrub_index(index: Index, names: list[str]) -> None:
         table.to_lance().optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
         table.checkout_latest()
         index.refresh_text_index(name)
-        with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
-            warnings.simplefilter("ignore")
-            table.cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
+        index.drop_old_versions(name)

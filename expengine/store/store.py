@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,23 +15,39 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import DB_FILE, LANCE_DIR, open_database, utcnow
-from .embeddings import EmbeddingCache
+from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_tree, open_database, utcnow
+from .embeddings import EmbeddingCache, VectorMemo
+from .filters import sql_str
 from .index import Index
 
 
 class Store:
     """DuckDB (the truth) + LanceDB (the derived index) + config + embedding cache, for one folder."""
 
-    def __init__(self, path: Path, *, config: Config, embedder: Embedder, read_only: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        config: Config,
+        embedder: Embedder,
+        read_only: bool = False,
+        index: Index | None = None,
+        memo: VectorMemo | None = None,
+        host: duckdb.DuckDBPyConnection | None = None,
+    ):
+        """`index`, `memo` and `host`: kept from an earlier Store on the same folder (`Engine` between
+        calls), so open tables, vectors already read and the DuckDB instance the file is attached to
+        (`database_host`) are not made again; the index must have been checked against other
+        processes' writes (`Index.forget_changed`)."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
         self.read_only = read_only  # this user cannot write the folder: reads only, no healing
-        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only)
-        self.index = Index(self.dir / LANCE_DIR)
+        self._host = host
+        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only, host=host)
+        self.index = index or Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
-        self.embeddings = EmbeddingCache(self.con, embedder)
+        self.embeddings = EmbeddingCache(self.con, embedder, memo)
         self._depth = 0
 
     @contextmanager
@@ -59,13 +74,13 @@ class Store:
 
     def close(self) -> None:
         if self.con is not None:
-            self.con.close()
+            close_database(self.con)
             self.con = None  # type: ignore[assignment]
 
     def reopen(self) -> None:
         """Reconnect after the files were replaced underneath (a snapshot restore)."""
         self.close()
-        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only)
+        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only, host=self._host)
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
@@ -105,6 +120,7 @@ class Store:
         and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
         view = copy.copy(self)
         view.con = self.con.cursor()
+        view.con.execute(f"USE {DB_ALIAS}")
         view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo)
         view._depth = 0
         return view
@@ -117,13 +133,20 @@ class Store:
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
 
     def copy_files(self, target: Path) -> None:
-        """Copy the DuckDB file (made self-contained by CHECKPOINT) and the LanceDB folder into `target`."""
-        self.con.execute("CHECKPOINT")
+        """Copy the database into `target` and link the LanceDB folder there (`link_tree`): snapshots
+        share the index files that did not change. The copy is written table by table into a new file,
+        without the free blocks the store's file gathers (a third of it after three cycles)."""
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self.dir / DB_FILE, target / DB_FILE)
+        (source,) = self.con.execute("SELECT current_database()").fetchone()  # type: ignore[misc]
+        self.con.execute(f"ATTACH {sql_str(str(target / DB_FILE))} AS snapshot_copy")
+        try:
+            self.con.execute(f'COPY FROM DATABASE "{source}" TO snapshot_copy')
+            self.con.execute("CHECKPOINT snapshot_copy")
+        finally:
+            self.con.execute("DETACH snapshot_copy")
         lance = self.dir / LANCE_DIR
         if lance.exists():
-            shutil.copytree(lance, target / LANCE_DIR)
+            link_tree(lance, target / LANCE_DIR)
 
     @contextmanager
     def rehearsal(self, scratch: Path) -> Iterator["Store"]:
