@@ -67,7 +67,9 @@ class Engine(Upkeep):
         self._held = False
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
-        self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size, model=cfg.model)
+        self.embedder: Embedder = embedder or LazyEmbedder(
+            cfg.model_path, batch_size=cfg.batch_size, model=cfg.model, encoder=cfg.encoder
+        )
         self._llm = llm
 
     # --- opening the store per operation -------------------------------------------------------
