@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import duckdb
 
 from ..config import Config, default_store_dir
 from ..errors import StoreError, TooLargeError
@@ -14,6 +17,7 @@ from ..models.llm import LLM
 from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, private_files, secure_store_dir, store_errors
 from ..store.reindex import heal_pending
 from ..store.store import Store
+from ..store.vectors import check_encoder, record_encoder
 from .upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ class Engine(Upkeep):
         self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
         self._store: Store | None = None
         self._held = False
+        self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
         self.embedder: Embedder = embedder or LazyEmbedder(
@@ -90,6 +95,8 @@ class Engine(Upkeep):
                 raise
             self._store = store
             try:
+                if not self._reembedding:
+                    check_encoder(store)  # before healing, which embeds
                 if not store.read_only:
                     _heal(store)
                 yield store
@@ -99,6 +106,8 @@ class Engine(Upkeep):
 
     def _release(self) -> None:
         if self._store is not None:
+            with contextlib.suppress(duckdb.Error):  # a damaged store is reported by the operation itself
+                record_encoder(self._store)
             self._store.close()
             self._store = None
         self._lock.release()

@@ -26,6 +26,7 @@ class Upkeep:
     _guard: threading.RLock
     _lock: StoreLock
     _store: "Store | None"
+    _reembedding: bool
 
     if TYPE_CHECKING:
 
@@ -41,16 +42,24 @@ class Upkeep:
     def reindex(self, *, model: str | None = None) -> dict[str, int]:
         """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
         `model` (`minilm` or `multilingual`) the store first switches to that embedder for good (its
-        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index."""
+        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index.
+        It also re-embeds a store whose vectors another encoder wrote (`[embedder] encoder` changed)."""
         from ..store.reindex import rebuild
+        from ..store.vectors import record_encoder
 
-        with self.session() as store:
-            if model is not None and not store.choose_embedder(known_model(model), explicit=True):
-                raise InputError(
-                    "this store's embedder is a model folder or one passed in, so --model cannot switch it",
-                    hint="set [embedder] model_path in the store's config.toml instead, then reindex",
-                )
-            return rebuild(store)
+        self._reembedding = True  # the store may hold another encoder's vectors: this replaces them
+        try:
+            with self.session() as store:
+                if model is not None and not store.choose_embedder(known_model(model), explicit=True):
+                    raise InputError(
+                        "this store's embedder is a model folder or one passed in, so --model cannot switch it",
+                        hint="set [embedder] model_path in the store's config.toml instead, then reindex",
+                    )
+                counts = rebuild(store)
+                record_encoder(store, replace=True)
+                return counts
+        finally:
+            self._reembedding = False
 
     def snapshot(self, *, reason: str = "manual") -> "SnapshotInfo":
         from ..lifecycle.snapshot import create_snapshot
