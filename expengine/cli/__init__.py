@@ -13,7 +13,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOpt
 from ..errors import ExpengineError
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
-from . import compact_cmds, query_cmds, refine_cmds, service_cmds, store_cmds  # noqa: E402,F401
+from . import compact_cmds, model_cmds, query_cmds, refine_cmds, service_cmds, store_cmds  # noqa: E402,F401
 from .common import app, stderr, styled
 
 

@@ -14,6 +14,7 @@ from ..store.db import StoreLock, private_files
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..config import Config
     from ..lifecycle.purge import ForgetResult
     from ..lifecycle.snapshot import RepairResult, RestoreResult, SnapshotInfo
     from ..store.store import Store
@@ -27,6 +28,7 @@ class Upkeep:
     _lock: StoreLock
     _store: "Store | None"
     _reembedding: bool
+    config: "Config"
 
     if TYPE_CHECKING:
 
@@ -60,6 +62,14 @@ class Upkeep:
                 return counts
         finally:
             self._reembedding = False
+
+    def prepare_models(self, *, int8: bool = False) -> list[str]:
+        """Export the configured encoder's ONNX files now, as its first use would (and the int8 one when
+        asked); the paths. Needs no store: images and CI run it once, before anything is ingested."""
+        from ..models.embedder import prepare_onnx
+
+        cfg = self.config.embedder
+        return [str(p) for p in prepare_onnx(cfg.model_path, model=cfg.model, encoder=cfg.encoder, int8=int8)]
 
     def snapshot(self, *, reason: str = "manual") -> "SnapshotInfo":
         from ..lifecycle.snapshot import create_snapshot

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import InputError, ModelError
-from .onnx import ENCODERS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, onnx_compatible
+from .onnx import ENCODERS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
 
 
 class Embedder(Protocol):
@@ -175,6 +175,16 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MIN
                 folder, name=name, batch_size=batch_size, threads=usable_cores(), int8=runtime == ONNX_INT8
             )
     return _LOADED[key]
+
+
+def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "auto", int8: bool = False) -> list[Path]:
+    """Export now the ONNX files the configured encoder would export at first use (and the int8 one
+    when asked): `expengine models prepare`, for images and CI. None for a torch or numpy encoder."""
+    runtime = resolve_encoder(encoder, model_path, packaged_model(model))
+    if runtime in ("", TORCH):
+        return []
+    folder = Path(model_path or default_embedder_path())
+    return [export(folder, int8=quantised) for quantised in (False, True) if not quantised or int8 or runtime == ONNX_INT8]
 
 
 def vector_name(model_path: str = "", model: str = MINILM, runtime: str = TORCH) -> str:
