@@ -9,7 +9,7 @@ it: p50 and p95), a cold `expengine query` without a server on a store of the En
 (wall and CPU seconds of the whole process, median of `--cold` runs; whether torch was imported),
 and ingest records/s of `--records` unique events drawn from the English sample logs (bench/ingest.py's
 events) into a fresh store. `quality`, for each encoder: the before-compaction retrieval figures of
-bench/locomo.py (`--cycles 0 --no-ablation`), bench/tau.py --holdout and bench/memorybank.py's
+bench/locomo.py (`--cycles 0 --no-ablation`), bench/tau.py --holdout --cycles 0 and bench/memorybank.py's
 English-to-Chinese agreement (`--cycles 0`); the other benchmarks' own JSON files are not touched.
 """
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from common import SHARED_DATA, english_logs, machine, write_json  # noqa: E402
 
-ENCODERS = ("torch", "onnx", "onnx-int8")
+ENCODERS = ("torch", "onnx-int8", "onnx")
 COLD_QUERY = "how do I get a refund for a damaged item"
 
 
@@ -137,7 +137,10 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         for encoder in ENCODERS:
             embedder = get_embedder(encoder=encoder)
             cosine = (embedder.encode(texts) * reference).sum(axis=1)
-            rows[encoder]["cosine_to_torch"] = {"min": round(float(cosine.min()), 4), "mean": round(float(np.mean(cosine)), 4)}
+            rows[encoder]["cosine_to_torch"] = {
+                "min": round(float(cosine.min()), 4),
+                "mean": round(float(np.mean(cosine)), 4),
+            }
             rows[encoder]["query_embedding"] = embed_times(embedder, asked)
             rows[encoder]["ingest_records_per_s"] = ingest_rate(embedder, args.records, tmp)
             print(encoder, json.dumps(rows[encoder]), file=sys.stderr)
@@ -161,16 +164,16 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
             + (["--conversations", str(args.conversations)] if args.conversations else [])
         )
         overall = locomo.run(lc, embedder=embedder, echo=False)["summary"]
-        row["locomo"] = {m: {k: v["overall"][k] for k in ("evidence_recall", "answer_recall")} for m, v in overall.items()}
-        ta = tau.parse_args(["--holdout", "--out", str(out / "tau.json")])
+        row["locomo"] = {
+            m: {k: v["overall"][k] for k in ("evidence_recall", "answer_recall")} for m, v in overall.items()
+        }
+        ta = tau.parse_args(["--holdout", "--cycles", "0", "--out", str(out / "tau.json")])
         report = tau.run(ta, embedder=embedder, echo=False)
         row["tau"] = {
             "failed_run_found": report["failed_run_queries"]["before compaction"]["found"],
             "holdout_memory_lift": report["leave_tasks_out"]["memory"],
         }
-        row["memorybank"] = memorybank.run(
-            memorybank.DEFAULT_DATA, args.users, 5, "auto", 0, encoder=encoder
-        )
+        row["memorybank"] = memorybank.run(memorybank.DEFAULT_DATA, args.users, 5, "auto", 0, encoder=encoder)
         rows[encoder] = row
         print(encoder, json.dumps(row), file=sys.stderr)
         write_json(args.out.with_suffix(".partial.json"), rows)

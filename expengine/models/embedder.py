@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import InputError, ModelError
-from .onnx import ENCODERS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
+from .onnx import ENCODERS, HEAD_CHARS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
 
 
 class Embedder(Protocol):
@@ -119,7 +119,11 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            [t[:HEAD_CHARS] for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vectors.astype(np.float32, copy=False)
 
@@ -184,7 +188,9 @@ def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "a
     if runtime in ("", TORCH):
         return []
     folder = Path(model_path or default_embedder_path())
-    return [export(folder, int8=quantised) for quantised in (False, True) if not quantised or int8 or runtime == ONNX_INT8]
+    return [
+        export(folder, int8=quantised) for quantised in (False, True) if not quantised or int8 or runtime == ONNX_INT8
+    ]
 
 
 def vector_name(model_path: str = "", model: str = MINILM, runtime: str = TORCH) -> str:
@@ -228,7 +234,9 @@ class LazyEmbedder:
 
     @property
     def model(self) -> Embedder:
-        return get_embedder(self.model_path, batch_size=self.batch_size, model=self.packaged, encoder=self.runtime or "auto")
+        return get_embedder(
+            self.model_path, batch_size=self.batch_size, model=self.packaged, encoder=self.runtime or "auto"
+        )
 
     @property
     def dim(self) -> int:

@@ -27,6 +27,10 @@ ENCODERS = (ONNX, ONNX_INT8, TORCH)
 INT8_SUFFIX = "+int8"  # appended to the model's name: int8 vectors are not interchangeable with fp32 ones
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SEQ_TOKENS = 256  # the packaged model's max_seq_length (sentence_bert_config.json), read when present
+# The model reads the first 256 tokens, and a WordPiece token is rarely over 8 characters: so only the
+# head of a long text is tokenised (a 20,000-character tool result costs what a 2,048-character one
+# does); the store keeps, and full-text search sees, the whole text.
+HEAD_CHARS = 8 * SEQ_TOKENS
 
 
 def cache_dir() -> Path:
@@ -47,7 +51,9 @@ def onnx_compatible(folder: Path) -> bool:
     mean_only = pooling.get("pooling_mode_mean_tokens") and not any(
         v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens"
     )
-    return modules == ["Transformer", "Pooling", "Normalize"] and bool(mean_only) and (folder / "tokenizer.json").exists()
+    return (
+        modules == ["Transformer", "Pooling", "Normalize"] and bool(mean_only) and (folder / "tokenizer.json").exists()
+    )
 
 
 def onnx_file(folder: Path, *, int8: bool = False) -> Path:
@@ -100,7 +106,7 @@ def export(folder: Path, *, int8: bool = False) -> Path:
     except ImportError as exc:
         raise ModelError(
             f"cannot export {folder.name} to ONNX: {exc}",
-            hint="the export needs torch and transformers once; or set [embedder] encoder = \"torch\"",
+            hint='the export needs torch and transformers once; or set [embedder] encoder = "torch"',
         ) from exc
     finally:
         tmp.unlink(missing_ok=True)
@@ -156,7 +162,7 @@ class OnnxEmbedder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ModelError(
-                f"ONNX Runtime is not installed: {exc}", hint="pip install onnxruntime, or set encoder = \"torch\""
+                f"ONNX Runtime is not installed: {exc}", hint='pip install onnxruntime, or set encoder = "torch"'
             ) from exc
         path = Path(folder)
         self.name, self.batch_size, self.threads = name, batch_size, max(1, threads)
@@ -167,7 +173,9 @@ class OnnxEmbedder:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self.dim = int(self._session.get_outputs()[0].shape[-1] or json.loads((path / "config.json").read_text())["hidden_size"])
+        self.dim = int(
+            self._session.get_outputs()[0].shape[-1] or json.loads((path / "config.json").read_text())["hidden_size"]
+        )
         try:
             seq = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
         except (OSError, ValueError, KeyError):
@@ -180,7 +188,7 @@ class OnnxEmbedder:
         self._pool_lock = threading.Lock()
 
     def _run(self, texts: list[str]) -> np.ndarray:
-        encoded = self._tokenizer.encode_batch(texts)
+        encoded = self._tokenizer.encode_batch([t[:HEAD_CHARS] for t in texts])
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
