@@ -106,8 +106,7 @@ class Engine(Upkeep):
 
     def _release(self) -> None:
         if self._store is not None:
-            with contextlib.suppress(duckdb.Error):  # a damaged store is reported by the operation itself
-                record_encoder(self._store)
+            _remember_encoder(self._store)
             self._store.close()
             self._store = None
         self._lock.release()
@@ -168,7 +167,12 @@ class Engine(Upkeep):
         from ..ingest.pipeline import ingest
 
         with self.session() as store:
-            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
+            try:
+                return ingest(
+                    store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress
+                )
+            finally:
+                _remember_encoder(store)  # now: a server killed later never reaches `_release`
 
     def stats(self) -> "Stats":
         from ..store.stats import store_stats
@@ -352,6 +356,12 @@ class Engine(Upkeep):
 
         with self.session() as store:
             return show(store, item_id)
+
+
+def _remember_encoder(store: Store) -> None:
+    """Record the encoder behind a store's first vectors; a damaged store is reported by the operation."""
+    with contextlib.suppress(duckdb.Error):
+        record_encoder(store)
 
 
 def _heal(store: Store) -> None:
