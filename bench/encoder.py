@@ -148,35 +148,40 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def quality(args: argparse.Namespace) -> dict[str, Any]:
+    """One benchmark at a time over all encoders (cheapest first), saving after each, so a run cut short
+    still pairs the encoders on what it reached."""
     import locomo
     import memorybank
     import tau
 
     from expengine.models.embedder import get_embedder
 
-    rows: dict[str, Any] = {}
     out = Path(tempfile.mkdtemp(prefix="bench-encoder-quality-"))
-    for encoder in ENCODERS:
-        embedder = get_embedder(encoder=encoder)
-        row: dict[str, Any] = {}
-        lc = locomo.parse_args(
-            ["--cycles", "0", "--no-ablation", "--out", str(out / "locomo.json")]
-            + (["--conversations", str(args.conversations)] if args.conversations else [])
-        )
-        overall = locomo.run(lc, embedder=embedder, echo=False)["summary"]
-        row["locomo"] = {
-            m: {k: v["overall"][k] for k in ("evidence_recall", "answer_recall")} for m, v in overall.items()
-        }
+    conversations = ["--conversations", str(args.conversations)] if args.conversations else []
+
+    def locomo_row(encoder: str) -> dict[str, Any]:
+        lc = locomo.parse_args(["--cycles", "0", "--no-ablation", "--out", str(out / "locomo.json"), *conversations])
+        summary = locomo.run(lc, embedder=get_embedder(encoder=encoder), echo=False)["summary"]
+        keys = ("evidence_recall", "answer_recall")
+        return {method: {k: entry["overall"][k] for k in keys} for method, entry in summary.items()}
+
+    def memorybank_row(encoder: str) -> dict[str, Any]:
+        return memorybank.run(memorybank.DEFAULT_DATA, args.users, 5, "auto", 0, encoder=encoder)
+
+    def tau_row(encoder: str) -> dict[str, Any]:
         ta = tau.parse_args(["--holdout", "--cycles", "0", "--out", str(out / "tau.json")])
-        report = tau.run(ta, embedder=embedder, echo=False)
-        row["tau"] = {
+        report = tau.run(ta, embedder=get_embedder(encoder=encoder), echo=False)
+        return {
             "failed_run_found": report["failed_run_queries"]["before compaction"]["found"],
             "holdout_memory_lift": report["leave_tasks_out"]["memory"],
         }
-        row["memorybank"] = memorybank.run(memorybank.DEFAULT_DATA, args.users, 5, "auto", 0, encoder=encoder)
-        rows[encoder] = row
-        print(encoder, json.dumps(row), file=sys.stderr)
-        write_json(args.out.with_suffix(".partial.json"), rows)
+
+    rows: dict[str, Any] = {}
+    for bench, measure in (("locomo", locomo_row), ("memorybank", memorybank_row), ("tau", tau_row)):
+        for encoder in ENCODERS:
+            rows.setdefault(bench, {})[encoder] = measure(encoder)
+            print(bench, encoder, json.dumps(rows[bench][encoder]), file=sys.stderr, flush=True)
+            write_json(args.out.with_suffix(".partial.json"), rows)
     return rows
 
 
