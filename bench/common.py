@@ -74,9 +74,12 @@ def torch_threads(threads: int) -> Iterator[None]:
     """Run with `threads` torch threads (0: leave torch's choice), then put the old number back.
 
     One thread is the benchmarks' default: on two shared cores, two threads made a one-question
-    encode 25x slower (440 ms against 15 ms) and batches slower too, as the threads wait for each other."""
-    import torch
-
+    encode 25x slower (440 ms against 15 ms) and batches slower too, as the threads wait for each other.
+    The ONNX encoder (the default) never loads torch and runs one thread per call: then nothing to set."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)

@@ -71,7 +71,7 @@ def compact(engine: Any, cycles: int) -> float:
     return time.perf_counter() - started
 
 
-def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int) -> dict[str, Any]:
+def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int, encoder: str = "auto") -> dict[str, Any]:
     from expengine.engine import Engine
 
     agree, agree_after, agree_both, texts, seconds, compact_s = [], [], [], 0, 0.0, 0.0
@@ -83,7 +83,11 @@ def run(data: Path, users: int | None, k: int, cn_model: str, cycles: int) -> di
             for lang in ("en", "cn"):
                 log = Path(tmp) / f"{lang}.jsonl"
                 log.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in events[lang]), encoding="utf-8")
-                overrides = {"embedder.model": cn_model} if lang == "cn" else {"embedder.model": "minilm"}
+                overrides = (
+                    {"embedder.model": cn_model}
+                    if lang == "cn"
+                    else {"embedder.model": "minilm", "embedder.encoder": encoder}
+                )
                 engine = Engine(store=Path(tmp) / lang, overrides={**overrides, "llm.mode": "template"})
                 started = time.perf_counter()
                 engine.ingest([str(log)])

@@ -32,6 +32,10 @@ class EmbedderConfig:
     # "auto": MiniLM, unless a new store's first ingest is mostly text MiniLM cannot read (CJK, Cyrillic…):
     # then "multilingual", written to the store's config.toml; or set "minilm" / "multilingual" yourself
     model: str = "auto"
+    # the runtime: "auto" is ONNX Runtime fp32 (exported once from the torch weights into the user cache;
+    # its vectors equal torch's), or torch where onnxruntime is missing; "onnx-int8" is faster but writes
+    # vectors of its own (a store switching to or from it must be reindexed); "torch" loads sentence-transformers
+    encoder: str = "auto"
 
 
 @dataclass
@@ -327,6 +331,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "llm.mode": ("auto", "model", "template"),
     "embedder.model": ("auto", "minilm", "multilingual"),
+    "embedder.encoder": ("auto", "onnx", "onnx-int8", "torch"),
 }
 
 

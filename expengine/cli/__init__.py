@@ -13,7 +13,15 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOpt
 from ..errors import ExpengineError
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
-from . import compact_cmds, fleet_cmds, query_cmds, refine_cmds, service_cmds, store_cmds  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    compact_cmds,
+    fleet_cmds,
+    model_cmds,
+    query_cmds,
+    refine_cmds,
+    service_cmds,
+    store_cmds,
+)
 from .common import app, stderr, styled
 
 

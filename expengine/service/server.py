@@ -352,11 +352,11 @@ def _run(
         log.warning("recovered interrupted compaction", extra={"runs": recovered})
     preloaded = engine.warm()  # the model and the vectors queries read, now rather than on first use
     log.info("warm", extra={"vectors_in_memory": preloaded})
-    import torch
-
-    # one query embeds at a time per request thread; on two shared cores torch's own threads made a
-    # one-sentence encode many times slower (bench/common.py: torch_threads)
-    torch.set_num_threads(1)
+    torch = sys.modules.get("torch")  # loaded only by the torch encoder; the ONNX one runs one thread a call
+    if torch is not None:
+        # one query embeds at a time per request thread; on two shared cores torch's own threads made a
+        # one-sentence encode many times slower (bench/common.py: torch_threads)
+        torch.set_num_threads(1)
     sys.setswitchinterval(0.001)  # a compaction's Python loops hand the GIL to a waiting query sooner
     with contextlib.suppress(ExpengineError):
         engine.query("warm up", k=1, touch=False)

@@ -214,3 +214,9 @@ def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))"
     )
     con.execute("ALTER TABLE units ADD COLUMN cluster_signature VARCHAR")
+
+
+@migration
+def m009_store_meta(con: duckdb.DuckDBPyConnection) -> None:
+    """Facts about the store as a whole, by key; `vectors`: the name of the encoder that wrote its vectors."""
+    con.execute("CREATE TABLE store_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")

@@ -1,0 +1,62 @@
+"""Which encoder wrote a store's vectors, so that a query never compares vectors of two encoders.
+Torch and fp32 ONNX MiniLM write vectors under one name (they agree to cosine 1.0000); int8 ONNX and
+the multilingual model have names of their own. A store opened with an encoder whose name differs
+from its record is refused until `reindex` re-embeds it (the old vectors stay in the cache)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from ..errors import ModelError
+from ..models.embedder import embedder_name, packaged_model
+
+if TYPE_CHECKING:
+    from .store import Store
+
+KEY = "vectors"
+
+
+def recorded_encoder(store: "Store") -> str | None:
+    """The recorded name; for a store made before the record, the name its config gave every encoder
+    then (the int8 one did not exist); None for a store with no vectors yet."""
+    try:
+        row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [KEY]).fetchone()
+    except duckdb.CatalogException:  # a read-only store from before m009
+        row = None
+    if row:
+        return str(row[0])
+    if not _has_records(store):
+        return None
+    cfg = store.config.embedder
+    return embedder_name(cfg.model_path, packaged_model(cfg.model))
+
+
+def _has_records(store: "Store") -> bool:
+    return bool(store.con.execute("SELECT count(*) FROM records").fetchone()[0])  # type: ignore[index]
+
+
+def record_encoder(store: "Store", *, replace: bool = False) -> None:
+    """Write the current encoder's name as the one behind the vectors, once the store has records (a
+    session that passed `check_encoder` wrote only its vectors), or (`replace`) after a reindex
+    re-embedded them all."""
+    if store.read_only:
+        return
+    name = store.embeddings.name
+    if replace:
+        store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [KEY, name])
+    elif _has_records(store):
+        store.con.execute("INSERT INTO store_meta VALUES (?, ?) ON CONFLICT DO NOTHING", [KEY, name])
+
+
+def check_encoder(store: "Store") -> None:
+    """Refuse an encoder whose vectors are not the ones the store's index holds."""
+    recorded, current = recorded_encoder(store), store.embeddings.name
+    if recorded is None or recorded == current:
+        return
+    raise ModelError(
+        f"this store's vectors were written by {recorded}, but the configured encoder writes {current} "
+        "vectors, which are not interchangeable",
+        hint="run `expengine reindex` to re-embed the store with it, or set [embedder] encoder back in config.toml",
+    )
