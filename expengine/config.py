@@ -72,6 +72,9 @@ class DecayConfig:
     # long-term goals: their memories decay with at least this lambda
     lambda_long_term: float = 0.99
     observation_window_hours: float = 72.0
+    # units decay too, per cycle by kind (unused ones go dormant under theta_dormant; a query showing
+    # one wakes it); a unit standing for a pinned or protected record does not decay. 1.0: never
+    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.9, "fact": 0.9})
 
 
 @dataclass
@@ -155,6 +158,11 @@ class QueryConfig:
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192
+    # below this best cosine similarity of any candidate, nothing is relevant: no hits, an empty prompt,
+    # `"relevant": false` (measured on LoCoMo by bench/relevance.py, docs/benchmarks.md); 0: never
+    min_similarity: float = 0.0
+    # the query log (what each query showed, for outcome credit) keeps this many days
+    log_days: float = 90.0
 
 
 @dataclass

@@ -96,7 +96,7 @@ def _print_table(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     if not result["hits"]:
-        stdout.print("no hits", style="dim")
+        stdout.print("no hits" if result.get("relevant", True) else "nothing relevant", style="dim")
         return
     table = Table(title=f"query: {_short(result['query'], 60)}  ({result['took_ms']:.0f} ms)", box=box.SIMPLE_HEAD)
     for column in ("#", "id", "type", "score", "sim", "W", "rec", "util"):

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
-from ..store import units
+from ..store import query_log, units
 from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
@@ -40,6 +40,7 @@ UNIT_TEXT = "concat_ws(' ', text, condition, action, expected_outcome, pitfall, 
 class PurgeReport(Result):
     archived: int = 0
     waiting: int = 0  # dormant and light enough, but still inside the observation window
+    log_entries_pruned: int = 0  # query-log entries older than query.log_days
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -54,6 +55,7 @@ class ForgetResult(Result):
     history: int = 0
     units_updated: int = 0
     units_deleted: int = 0
+    query_log: int = 0  # query-log entries deleted (their session is gone) or rewritten without the ids
     snapshots: int = 0  # snapshots rewritten without the records (a dry run: snapshots that would be)
     rejects: int = 0  # quarantined lines deleted (`forget --rejects`)
     dry_run: bool = False
@@ -64,7 +66,8 @@ class ForgetResult(Result):
 def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
     started = time.perf_counter()
     cfg = store.config.decay
-    cutoff = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(hours=cfg.observation_window_hours)
     light = f"state = 'dormant' AND NOT pinned AND NOT protected AND weight < {sql_float(cfg.theta_purge)}"
     due = store.con.execute(
         f"""SELECT id, text, weight FROM records WHERE {light}
@@ -86,6 +89,7 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
             run_id=run_id,
             now=now,
         )
+        report.log_entries_pruned = query_log.prune(store, before=now - dt.timedelta(days=store.config.query.log_days))
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -183,6 +187,13 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             "SELECT text, content, tool_args, tool_result, tool_error, goal_description, goal_id FROM records "
             "WHERE id IN (SELECT id FROM forget_ids)"
         ).fetchall()
+        sessions = [
+            s
+            for (s,) in con.execute(
+                "SELECT DISTINCT session FROM records WHERE id IN (SELECT id FROM forget_ids)"
+            ).fetchall()
+            if s
+        ]
         result.records = len(forgotten)
         result.history = con.execute(
             "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)"
@@ -217,6 +228,13 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             result.units_updated += 1
     result.history += units.delete(con, emptied)
     result.units_deleted = len(emptied)
+    sessions_left = {
+        s
+        for (s,) in con.execute(
+            "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
+        ).fetchall()
+    }
+    result.query_log = query_log.forget_rows(con, gone, set(emptied), [s for s in sessions if s not in sessions_left])
     for goal_id in {row[6] for row in forgotten if row[6]}:
         left_in_goal, description = con.execute(
             "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]

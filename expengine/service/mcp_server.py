@@ -89,10 +89,14 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
             Optional[int], Field(ge=1, description="Stop adding hits past this many prompt tokens.")
         ] = None,
         touch: Annotated[bool, Field(description="Reinforce the hits returned (they stay in memory longer).")] = True,
+        session: Annotated[
+            Optional[str], Field(description="Your session id: when it ends with an outcome, that credits the hits.")
+        ] = None,
+        goal_id: Annotated[Optional[str], Field(description="Your goal id, credited the same way.")] = None,
     ) -> dict[str, Any]:
         """Search the memory for what is relevant to a situation. Returns `prompt` (a short, ready-to-use action
         guide with cautions: put it in your context) and `hits` (each with id, type unit|memory, text, score and
-        source record ids; use the ids with memory_show and memory_feedback)."""
+        source record ids; use the ids with memory_show and memory_feedback); `relevant` is false when nothing is."""
         return call(
             "query",
             {
@@ -104,6 +108,8 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
                 "since": since,
                 "budget": budget,
                 "touch": touch,
+                "session": session,
+                "goal_id": goal_id,
             },
         )
 

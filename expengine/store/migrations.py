@@ -214,3 +214,22 @@ def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE TABLE cluster_members (cluster_key VARCHAR NOT NULL, record_id VARCHAR NOT NULL, PRIMARY KEY (cluster_key, record_id))"
     )
     con.execute("ALTER TABLE units ADD COLUMN cluster_signature VARCHAR")
+
+
+@migration
+def m009_query_log(con: duckdb.DuckDBPyConnection) -> None:
+    """Which units and memories each answered query showed (fit in its prompt), and for which session
+    and goal: what an outcome credits. Written only through store/query_log.py."""
+    con.execute(
+        """
+        CREATE TABLE query_log (
+            asked_at TIMESTAMP NOT NULL,
+            session VARCHAR,
+            goal_id VARCHAR,
+            query VARCHAR NOT NULL,
+            unit_ids VARCHAR NOT NULL,
+            memory_ids VARCHAR NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE INDEX query_log_session ON query_log(session)")
