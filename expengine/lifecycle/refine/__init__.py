@@ -154,7 +154,7 @@ def _refine_one(
         if dry_run or row["status"] != "active":
             continue
         if cfg.archive_sources and row["kind"] == "rule":
-            report.archived += archive_sources(store, row, records, run_id, now)
+            report.archiving += archive_sources(store, row, records, run_id, now)
         if cfg.dormant_sources:
             report.dormant += sleep_covered_sources(store, row, records, run_id, now)
 
