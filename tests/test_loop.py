@@ -9,7 +9,7 @@ import json
 import pytest
 from test_query import UNIT_TEXT, add_unit, cli, dump, engine_on, store  # noqa: F401 (fixtures)
 
-from expengine.store import query_log
+from expengine.store import query_log, units
 from expengine.store.index import UNITS
 from expengine.store.state import set_state
 
@@ -117,3 +117,33 @@ def test_a_dormant_source_shown_as_evidence_wakes_with_a_history_line(engine_on)
     state, weight = engine.store.con.execute("SELECT state, weight FROM records WHERE id = 'w3'").fetchone()
     assert state == "active" and weight > 1.0
     assert ("state:active", "shown by a query") in _history(engine, "w3")
+
+
+def test_why_explains_a_decayed_a_merged_and_a_superseded_item_and_revives_one(engine_on, store):  # noqa: F811
+    engine = engine_on()
+    engine.store.con.execute("UPDATE records SET weight = 0.1 WHERE id = 'd1'")
+    set_state(engine.store, ["d1"], "active", reason="test")
+    set_state(engine.store, ["d1"], "dormant", reason="decay: weight fell below theta_dormant 0.2")
+    add_unit(engine, "u-old", "When get_weather returns 429, retry at once.", ["w1"])
+    units.set_status(engine.store, ["u-old"], "superseded", winner="u-weather", reason="cluster weather")
+    engine.close()
+    out = cli(store, "why", "the weather provider rotates API keys on Sunday", "--limit", "10", "--json")
+    assert out.exit_code == 0, out.output
+    items = {i["id"]: i for i in json.loads(out.stdout)["items"]}
+    decayed, merged, superseded = items["d1"], items["s2"], items["u-old"]
+    assert decayed["status"] == "dormant" and decayed["step"] == "state:dormant"
+    assert decayed["reason"].startswith("decay:") and decayed["weight"] == pytest.approx(0.1)
+    assert merged["status"] == "archived" and merged["merged_into"] == "s1" and merged["reason"] == "merged into s1"
+    assert superseded["type"] == "unit" and superseded["superseded_by"] == "u-weather"
+    assert superseded["step"] == "superseded" and superseded["reason"] == "by u-weather (cluster weather)"
+    assert max(items.values(), key=lambda i: i["similarity"])["id"] == "d1"
+    revived = cli(store, "why", "the weather provider rotates API keys on Sunday", "--limit", "1", "--revive", "--json")
+    (item,) = json.loads(revived.stdout)["items"]
+    assert item["id"] == "d1" and item["revived"] is True
+    again = engine_on()
+    assert again.store.con.execute("SELECT state FROM records WHERE id = 'd1'").fetchone() == ("active",)
+    assert ("state:active", "revived by why") in _history(again, "d1")
+    assert again.store.con.execute("SELECT weight FROM records WHERE id = 'd1'").fetchone()[0] == pytest.approx(
+        again.config.decay.theta_dormant
+    )  # lifted so the next cycle does not put it straight back to sleep
+    assert "d1" in {h.id for h in again.query("weather provider rotates API keys", k=10, touch=False).hits}

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..query.feedback import FeedbackResult
     from ..query.hits import QueryResult
     from ..query.show import ShowResult
+    from ..query.why import WhyResult
     from ..store.stats import Stats
 
 
@@ -336,6 +337,14 @@ class Engine(Upkeep):
 
         with self.session() as store:
             return restore_unit(store, unit_id, reason=reason)
+
+    def why(self, text: str, *, limit: int = 5, revive: bool = False) -> "WhyResult":
+        """What the memory set aside that matches `text` (sleeping, archived, merged, superseded) and
+        what happened to each; `revive` wakes them."""
+        from ..query.why import why
+
+        with self.session() as store:
+            return why(store, text, limit=limit, revive=revive)
 
     def show(self, item_id: str) -> "ShowResult":
         """One record or unit with its scores, state, provenance and history."""

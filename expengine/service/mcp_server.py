@@ -213,6 +213,16 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
         (provenance) and its history (why it was kept, merged or forgotten)."""
         return call("show", {"id": id})
 
+    def memory_why(
+        text: Annotated[str, Field(min_length=1, description="What you remember, e.g. what the user once said.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 5,
+        revive: Annotated[bool, Field(description="Wake what is found, so queries return it again.")] = False,
+    ) -> dict[str, Any]:
+        """Answer "do you remember that …?": the best-matching memories and units that were set aside (dormant,
+        archived, merged, superseded, quarantined), each with when, which step, why, its weight and what it was
+        merged into or superseded by."""
+        return call("why", {"text": text, "limit": limit, "revive": revive})
+
     def memory_stats() -> dict[str, Any]:
         """Size and shape of the memory: raw, active, dormant and archived records, knowledge units, counts by
         kind, agent and category, active tokens and bytes on disk."""
@@ -224,6 +234,7 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
         memory_status,
         memory_feedback,
         memory_show,
+        memory_why,
         memory_stats,
         memory_units,
         memory_forget,
