@@ -122,6 +122,17 @@ class LessonsConfig:
 
 
 @dataclass
+class CreditConfig:
+    """Outcome credit (lifecycle/credit.py): units shown to episodes that ended, against comparable ones."""
+
+    # off by default: on the tau-bench simulation (bench/credit.py) the contrast neither quarantined the
+    # planted wrong rule nor credited the right one, and it moved neutral units (docs/benchmarks.md)
+    enabled: bool = False
+    alpha: float = 0.05  # Fisher's exact test p-value below which the contrast counts
+    min_runs: int = 5  # ended episodes shown the unit, and comparable ones not shown it
+
+
+@dataclass
 class ChatterConfig:
     """A sentence seen in this many sessions (or this share of them), without a digit, is boilerplate."""
 
@@ -196,6 +207,7 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
+    credit: CreditConfig = field(default_factory=CreditConfig)
     chatter: ChatterConfig = field(default_factory=ChatterConfig)
     notes: NotesConfig = field(default_factory=NotesConfig)
     query: QueryConfig = field(default_factory=QueryConfig)

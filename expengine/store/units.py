@@ -338,6 +338,15 @@ SPARED_SQL = (
 )
 
 
+def credit_outcome(
+    store: "Store", uid: str, *, delta: float, detail: dict[str, Any], run_id: str | None, now: dt.datetime | None
+) -> None:
+    """Outcome credit found clearly better outcomes when the unit was shown: utility += `delta`, logged
+    with the counts."""
+    store.con.execute("UPDATE units SET utility = utility + ? WHERE id = ?", [delta, uid])
+    store.history_log(uid, "credit", {**detail, "utility_delta": delta}, run_id=run_id, at=now)
+
+
 def count_feedback(store: "Store", uid: str, *, helpful: bool, delta: float) -> tuple[int, int, str]:
     """One helpful or harmful report: utility ± `delta` and the counter. Returns (harmful, helpful,
     status) after it."""
