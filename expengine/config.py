@@ -72,9 +72,11 @@ class DecayConfig:
     # long-term goals: their memories decay with at least this lambda
     lambda_long_term: float = 0.99
     observation_window_hours: float = 72.0
-    # units decay too, per cycle by kind (unused ones go dormant under theta_dormant; a query showing
-    # one wakes it); a unit standing for a pinned or protected record does not decay. 1.0: never
-    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.9, "fact": 0.9})
+    # units decay too, per cycle by kind, once neither created nor shown for observation_window_hours
+    # (unused ones go dormant under theta_dormant; a query showing one wakes it); a unit standing for a
+    # pinned or protected record does not decay. 1.0: never. Without the wait, units decaying from their
+    # first cycle fell behind memories on tau-bench (docs/benchmarks.md, the learning loop)
+    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.8, "fact": 0.8})
 
 
 @dataclass

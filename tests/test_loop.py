@@ -4,12 +4,14 @@ dormant and wake when a query shows them, and what woke says why in its history.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
 from test_query import UNIT_TEXT, add_unit, cli, dump, engine_on, store  # noqa: F401 (fixtures)
 
 from expengine.store import query_log, units
+from expengine.store.db import utcnow
 from expengine.store.index import UNITS
 from expengine.store.state import set_state
 
@@ -86,11 +88,14 @@ def test_an_unused_unit_goes_dormant_and_wakes_when_a_query_shows_it(engine_on):
     add_unit(engine, "u-pinned", "Always confirm the flight date with the user before search_flights.", ["f1"])
     engine.pin("f1")
     cfg = engine.config.decay
-    cycles = 0
+    cycles, now = 0, utcnow()
+    fresh = engine.decay(dry_run=False, now=now)  # a new unit is observed before it counts as unused
+    assert engine.store.con.execute("SELECT weight FROM units WHERE id = 'u-weather'").fetchone()[0] == 1.0
+    assert fresh.units_dormant == 0
     while engine.store.con.execute("SELECT status FROM units WHERE id = 'u-weather'").fetchone()[0] == "active":
-        engine.decay(dry_run=False)
         cycles += 1
-        assert cycles <= 16, "an unused rule sleeps within 16 cycles at lambda 0.9"
+        engine.decay(dry_run=False, now=now + dt.timedelta(hours=cfg.observation_window_hours + 25 * cycles))
+        assert cycles <= 8, "an unused rule sleeps within 8 cycles at lambda 0.8"
     assert ("dormant", f"decay: unused, weight fell below theta_dormant {cfg.theta_dormant}") in _history(
         engine, "u-weather"
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..results import Result
 from ..store import unit_reads, units
+from ..store.db import utcnow
 from ..store.filters import sql_str
 from ..store.state import set_state
 from .common import examples, sql_float
@@ -93,7 +94,8 @@ def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
             f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight"
         )
         cfg = store.config.decay
-        units.decay(store, cfg.lambda_by_unit_kind, default=1.0)
+        unused_since = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
+        units.decay(store, cfg.lambda_by_unit_kind, default=1.0, unused_since=unused_since)
         sleeping_units = [r[0] for r in unit_reads.sleepers(store, cfg.theta_dormant)]
         report.units_dormant = units.set_status(
             store,

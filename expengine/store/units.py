@@ -322,12 +322,15 @@ def record_use(store: "Store", ids: list[str], *, delta: float, now: dt.datetime
         )
 
 
-def decay(store: "Store", lambdas: dict[str, float], *, default: float) -> None:
-    """W ← W·λ for live units, λ by kind; units standing for a pinned or protected record keep theirs."""
+def decay(store: "Store", lambdas: dict[str, float], *, default: float, unused_since: dt.datetime) -> None:
+    """W ← W·λ for live units neither created nor shown since `unused_since`, λ by kind; units standing
+    for a pinned or protected record keep theirs."""
     by_kind = " ".join(f"WHEN {sql_str(k)} THEN {float(v)!r}" for k, v in sorted(lambdas.items()))
     lam = f"(CASE kind {by_kind} ELSE {float(default)!r} END)" if by_kind else repr(float(default))
     store.con.execute(
-        f"UPDATE units SET weight = weight * {lam} WHERE {LIVE_SQL} AND id NOT IN (SELECT id FROM ({SPARED_SQL}))"
+        f"UPDATE units SET weight = weight * {lam} WHERE {LIVE_SQL} AND COALESCE(last_used, created) < ? "
+        f"AND id NOT IN (SELECT id FROM ({SPARED_SQL}))",
+        [unused_since],
     )
 
 
