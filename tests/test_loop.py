@@ -89,6 +89,7 @@ def test_an_unused_unit_goes_dormant_and_wakes_when_a_query_shows_it(engine_on):
     engine.pin("f1")
     cfg = engine.config.decay
     cycles, now = 0, utcnow()
+    engine.store.con.execute("UPDATE units SET created = ? WHERE id = 'u-weather'", [now])
     fresh = engine.decay(dry_run=False, now=now)  # a new unit is observed before it counts as unused
     assert engine.store.con.execute("SELECT weight FROM units WHERE id = 'u-weather'").fetchone()[0] == 1.0
     assert fresh.units_dormant == 0
