@@ -729,3 +729,12 @@ def test_refinement_waits_out_the_observation_window_before_archiving_sources(st
     assert all(after[i] == "archived" for i in marked if i != "w0-call")
     (reason,) = store.store.con.execute("SELECT state_reason FROM records WHERE id = ?", [marked[-1]]).fetchone()
     assert reason == "purge: refined into a unit, untouched for 72.0 h"
+
+
+def test_with_observe_sources_off_a_rules_sources_are_archived_at_once(store):
+    store.store.config.refine.observe_sources = False
+    set_clusters(store, {"weather": weather_ids(store)}, "bot")
+    report = store.refine(run_id="r1")
+    states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
+    assert states["w0-call"] == "archived" and states["w0-err"] == "active"  # lessons stay
+    assert report.archiving == sum(1 for s in states.values() if s == "archived")

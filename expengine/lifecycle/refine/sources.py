@@ -25,7 +25,8 @@ def archive_sources(
     store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None, now: dt.datetime
 ) -> int:
     """Process records a rule now stands for go dormant, marked for purge to archive after the
-    observation window (a query that uses one meanwhile keeps it); lessons and protected ones stay."""
+    observation window (a query that uses one meanwhile keeps it), or are archived at once when
+    `refine.observe_sources` is off; lessons and protected ones stay."""
     wanted = set(json_ids(unit["source_ids"]))
     ids = [
         r["id"]
@@ -38,6 +39,8 @@ def archive_sources(
         and not r.get("protected")
         and r.get("state") != "archived"
     ]
+    if not store.config.refine.observe_sources:
+        return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
     return set_state(store, ids, "dormant", reason=f"{ARCHIVE_AFTER_WINDOW} {unit['id']}", run_id=run_id, now=now)
 
 
