@@ -73,9 +73,8 @@ class DecayConfig:
     lambda_long_term: float = 0.99
     observation_window_hours: float = 72.0
     # units decay too, per cycle by kind, once neither created nor shown for observation_window_hours
-    # (unused ones go dormant under theta_dormant; a query showing one wakes it); a unit standing for a
-    # pinned or protected record does not decay. 1.0: never. Without the wait, units decaying from their
-    # first cycle fell behind memories on tau-bench (docs/benchmarks.md, the learning loop)
+    # (under theta_dormant they sleep; a query showing one wakes it); a unit standing for a pinned or
+    # protected record does not decay. 1.0: never
     lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.8, "fact": 0.8})
 
 
@@ -98,9 +97,8 @@ class RefineConfig:
     max_llm_calls: int = 50
     time_limit_s: float = 600.0
     archive_sources: bool = True
-    # a rule's archivable sources sleep through decay.observation_window_hours before purge archives them
-    # (mark -> observe -> clean); off: archived at once, as before the loop. On tau-bench the sleeping
-    # sources cost 2 points of gold-tool queries and 0.02 of held-out lift (docs/benchmarks.md)
+    # a rule's sources sleep through decay.observation_window_hours before purge archives them; off:
+    # archived at once. Sleeping sources cost tau-bench 2 points of gold tools (docs/benchmarks.md)
     observe_sources: bool = True
     harmful_quarantine: int = 3
     # message sources a unit quotes (every member of a digest) go dormant, reachable through the unit
