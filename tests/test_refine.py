@@ -377,6 +377,7 @@ def test_template_mode_never_loads_a_model_and_bad_answers_are_model_errors(tmp_
 
 # --- the cycle on a real store ---------------------------------------------------------------------------
 def test_template_refine_writes_grounded_traceable_rule_and_marks_process_sources_for_archiving(store):
+    store.store.config.refine.observe_sources = True
     ids = weather_ids(store)
     set_clusters(store, {"weather": ids}, "bot")
     report = store.refine(run_id="r1")
@@ -710,6 +711,7 @@ def test_by_default_a_conversation_yields_no_digest_or_quote_bag_and_its_turns_s
 def test_refinement_waits_out_the_observation_window_before_archiving_sources(store):
     """Mark → observe → clean: a rule's process sources sleep first; purge archives them only after
     `decay.observation_window_hours` (72 h) untouched, and one a query used meanwhile stays."""
+    store.store.config.refine.observe_sources = True
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store.refine(run_id="r1")
 
@@ -731,8 +733,8 @@ def test_refinement_waits_out_the_observation_window_before_archiving_sources(st
     assert reason == "purge: refined into a unit, untouched for 72.0 h"
 
 
-def test_with_observe_sources_off_a_rules_sources_are_archived_at_once(store):
-    store.store.config.refine.observe_sources = False
+def test_by_default_a_rules_sources_are_archived_at_once(store):
+    assert store.store.config.refine.observe_sources is False
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     report = store.refine(run_id="r1")
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
