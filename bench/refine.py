@@ -87,7 +87,7 @@ def run(name: str, store: Path, inputs: list[str], max_llm_calls: int, mode: str
         "refine_seconds_cycle_2": second.seconds,
         "seconds_per_unit": round((first.seconds + second.seconds) / max(1, written), 3),
         "seconds_per_llm_unit_attempt": round(first.seconds / max(1, first.units_written), 3),
-        "archived_sources": first.archived + second.archived,
+        "archived_sources": first.archiving + second.archiving,
         "rejection_reasons_sample": first.rejection_reasons[:8],
         "examples": [
             {k: u[k] for k in ("id", "kind", "method", "support", "confidence", "success_rate", "text")}

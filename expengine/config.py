@@ -76,6 +76,10 @@ class DecayConfig:
     # long-term goals: their memories decay with at least this lambda
     lambda_long_term: float = 0.99
     observation_window_hours: float = 72.0
+    # units decay too, per cycle by kind, once neither created nor shown for observation_window_hours
+    # (under theta_dormant they sleep; a query showing one wakes it); a unit standing for a pinned or
+    # protected record does not decay. 1.0: never
+    lambda_by_unit_kind: dict[str, float] = field(default_factory=lambda: {"rule": 0.8, "fact": 0.8})
 
 
 @dataclass
@@ -97,6 +101,9 @@ class RefineConfig:
     max_llm_calls: int = 50
     time_limit_s: float = 600.0
     archive_sources: bool = True
+    # on: a rule's sources sleep through decay.observation_window_hours before purge archives them. Off
+    # (archived at once): sleeping sources cost tau-bench 2 points of gold tools (docs/benchmarks.md)
+    observe_sources: bool = False
     harmful_quarantine: int = 3
     # message sources a unit quotes (every member of a digest) go dormant, reachable through the unit
     dormant_sources: bool = True
@@ -120,6 +127,17 @@ class LessonsConfig:
     # a tool-keyed rule gives way to an intent procedure calling its tool; off: on tau-bench it cost the
     # default query 4.8 points of next-tool lift (docs/benchmarks.md)
     retire_tool_rules: bool = False
+
+
+@dataclass
+class CreditConfig:
+    """Outcome credit (lifecycle/credit.py): units shown to episodes that ended, against comparable ones."""
+
+    # off by default: on the tau-bench simulation (bench/credit.py) the contrast neither quarantined the
+    # planted wrong rule nor credited the right one, and it moved neutral units (docs/benchmarks.md)
+    enabled: bool = False
+    alpha: float = 0.05  # Fisher's exact test p-value below which the contrast counts
+    min_runs: int = 5  # ended episodes shown the unit, and comparable ones not shown it
 
 
 @dataclass
@@ -162,6 +180,12 @@ class QueryConfig:
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192
+    # below this best cosine similarity of any candidate, nothing is relevant: no hits, an empty prompt,
+    # `"relevant": false`. 0.42 on LoCoMo (bench/relevance.py, docs/benchmarks.md): 83% of questions about
+    # another conversation answered "nothing relevant" for 0.4 points of evidence recall; 0: never
+    min_similarity: float = 0.42
+    # the query log (what each query showed, for outcome credit) keeps this many days
+    log_days: float = 90.0
 
 
 @dataclass
@@ -198,6 +222,7 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
+    credit: CreditConfig = field(default_factory=CreditConfig)
     chatter: ChatterConfig = field(default_factory=ChatterConfig)
     notes: NotesConfig = field(default_factory=NotesConfig)
     query: QueryConfig = field(default_factory=QueryConfig)

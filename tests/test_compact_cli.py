@@ -157,7 +157,8 @@ def test_every_step_renders_its_own_summary_line(store_dir):
     assert list(report["steps"]) == [s.name for s in STEPS]  # the dry run takes no snapshot
     assert all(isinstance(step["summary"], str) and step["summary"] for step in report["steps"].values())
     assert report["steps"]["decay"]["summary"] == (
-        f"{report['steps']['decay']['decayed']} decayed, {report['steps']['decay']['became_dormant']} dormant"
+        f"{report['steps']['decay']['decayed']} decayed, {report['steps']['decay']['became_dormant']} dormant, "
+        f"{report['steps']['decay']['units_dormant']} units dormant"
     )
     shown = CliRunner().invoke(app, ["--store", str(store_dir), "compact"], env={"COLUMNS": "400"})
     assert shown.exit_code == 0, shown.output

@@ -88,6 +88,7 @@ def test_ingest_without_waiting_answers_during_a_compaction_and_the_receipt_says
         "memory_status",
         "memory_feedback",
         "memory_show",
+        "memory_why",
         "memory_stats",
         "memory_units",
         "memory_forget",

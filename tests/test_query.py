@@ -284,7 +284,7 @@ def test_recency_changes_the_order_as_configured(engine_on):
 
 # --- filters -----------------------------------------------------------------------------------
 def test_filters(engine_on):
-    engine = engine_on()
+    engine = engine_on(overrides={"query.min_similarity": "0"})  # a filter may leave only far candidates
     text = "get_weather 429"
 
     def ids(**kw):
@@ -659,7 +659,7 @@ def test_an_intent_rule_takes_the_slot_by_its_text_not_its_condition_vector(engi
 def test_warm_reads_the_vectors_queries_compare_into_memory(engine_on):
     """A server warms at start: an intent rule's text (LanceDB holds its condition's vector) and the
     archived sources of units come from memory afterwards, never from a scan of the embedding cache."""
-    engine = engine_on()
+    engine = engine_on(overrides={"query.min_similarity": "0"})  # the condition vector is far from the query
     condition = "the user asks about the weather in Paris"
     engine.store.con.execute(
         "UPDATE units SET cluster_key = 'intent:weather', condition = ? WHERE id = 'u-weather'", [condition]

@@ -376,7 +376,8 @@ def test_template_mode_never_loads_a_model_and_bad_answers_are_model_errors(tmp_
 
 
 # --- the cycle on a real store ---------------------------------------------------------------------------
-def test_template_refine_writes_grounded_traceable_rule_and_archives_process_sources(store):
+def test_template_refine_writes_grounded_traceable_rule_and_marks_process_sources_for_archiving(store):
+    store.store.config.refine.observe_sources = True
     ids = weather_ids(store)
     set_clusters(store, {"weather": ids}, "bot")
     report = store.refine(run_id="r1")
@@ -390,9 +391,9 @@ def test_template_refine_writes_grounded_traceable_rule_and_archives_process_sou
     assert store.store.index.count("units") == 1
     assert store.store.con.execute("SELECT count(*) FROM pending_index").fetchall()[0][0] == 0
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
-    assert states["w0-ok"] == "archived" and states["w0-call"] == "archived"  # process, now in the unit
+    assert states["w0-ok"] == "dormant" and states["w0-call"] == "dormant"  # process, now in the unit
     assert states["w0-err"] == "active" and states["w0-obs"] == "active"  # lessons stay
-    assert report.archived == sum(1 for s in states.values() if s == "archived")
+    assert report.archiving == sum(1 for s in states.values() if s == "dormant")
     traced = store.trace(unit["id"])
     assert {r["id"] for r in traced["records"]} == set(ids) and traced["missing_source_ids"] == []
     assert any(h["action"] == "refined" and h["run_id"] == "r1" for h in traced["history"])
@@ -705,3 +706,37 @@ def test_by_default_a_conversation_yields_no_digest_or_quote_bag_and_its_turns_s
     assert not [a for a in attributes if a == "digest" or a.startswith("said on")]
     states = store.store.con.execute("SELECT DISTINCT state FROM records WHERE id IN (SELECT unnest(?))", [ids])
     assert states.fetchall() == [("active",)]
+
+
+def test_refinement_waits_out_the_observation_window_before_archiving_sources(store):
+    """Mark → observe → clean: a rule's process sources sleep first; purge archives them only after
+    `decay.observation_window_hours` (72 h) untouched, and one a query used meanwhile stays."""
+    store.store.config.refine.observe_sources = True
+    set_clusters(store, {"weather": weather_ids(store)}, "bot")
+    store.refine(run_id="r1")
+
+    def states() -> dict[str, str]:
+        return dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
+
+    marked = sorted(i for i, s in states().items() if s == "dormant")
+    assert marked and "w0-call" in marked
+    (marked_at,) = store.store.con.execute("SELECT max(marked_at) FROM records").fetchone()
+    assert store.purge(dry_run=False, now=marked_at + dt.timedelta(hours=25)).archived == 0
+    assert all(states()[i] == "dormant" for i in marked)
+    used = marked_at + dt.timedelta(hours=30)
+    store.store.con.execute("UPDATE records SET last_access = ? WHERE id = 'w0-call'", [used])
+    report = store.purge(dry_run=False, now=marked_at + dt.timedelta(hours=73))
+    after = states()
+    assert report.archived == len(marked) - 1 and after["w0-call"] == "dormant"
+    assert all(after[i] == "archived" for i in marked if i != "w0-call")
+    (reason,) = store.store.con.execute("SELECT state_reason FROM records WHERE id = ?", [marked[-1]]).fetchone()
+    assert reason == "purge: refined into a unit, untouched for 72.0 h"
+
+
+def test_by_default_a_rules_sources_are_archived_at_once(store):
+    assert store.store.config.refine.observe_sources is False
+    set_clusters(store, {"weather": weather_ids(store)}, "bot")
+    report = store.refine(run_id="r1")
+    states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
+    assert states["w0-call"] == "archived" and states["w0-err"] == "active"  # lessons stay
+    assert report.archiving == sum(1 for s in states.values() if s == "archived")

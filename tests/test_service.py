@@ -29,7 +29,7 @@ from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_serve
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = ["--set", "llm.mode=template"]
-QUERY = "the payment tool fails with an error"
+QUERY = "search_flights fails with 429 Too Many Requests"  # the store holds it (the floor silences a query it does not)
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from expengine.store import units
+from expengine.store import unit_reads, units
 from expengine.store.index import UNITS
 
 NOW = dt.datetime(2026, 3, 10, 12, 0)
@@ -81,7 +81,7 @@ def test_superseding_twice_changes_nothing_the_second_time(store):
 def test_a_quarantined_unit_leaves_the_index_but_stays_listed(store):
     assert units.set_status(store, ["u-old"], "quarantined", reason="3 harmful vs 0 helpful reports") == 1
     assert not _indexed(store, "u-old")
-    assert [u["id"] for u in units.list_units(store, status="quarantined")] == ["u-old"]
+    assert [u["id"] for u in unit_reads.list_units(store, status="quarantined")] == ["u-old"]
     assert ("quarantined", "3 harmful vs 0 helpful reports") in _history(store, "u-old")
 
 
@@ -119,8 +119,8 @@ def test_a_unit_of_a_new_kind_is_insertable_and_listed(make_engine):
     store = make_engine().store
     units.insert(store, _unit("u-note", "Never share booking references over chat.", kind="note"), action="noted")
     units.index_journalled(store, ["u-note"])
-    assert [u["kind"] for u in units.list_units(store, kind="note")] == ["note"]
-    assert _indexed(store, "u-note") and units.trace_unit(store, "u-note")["history"][0]["action"] == "noted"
+    assert [u["kind"] for u in unit_reads.list_units(store, kind="note")] == ["note"]
+    assert _indexed(store, "u-note") and unit_reads.trace_unit(store, "u-note")["history"][0]["action"] == "noted"
 
 
 def test_a_field_the_table_lacks_is_refused(make_engine):

@@ -1,4 +1,4 @@
-"""Query commands: query, feedback, show."""
+"""Query commands: query, feedback, why, show."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _print_table(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     if not result["hits"]:
-        stdout.print("no hits", style="dim")
+        stdout.print("no hits" if result.get("relevant", True) else "nothing relevant", style="dim")
         return
     table = Table(title=f"query: {_short(result['query'], 60)}  ({result['took_ms']:.0f} ms)", box=box.SIMPLE_HEAD)
     for column in ("#", "id", "type", "score", "sim", "W", "rec", "util"):
@@ -147,6 +147,43 @@ def feedback(
     if result["restored"]:
         line += " · restored"
     stdout.print(line)
+
+
+@app.command()
+def why(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="What the agent remembers, e.g. what the user once said."),
+    limit: int = typer.Option(5, "--limit", help="At most this many items."),
+    revive: bool = typer.Option(False, "--revive", help="Wake what is found (active again, with a history line)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """What the memory set aside that matches TEXT (sleeping, archived, merged, superseded) and why."""
+    result = call(ctx, "why", text=text, limit=limit, revive=revive)
+    if as_json:
+        emit_json(result)
+        return
+    if not result["items"]:
+        stdout.print("nothing set aside matches", style="dim")
+        return
+    from rich.table import Table
+
+    table = Table("id", "type", "status", "sim", "W", "when", "what happened", "text", title=_short(text, 60))
+    for item in result["items"]:
+        into = item["merged_into"] or item["superseded_by"]
+        happened = f"{item['step'] or '?'}: {_short(item['reason'], 60)}" + (f" → {into}" if into else "")
+        status = item["status"] + (" → active" if item["revived"] else "")
+        when = (item["when"] or "")[:16]
+        table.add_row(
+            item["id"],
+            item["type"],
+            status,
+            f"{item['similarity']:.2f}",
+            f"{item['weight']:.3g}",
+            when,
+            happened,
+            _short(item["text"], 70),
+        )
+    stdout.print(table)
 
 
 @app.command()

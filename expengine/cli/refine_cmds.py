@@ -47,7 +47,7 @@ def refine(
 def units(
     ctx: typer.Context,
     agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's units."),
-    status: Optional[str] = typer.Option(None, "--status", help="active, superseded or quarantined."),
+    status: Optional[str] = typer.Option(None, "--status", help="active, dormant, superseded or quarantined."),
     kind: Optional[str] = typer.Option(None, "--kind", help="rule, fact or note."),
     as_json: bool = JSON_OPTION,
 ) -> None:

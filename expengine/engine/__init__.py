@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..query.feedback import FeedbackResult
     from ..query.hits import QueryResult
     from ..query.show import ShowResult
+    from ..query.why import WhyResult
     from ..store.stats import Stats
 
 
@@ -311,14 +312,14 @@ class Engine(Upkeep):
         self, *, agent: str | None = None, status: str | None = None, kind: str | None = None
     ) -> list[dict[str, Any]]:
         """Knowledge units with every field, best first."""
-        from ..store.units import list_units
+        from ..store.unit_reads import list_units
 
         with self.session() as store:
             return list_units(store, agent=agent, status=status, kind=kind)
 
     def trace(self, unit_id: str) -> dict[str, Any]:
         """A unit with every raw record it came from (archived ones included) and its history."""
-        from ..store.units import trace_unit
+        from ..store.unit_reads import trace_unit
 
         with self.session() as store:
             return trace_unit(store, unit_id)
@@ -335,9 +336,10 @@ class Engine(Upkeep):
             return warm(store)
 
     def query(self, text: str, **options: Any) -> "QueryResult":
-        """The best `k` units and memories for `text`, scored, rendered for a prompt, reinforced unless
-        touch=False. `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind,
-        outcome, since, until, goal, budget, include_dormant, expand)."""
+        """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
+        what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
+        `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind, outcome,
+        since, until, goal, budget, include_dormant, expand, session, goal_id)."""
         from ..query.args import QueryArgs
         from ..query.search import query
 
@@ -352,11 +354,12 @@ class Engine(Upkeep):
             return query(store, args)
 
     def reinforce(self, result: Any) -> None:
-        """Reinforce the hits of an earlier `query(touch=False)`: the server answers first, writes after."""
-        from ..query.search import reinforce
+        """Record what an earlier `query(touch=False)` showed (reinforce, wake, log): the server answers
+        first, writes after."""
+        from ..query.search import record_shown
 
         with self.session() as store:
-            reinforce(store, result.hits)
+            record_shown(store, result)
 
     def reader(self) -> "Engine":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Engine writes),
@@ -385,6 +388,14 @@ class Engine(Upkeep):
 
         with self.session() as store:
             return restore_unit(store, unit_id, reason=reason)
+
+    def why(self, text: str, *, limit: int = 5, revive: bool = False) -> "WhyResult":
+        """What the memory set aside that matches `text` (sleeping, archived, merged, superseded) and
+        what happened to each; `revive` wakes them."""
+        from ..query.why import why
+
+        with self.session() as store:
+            return why(store, text, limit=limit, revive=revive)
 
     def show(self, item_id: str) -> "ShowResult":
         """One record or unit with its scores, state, provenance and history."""

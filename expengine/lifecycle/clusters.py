@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
+from ..store.vocabulary import LIVE_SQL
 from .cluster_plan import Plan, plan_agent
 from .common import examples
 
@@ -90,10 +91,7 @@ def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
 
 def _unit_vectors(store: "Store", agent: str) -> np.ndarray:
     texts = [
-        t
-        for (t,) in store.con.execute(
-            "SELECT text FROM units WHERE agent = ? AND status = 'active'", [agent]
-        ).fetchall()
+        t for (t,) in store.con.execute(f"SELECT text FROM units WHERE agent = ? AND {LIVE_SQL}", [agent]).fetchall()
     ]
     return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
 

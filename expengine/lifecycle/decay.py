@@ -1,6 +1,8 @@
 """Decay: W ← W·λ once per cycle; λ by category, raised for important memories and long-term goals.
+Units decay too, with λ by kind (`decay.lambda_by_unit_kind`): an active unit under θ_dormant goes
+dormant (still found, at its low weight, and woken when a query shows it); units are never purged.
 
-Pinned and protected memories do not decay. Active and dormant memories both decay (a dormant one
+Pinned and protected memories do not decay, nor do the units standing for them. Active and dormant memories both decay (a dormant one
 must keep sinking to reach θ_purge); archived ones are out of the cycle. A λ above 1 (a boost on a
 high λ) lets a weight grow back, but never past 1.0 or past where it already was.
 Reinforcement on use (W += δ_access) happens at query time, not here.
@@ -14,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..results import Result
+from ..store import unit_reads, units
+from ..store.db import utcnow
 from ..store.filters import sql_str
 from ..store.state import set_state
 from .common import examples, sql_float
@@ -27,13 +31,14 @@ if TYPE_CHECKING:
 class DecayReport(Result):
     decayed: int = 0
     became_dormant: int = 0
+    units_dormant: int = 0
     mean_weight_before: float = 0.0
     mean_weight_after: float = 0.0
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
     def summary(self) -> str:
-        return f"{self.decayed} decayed, {self.became_dormant} dormant"
+        return f"{self.decayed} decayed, {self.became_dormant} dormant, {self.units_dormant} units dormant"
 
 
 def lambda_sql(store: "Store") -> str:
@@ -87,6 +92,18 @@ def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
     if not dry_run:
         con.execute(
             f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight"
+        )
+        cfg = store.config.decay
+        unused_since = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
+        units.decay(store, cfg.lambda_by_unit_kind, default=1.0, unused_since=unused_since)
+        sleeping_units = [r[0] for r in unit_reads.sleepers(store, cfg.theta_dormant)]
+        report.units_dormant = units.set_status(
+            store,
+            sleeping_units,
+            "dormant",
+            reason=f"decay: unused, weight fell below theta_dormant {cfg.theta_dormant}",
+            run_id=run_id,
+            now=now,
         )
         set_state(
             store,

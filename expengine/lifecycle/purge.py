@@ -19,12 +19,12 @@ import pyarrow as pa
 
 from ..errors import InputError, NotFoundError
 from ..results import Result
-from ..store import units
+from ..store import query_log, units
 from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
-from .common import examples, sql_float
+from .common import ARCHIVE_AFTER_WINDOW, examples, sql_float
 from .snapshot import forget_in_snapshots, list_snapshots
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ UNIT_TEXT = "concat_ws(' ', text, condition, action, expected_outcome, pitfall, 
 @dataclass
 class PurgeReport(Result):
     archived: int = 0
-    waiting: int = 0  # dormant and light enough, but still inside the observation window
+    waiting: int = 0  # dormant and light enough (or refined), but still inside the observation window
+    log_entries_pruned: int = 0  # query-log entries older than query.log_days
     examples: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -54,6 +55,7 @@ class ForgetResult(Result):
     history: int = 0
     units_updated: int = 0
     units_deleted: int = 0
+    query_log: int = 0  # query-log entries deleted (their session is gone) or rewritten without the ids
     snapshots: int = 0  # snapshots rewritten without the records (a dry run: snapshots that would be)
     rejects: int = 0  # quarantined lines deleted (`forget --rejects`)
     dry_run: bool = False
@@ -64,10 +66,14 @@ class ForgetResult(Result):
 def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> PurgeReport:
     started = time.perf_counter()
     cfg = store.config.decay
-    cutoff = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
-    light = f"state = 'dormant' AND NOT pinned AND NOT protected AND weight < {sql_float(cfg.theta_purge)}"
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(hours=cfg.observation_window_hours)
+    refined = f"state_reason LIKE '{ARCHIVE_AFTER_WINDOW} %'"
+    light = (
+        f"state = 'dormant' AND NOT pinned AND NOT protected AND (weight < {sql_float(cfg.theta_purge)} OR {refined})"
+    )
     due = store.con.execute(
-        f"""SELECT id, text, weight FROM records WHERE {light}
+        f"""SELECT id, text, weight, {refined} FROM records WHERE {light}
             AND marked_at IS NOT NULL AND marked_at < ? AND (last_access IS NULL OR last_access < ?) ORDER BY id""",
         [cutoff, cutoff],
     ).fetchall()
@@ -78,14 +84,11 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
         examples=examples(due, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}),
     )
     if not dry_run:
-        set_state(
-            store,
-            [r[0] for r in due],
-            "archived",
-            reason=f"purge: dormant, weight < {cfg.theta_purge}, untouched for {cfg.observation_window_hours} h",
-            run_id=run_id,
-            now=now,
-        )
+        untouched = f"untouched for {cfg.observation_window_hours} h"
+        for was_refined, why in ((False, f"dormant, weight < {cfg.theta_purge}"), (True, "refined into a unit")):
+            ids = [r[0] for r in due if bool(r[3]) == was_refined]
+            set_state(store, ids, "archived", reason=f"purge: {why}, {untouched}", run_id=run_id, now=now)
+        report.log_entries_pruned = query_log.prune(store, before=now - dt.timedelta(days=store.config.query.log_days))
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -183,6 +186,13 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             "SELECT text, content, tool_args, tool_result, tool_error, goal_description, goal_id FROM records "
             "WHERE id IN (SELECT id FROM forget_ids)"
         ).fetchall()
+        sessions = [
+            s
+            for (s,) in con.execute(
+                "SELECT DISTINCT session FROM records WHERE id IN (SELECT id FROM forget_ids)"
+            ).fetchall()
+            if s
+        ]
         result.records = len(forgotten)
         result.history = con.execute(
             "SELECT count(*) FROM history WHERE item_id IN (SELECT id FROM forget_ids)"
@@ -217,6 +227,13 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             result.units_updated += 1
     result.history += units.delete(con, emptied)
     result.units_deleted = len(emptied)
+    sessions_left = {
+        s
+        for (s,) in con.execute(
+            "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
+        ).fetchall()
+    }
+    result.query_log = query_log.forget_rows(con, gone, set(emptied), [s for s in sessions if s not in sessions_left])
     for goal_id in {row[6] for row in forgotten if row[6]}:
         left_in_goal, description = con.execute(
             "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]

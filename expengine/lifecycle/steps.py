@@ -25,6 +25,7 @@ class DeclaredStep:
 
 
 STEPS: tuple[DeclaredStep, ...] = (
+    DeclaredStep("credit", "outcome credit", "credit:CreditStep"),
     DeclaredStep("decay", "decay", "decay:DecayStep"),
     DeclaredStep("goals", "goal cleanup", "goals:GoalsStep"),
     DeclaredStep("chatter", "chatter to sleep", "chatter:ChatterStep"),

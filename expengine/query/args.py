@@ -39,9 +39,9 @@ class QueryArgs:
     text: str = field(metadata={"help": "The situation the agent is in, or what it is about to do.", "min_length": 1})
     k: int = _arg("At most this many hits.", default=5, ge=1, le=100, flag="-k")
     touch: bool = _arg(
-        "Reinforce the hits (false leaves the store unchanged).",
+        "Reinforce and log what is shown (false leaves the store unchanged).",
         default=True,
-        off=("--no-touch", "Do not reinforce the hits (the store is left unchanged)."),
+        off=("--no-touch", "Do not reinforce or log what is shown (the store is left unchanged)."),
     )
     agent: Optional[str] = _arg("Only this agent's memories and units.", max_length=NAME_CHARS)
     category: Optional[str] = _arg("Only this category.", max_length=NAME_CHARS)
@@ -58,6 +58,10 @@ class QueryArgs:
     )
     include_dormant: bool = _arg("Search dormant memories too.", default=False)
     expand: Optional[bool] = _arg("Show a unit's sources most relevant to the query (default: on).")
+    session: Optional[str] = _arg(
+        "The asking session: when it ends with an outcome, that credits what was shown.", max_length=NAME_CHARS
+    )
+    goal_id: Optional[str] = _arg("The asking goal: its outcome credits what was shown.", max_length=NAME_CHARS)
 
     def __post_init__(self) -> None:
         from ..errors import InputError

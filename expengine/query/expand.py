@@ -10,6 +10,7 @@ import numpy as np
 from ..store.db import json_ids
 from ..store.index import MEMORIES
 from ..store.reindex import UNIT_EMBEDDED_TEXT
+from ..store.vocabulary import LIVE_SQL
 from .hits import Evidence, Hit
 
 if TYPE_CHECKING:
@@ -22,11 +23,11 @@ def warm(store: "Store") -> int:
     of active units (expansion). Each first read would cost a query 45-65 ms at 100k memories (see
     `VectorMemo`); a server does them all at start. How many were read."""
     rules = store.con.execute(
-        f"SELECT text FROM units WHERE status = 'active' AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
+        f"SELECT text FROM units WHERE {LIVE_SQL} AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
     ).fetchall()
     sources = {
         i
-        for (ids,) in store.con.execute("SELECT source_ids FROM units WHERE status = 'active'").fetchall()
+        for (ids,) in store.con.execute(f"SELECT source_ids FROM units WHERE {LIVE_SQL}").fetchall()
         for i in json_ids(ids)
     }
     archived = store.con.execute(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..store.filters import lance_eq
 from ..store.vocabulary import KINDS as RECORD_KINDS
-from ..store.vocabulary import OUTCOMES, EventError, parse_ts
+from ..store.vocabulary import LIVE_SQL, OUTCOMES, EventError, parse_ts
 
 if TYPE_CHECKING:
     from .args import QueryArgs
@@ -54,7 +54,7 @@ class Filters:
         )
 
     def unit_where(self) -> str:
-        return " AND ".join(["status = 'active'", *self._common("ts"), *_equals(kind=self.kind)])
+        return " AND ".join([LIVE_SQL, *self._common("ts"), *_equals(kind=self.kind)])
 
     def _common(self, ts_column: str) -> list[str]:
         clauses = _equals(agent=self.agent, category=self.category)

@@ -60,13 +60,20 @@ class QueryResult:
     candidates: int = 0
     budget: int | None = None
     took_ms: float = 0.0
+    # False when no candidate reached `query.min_similarity`: then no hits and an empty prompt
+    relevant: bool = True
+    best_similarity: float | None = None  # the best cosine similarity of any candidate
+    session: str | None = None  # who asked, for the query log (what an outcome credits)
+    goal_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
+            "relevant": self.relevant,
             "hits": [h.to_dict() for h in self.hits],
             "prompt": self.prompt,
             "candidates": self.candidates,
+            "best_similarity": self.best_similarity,
             "budget": self.budget,
             "took_ms": self.took_ms,
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..store.vocabulary import LIVE_SQL
 from .filters import Filters
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def project_units(store: "Store", text: str, filters: Filters) -> dict[tuple[str
     if not filters.search_units or filters.category not in (None, ENVIRONMENT) or filters.kind not in (None, "rule"):
         return {}
     rows = store.con.execute(
-        "SELECT id, subject FROM units WHERE status = 'active' AND category = ? AND subject IS NOT NULL"
+        f"SELECT id, subject FROM units WHERE {LIVE_SQL} AND category = ? AND subject IS NOT NULL"
         + (" AND agent = ?" if filters.agent else ""),
         [ENVIRONMENT, *([filters.agent] if filters.agent else [])],
     ).fetchall()

@@ -87,10 +87,11 @@ def _search_pool() -> Any:
 
 def retrieve(
     store: "Store", text: str, vector: Any, filters: Filters
-) -> tuple[dict[tuple[str, str], float], np.ndarray]:
-    """(type, id) → similarity in 0..1, from vector and full-text search over both tables; and the
-    query vector. `vector` is the vector or a callable that computes it: the full-text searches start
-    first, so they run while the query is being embedded."""
+) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
+    """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
+    vector; and the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
+    ranks say which is best, never whether anything is close). `vector` is the vector or a callable
+    that computes it: the full-text searches start first, so they run while the query is being embedded."""
     limit = store.config.query.candidates
     tables = [
         (t, name, where)
@@ -117,4 +118,5 @@ def retrieve(
     if words:
         text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
-    return _fuse(lists, store.config.query.rrf_k), vector
+    best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
+    return _fuse(lists, store.config.query.rrf_k), vector, best_cosine

@@ -12,6 +12,7 @@ import numpy as np
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
 from ..store.reindex import UNIT_EMBEDDED_TEXT
+from ..store.vocabulary import LIVE_SQL
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
 
@@ -107,7 +108,7 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
     now = utcnow()
     base = store.config.query.recency_base
     live = ("active", "dormant") if filters.include_dormant else ("active",)
-    units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], "status = 'active'")
+    units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], LIVE_SQL)
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
     records = {r["id"]: r for r in _lookup(store, "records", _MEMORY_COLUMNS, list(wanted), "TRUE")}

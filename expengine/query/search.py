@@ -24,14 +24,21 @@ How a query is answered:
    act) worded unlike the agent's task still reaches it, yet never displaces more than one hit.
    The token budget keeps room for that rule (or for the best rule already among the `k`), so long
    memories above it cannot push it out.
-6. They are rendered (`render.py`), cut at the token budget, and reinforced unless `touch=False`.
+6. They are rendered (`render.py`), cut at the token budget, and what the prompt shows is used
+   (`record_shown`) unless `touch=False`: only those hits and the evidence lines under them gain
+   δ_access (never the candidates below the cut), a dormant one wakes, and the query log records the
+   ids for the caller's `session` and `goal_id`.
+
+When no candidate's cosine similarity reaches `query.min_similarity`, nothing is relevant: the answer
+has no hits and an empty prompt (`relevant` false), nothing is reinforced, and the log records that
+the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
 
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
 if they were first in every list (projects.py).
 
 The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
-order (`query`) and reinforces what was used (`reinforce`).
+order (`query`) and records what was shown (`record_shown`).
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..store import query_log
 from ..store.db import utcnow
+from ..store.state import set_state
 from ..store.units import record_use
 from .args import QueryArgs
 from .expand import attach_evidence
@@ -56,18 +65,44 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 
-def reinforce(store: "Store", hits: list[Hit]) -> None:
-    """Used hits gain δ_access and a fresh last access: what is retrieved stays."""
-    delta, now = store.config.decay.delta_access, utcnow()
-    memory_ids = [h.id for h in hits if h.type == "memory"]
+def shown_ids(hits: list[Hit]) -> tuple[list[str], list[str]]:
+    """(unit ids, memory ids) whose text the prompt holds: the hits and the evidence lines under them."""
     unit_ids = [h.id for h in hits if h.type == "unit"]
-    if memory_ids:
-        store.con.execute(
-            "UPDATE records SET weight = weight + ?, access_count = access_count + 1, last_access = ? "
-            "WHERE id IN (SELECT unnest(?))",
-            [delta, now, memory_ids],
+    memory_ids = [h.id for h in hits if h.type == "memory"]
+    memory_ids += [e.id for h in hits for e in h.expanded]
+    return unit_ids, list(dict.fromkeys(memory_ids))
+
+
+def record_shown(store: "Store", result: QueryResult) -> None:
+    """What the prompt showed was used: it gains δ_access and a fresh last access (what is used stays;
+    a dormant memory or unit wakes, its history says a query showed it), and the query log records it,
+    an answer that showed nothing too (outcome credit compares episodes shown a unit with those not)."""
+    cfg, now = store.config.decay, utcnow()
+    unit_ids, memory_ids = shown_ids(result.hits)
+    with store.transaction():
+        if memory_ids:
+            woken = [
+                i
+                for (i,) in store.con.execute(
+                    "SELECT id FROM records WHERE id IN (SELECT unnest(?)) AND state = 'dormant'", [memory_ids]
+                ).fetchall()
+            ]
+            set_state(store, woken, "active", reason="shown by a query", now=now)
+            store.con.execute(
+                "UPDATE records SET weight = GREATEST(weight, ?) + ?, access_count = access_count + 1, "
+                "last_access = ? WHERE id IN (SELECT unnest(?)) AND state <> 'archived'",
+                [cfg.theta_dormant, cfg.delta_access, now, memory_ids],
+            )
+        record_use(store, unit_ids, delta=cfg.delta_access, now=now)
+        query_log.record(
+            store,
+            at=now,
+            query=result.query,
+            session=result.session,
+            goal_id=result.goal_id,
+            unit_ids=unit_ids,
+            memory_ids=memory_ids,
         )
-    record_use(store, unit_ids, delta=delta, now=now)
 
 
 def _rounded(hit: Hit) -> Hit:
@@ -80,7 +115,7 @@ def _rounded(hit: Hit) -> Hit:
 
 def query(store: "Store", args: QueryArgs) -> QueryResult:
     """Answer one query (its arguments checked by `QueryArgs`): retrieve, score, expand, render, and
-    reinforce what was kept unless `touch` is off."""
+    record what was shown unless `touch` is off."""
     started = time.perf_counter()
     text, k, budget, expand = args.text, args.k, args.budget, args.expand
     if not text.strip():
@@ -88,8 +123,27 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
     filters = make_filters(args)
-    fused, vector = retrieve(store, text, lambda: embed_query(store, text), filters)
+    fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused.update(project_units(store, text, filters))
+    floor = store.config.query.min_similarity
+    # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
+    # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
+    if floor > 0 and filters.search_memories and best < floor:
+        nothing = QueryResult(
+            query=text,
+            hits=[],
+            prompt="",
+            candidates=len(fused),
+            budget=budget,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+            relevant=False,
+            best_similarity=round(best, 4) if fused else None,
+            session=args.session,
+            goal_id=args.goal_id,
+        )
+        if args.touch:
+            record_shown(store, nothing)
+        return nothing
     top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
     if expand is None or expand:
         attach_evidence(store, top, vector)
@@ -100,13 +154,17 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     prompt, kept = render_prompt(
         top, budget=budget, evidence_floor=query_cfg.evidence_floor, note_evidence_floor=query_cfg.note_evidence_floor
     )
-    if args.touch and kept:
-        reinforce(store, kept)
-    return QueryResult(
+    result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],
         prompt=prompt,
         candidates=len(fused),
         budget=budget,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
+        best_similarity=round(best, 4) if fused else None,
+        session=args.session,
+        goal_id=args.goal_id,
     )
+    if args.touch:
+        record_shown(store, result)
+    return result

@@ -89,10 +89,14 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
             Optional[int], Field(ge=1, description="Stop adding hits past this many prompt tokens.")
         ] = None,
         touch: Annotated[bool, Field(description="Reinforce the hits returned (they stay in memory longer).")] = True,
+        session: Annotated[
+            Optional[str], Field(description="Your session id: when it ends with an outcome, that credits the hits.")
+        ] = None,
+        goal_id: Annotated[Optional[str], Field(description="Your goal id, credited the same way.")] = None,
     ) -> dict[str, Any]:
         """Search the memory for what is relevant to a situation. Returns `prompt` (a short, ready-to-use action
         guide with cautions: put it in your context) and `hits` (each with id, type unit|memory, text, score and
-        source record ids; use the ids with memory_show and memory_feedback)."""
+        source record ids; use the ids with memory_show and memory_feedback); `relevant` is false when nothing is."""
         return call(
             "query",
             {
@@ -104,6 +108,8 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
                 "since": since,
                 "budget": budget,
                 "touch": touch,
+                "session": session,
+                "goal_id": goal_id,
             },
         )
 
@@ -207,6 +213,16 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
         (provenance) and its history (why it was kept, merged or forgotten)."""
         return call("show", {"id": id})
 
+    def memory_why(
+        text: Annotated[str, Field(min_length=1, description="What you remember, e.g. what the user once said.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 5,
+        revive: Annotated[bool, Field(description="Wake what is found, so queries return it again.")] = False,
+    ) -> dict[str, Any]:
+        """Answer "do you remember that …?": the best-matching memories and units that were set aside (dormant,
+        archived, merged, superseded, quarantined), each with when, which step, why, its weight and what it was
+        merged into or superseded by."""
+        return call("why", {"text": text, "limit": limit, "revive": revive})
+
     def memory_stats() -> dict[str, Any]:
         """Size and shape of the memory: raw, active, dormant and archived records, knowledge units, counts by
         kind, agent and category, active tokens and bytes on disk."""
@@ -218,6 +234,7 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
         memory_status,
         memory_feedback,
         memory_show,
+        memory_why,
         memory_stats,
         memory_units,
         memory_forget,

@@ -46,6 +46,12 @@ class IdArgs(Args):
     id: str = Field(min_length=1, max_length=NAME_CHARS)
 
 
+class WhyArgs(Args):
+    text: str = Field(min_length=1, max_length=NAME_CHARS, description="What the agent remembers.")
+    limit: int = Field(5, ge=1, le=100)
+    revive: bool = Field(False, description="Wake what is found.")
+
+
 class FeedbackArgs(IdArgs):
     helpful: Optional[bool] = None
     note: Optional[str] = Field(None, max_length=NOTE)
@@ -264,6 +270,7 @@ class Op:
 OPS: dict[str, Op] = {
     "query": Op(QueryArgs, _query, "read"),
     "show": Op(IdArgs, lambda e, a: e.show(a.id), "read"),
+    "why": Op(WhyArgs, lambda e, a: e.why(a.text, limit=a.limit, revive=a.revive), "write"),
     "stats": Op(NoArgs, lambda e, a: e.stats(), "read"),
     "rejects": Op(RejectsArgs, lambda e, a: e.rejects(limit=a.limit), "read", "rejects"),
     "units": Op(UnitsArgs, lambda e, a: e.units(agent=a.agent, status=a.status, kind=a.kind), "read", "units"),

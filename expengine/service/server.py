@@ -158,7 +158,7 @@ class Service:
         if touch:
             args = args.model_copy(update={"touch": False})
         result = await run_in_threadpool(self.read, op, args)
-        if touch and result.hits:
+        if touch:  # logged even when nothing was shown (outcome credit compares with those episodes)
             self.writer.submit(self._reinforce, result)
         return result
 

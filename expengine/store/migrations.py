@@ -220,3 +220,22 @@ def m008_clusters(con: duckdb.DuckDBPyConnection) -> None:
 def m009_store_meta(con: duckdb.DuckDBPyConnection) -> None:
     """Facts about the store as a whole, by key; `vectors`: the name of the encoder that wrote its vectors."""
     con.execute("CREATE TABLE store_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+
+
+@migration
+def m010_query_log(con: duckdb.DuckDBPyConnection) -> None:
+    """Which units and memories each answered query showed (fit in its prompt), and for which session
+    and goal: what an outcome credits. Written only through store/query_log.py."""
+    con.execute(
+        """
+        CREATE TABLE query_log (
+            asked_at TIMESTAMP NOT NULL,
+            session VARCHAR,
+            goal_id VARCHAR,
+            query VARCHAR NOT NULL,
+            unit_ids VARCHAR NOT NULL,
+            memory_ids VARCHAR NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE INDEX query_log_session ON query_log(session)")

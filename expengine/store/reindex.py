@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .index import MEMORIES, UNITS, memory_rows, unit_schema
+from .vocabulary import LIVE_SQL
 
 if TYPE_CHECKING:
     from .store import Store
@@ -50,7 +51,7 @@ def rebuild(store: "Store") -> dict[str, int]:
     fails here, with the index it would have replaced still whole."""
     index = store.index
     batches = list(_memory_batches(store, f"state IN {INDEXED_STATES}"))
-    units = unit_rows(store, "status = 'active'")
+    units = unit_rows(store, LIVE_SQL)
     index.drop(MEMORIES)
     index.drop(UNITS)
     memories = 0
@@ -75,7 +76,7 @@ def index_pending(store: "Store") -> None:
     delete what DuckDB no longer indexes (a `forget` killed before it reached LanceDB)."""
     for name, target, table, indexed in (
         (MEMORIES, "memory", "records", f"state IN {INDEXED_STATES}"),
-        (UNITS, "unit", "units", "status = 'active'"),
+        (UNITS, "unit", "units", LIVE_SQL),
     ):
         gone = store.con.execute(
             f"SELECT id FROM pending_index p WHERE target = ? AND NOT EXISTS "
@@ -86,7 +87,7 @@ def index_pending(store: "Store") -> None:
     where = f"id IN (SELECT id FROM pending_index WHERE target = 'memory') AND state IN {INDEXED_STATES}"
     for batch in _memory_batches(store, where):
         store.index.add(MEMORIES, batch, replace=True)
-    units = unit_rows(store, "id IN (SELECT id FROM pending_index WHERE target = 'unit') AND status = 'active'")
+    units = unit_rows(store, f"id IN (SELECT id FROM pending_index WHERE target = 'unit') AND {LIVE_SQL}")
     store.index.add(UNITS, units, replace=True)
     store.index.refresh_text_index(MEMORIES)
     store.con.execute("DELETE FROM pending_index")

@@ -3,13 +3,15 @@
 Every write to `units` goes through here: `insert` and `merge` (refinement's write, or any other
 producer of units: the kind is the caller's), `set_status` (supersede, quarantine, restore: DuckDB,
 the history entry and LanceDB together), `set_signature`, the use and feedback counters, and
-`forget`'s source removal. Reads that callers share (the field list, listing, tracing, an agent's
-active units, cluster signatures and sources) live here too; the query path keeps its own fast
-SELECTs.
+`forget`'s source removal. Reads that writers share (the field list, an agent's live units, cluster
+signatures and sources) live here too; listing and tracing are in unit_reads.py, and the query path
+keeps its own fast SELECTs.
 
 Records have a `state` (active → dormant → archived: how present a memory is) and units a `status`
-(active, superseded, quarantined: whether a unit may be used at all); they are different lifecycles,
-so the two words stay apart.
+(active, dormant, superseded, quarantined: whether a unit may be used at all); they are different
+lifecycles, so the two words stay apart. A dormant unit (unused until decay sank its weight under
+θ_dormant) is still indexed and still a query candidate at its low weight: when a query shows it, it
+wakes (`wake`). Only superseded and quarantined units leave LanceDB.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFoundError
 from ..textutil import normalized
 from .db import json_ids, utcnow
+from .filters import sql_str
 from .index import UNITS
-from .records import fetch_records
+from .vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 
 if TYPE_CHECKING:
     import duckdb
@@ -32,8 +34,14 @@ if TYPE_CHECKING:
     from .index import Index
     from .store import Store
 
-STATUSES = ("active", "superseded", "quarantined")
-_CHANGES_FROM = {"superseded": ("active",), "quarantined": ("active",), "active": ("quarantined", "superseded")}
+STATUSES = ("active", "dormant", "superseded", "quarantined")
+LIVE_STATUSES = LIVE_UNIT_STATUSES
+_CHANGES_FROM = {
+    "superseded": LIVE_STATUSES,
+    "quarantined": LIVE_STATUSES,
+    "dormant": ("active",),
+    "active": ("quarantined", "superseded", "dormant"),
+}
 UNIT_FIELDS = (
     "id",
     "kind",
@@ -112,48 +120,7 @@ def signature_of(member_ids: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(member_ids)).encode()).hexdigest()[:16]
 
 
-# --- reads -------------------------------------------------------------------------------------------
-def _unit_dict(row: tuple) -> dict[str, Any]:
-    unit = dict(zip(UNIT_FIELDS, row))
-    unit["source_ids"] = json_ids(unit["source_ids"])
-    return unit
-
-
-def list_units(
-    store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
-) -> list[dict[str, Any]]:
-    """Every field of every unit matching the filters, best first (confidence, then support)."""
-    where, params = [], []
-    for column, value in (("agent", agent), ("status", status), ("kind", kind)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    sql = f"SELECT {', '.join(UNIT_FIELDS)} FROM units"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    rows = store.con.execute(sql + " ORDER BY confidence DESC, support DESC, id", params).fetchall()
-    return [_unit_dict(row) for row in rows]
-
-
-def trace_unit(store: "Store", uid: str) -> dict[str, Any]:
-    """The unit, every raw record it came from (whatever their state) and its history."""
-    row = store.con.execute(f"SELECT {', '.join(UNIT_FIELDS)} FROM units WHERE id = ?", [uid]).fetchall()
-    if not row:
-        raise NotFoundError(f"no unit with id {uid!r}", hint="see `expengine units`")
-    unit = _unit_dict(row[0])
-    records = fetch_records(store, unit["source_ids"])
-    found = {r["id"] for r in records}
-    history = store.con.execute(
-        "SELECT happened_at, action, detail, run_id FROM history WHERE item_id = ? ORDER BY happened_at", [uid]
-    ).fetchall()
-    return {
-        "unit": unit,
-        "records": records,
-        "missing_source_ids": [i for i in unit["source_ids"] if i not in found],
-        "history": [dict(zip(("happened_at", "action", "detail", "run_id"), h)) for h in history],
-    }
-
-
+# --- reads (listing and tracing: unit_reads.py) --------------------------------------------------
 def status_of(store: "Store", uid: str) -> str | None:
     """The unit's status; None when there is no such unit."""
     row = store.con.execute("SELECT status FROM units WHERE id = ?", [uid]).fetchone()
@@ -168,29 +135,30 @@ def existing_ids(store: "Store", ids: list[str]) -> set[str]:
 
 
 def active_units(store: "Store", agent: str, kind: str) -> list[dict[str, Any]]:
-    """The agent's active units of one kind, with the fields conflicts and merges compare."""
+    """The agent's live (active or dormant) units of one kind, with the fields conflicts and merges
+    compare: new evidence for a dormant unit merges into it and wakes it."""
     cursor = store.con.execute(
-        f"SELECT {', '.join(ACTIVE_FIELDS)} FROM units WHERE status = 'active' AND agent = ? AND kind = ?",
+        f"SELECT {', '.join(ACTIVE_FIELDS)} FROM units WHERE {LIVE_SQL} AND agent = ? AND kind = ?",
         [agent, kind],
     )
     return [dict(zip(ACTIVE_FIELDS, row)) for row in cursor.fetchall()]
 
 
 def stored_signatures(store: "Store") -> dict[str, set[str]]:
-    """Cluster key → the signatures its active units were refined from."""
+    """Cluster key → the signatures its live units were refined from."""
     stored: dict[str, set[str]] = defaultdict(set)
     for key, signature in store.con.execute(
-        "SELECT cluster_key, cluster_signature FROM units WHERE status = 'active' AND cluster_key IS NOT NULL"
+        f"SELECT cluster_key, cluster_signature FROM units WHERE {LIVE_SQL} AND cluster_key IS NOT NULL"
     ).fetchall():
         stored[key].add(signature)
     return stored
 
 
 def cluster_sources(store: "Store", cluster_key: str) -> list[str]:
-    """Sources of the cluster's active units: archived sources leave the cluster but stay evidence."""
+    """Sources of the cluster's live units: archived sources leave the cluster but stay evidence."""
     ids: list[str] = []
     for (source_ids,) in store.con.execute(
-        "SELECT source_ids FROM units WHERE status = 'active' AND cluster_key = ?", [cluster_key]
+        f"SELECT source_ids FROM units WHERE {LIVE_SQL} AND cluster_key = ?", [cluster_key]
     ).fetchall():
         ids.extend(json_ids(source_ids))
     return ids
@@ -216,7 +184,7 @@ def insert(
         [row[k] for k in columns],
     )
     store.history_log(row["id"], action, detail, run_id=run_id, at=now)
-    if row.get("status", "active") == "active":
+    if row.get("status", "active") in LIVE_STATUSES:
         _journal(store, [row["id"]])
 
 
@@ -237,6 +205,7 @@ def merge(
     )
     store.history_log(row["id"], "merged", detail, run_id=run_id, at=now)
     _journal(store, [row["id"]])
+    wake(store, [row["id"]], reason="new evidence merged in", run_id=run_id, now=now)
 
 
 def set_signature(
@@ -267,8 +236,11 @@ def set_status(
 
     - `superseded` (needs `winner`, the unit that replaces them): from active; stamps `updated` and
       `superseded_by` (and the winner's `supersedes`, when unset), logs "by WINNER (REASON)", leaves LanceDB.
-    - `quarantined`: from active; leaves LanceDB (no query returns it) but stays listed.
-    - `active` (a restore): from quarantined or superseded; logged as `restored`, back in LanceDB.
+    - `quarantined`: from active or dormant; leaves LanceDB (no query returns it) but stays listed.
+    - `dormant`: from active (decay); stays in LanceDB, marked dormant, still a query candidate.
+    - `active`: from dormant (a wake-up, logged as `woke`, its weight lifted to θ_dormant so the next
+      cycle does not put it straight back to sleep), or from quarantined or superseded (a restore,
+      logged as `restored`, back in LanceDB).
 
     Returns how many units changed; a unit already in `status` (or absent) is left alone, so a
     repeated call writes nothing. `now` stamps the history and a superseded unit's `updated` (a cycle
@@ -289,6 +261,7 @@ def set_status(
     if not changed:
         return 0
     now = now or utcnow()
+    woke = [] if status != "active" else _with_status(store, changed, "dormant")
     if status == "superseded":
         con.execute(
             "UPDATE units SET status = 'superseded', superseded_by = ?, updated = ? WHERE id IN (SELECT unnest(?))",
@@ -300,24 +273,81 @@ def set_status(
         con.execute(
             "UPDATE units SET status = ?, superseded_by = NULL WHERE id IN (SELECT unnest(?))", [status, changed]
         )
-    action = "restored" if status == "active" else status
     detail = f"by {winner} ({reason})" if winner is not None else reason
-    con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, action, detail, run_id])
-    if status == "active":
-        _journal(store, changed)
-        index_journalled(store, changed)
+    restored = [i for i in changed if i not in set(woke)]
+    for action, ids_ in (("woke", woke), ("restored" if status == "active" else status, restored)):
+        if ids_:
+            con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [ids_, now, action, detail, run_id])
+    if woke:
+        con.execute(
+            "UPDATE units SET weight = GREATEST(weight, ?) WHERE id IN (SELECT unnest(?))",
+            [store.config.decay.theta_dormant, woke],
+        )
+    if status in LIVE_STATUSES:
+        store.index.update(UNITS, woke if status == "active" else changed, {"status": status})
+    if restored and status == "active":
+        _journal(store, restored)
+        index_journalled(store, restored)
         store.index.refresh_text_index(UNITS)
-    else:
+    elif status not in LIVE_STATUSES:
         store.index.delete(UNITS, changed)
     return len(changed)
 
 
+def wake(
+    store: "Store", ids: list[str], *, reason: str, run_id: str | None = None, now: dt.datetime | None = None
+) -> int:
+    """The dormant units among `ids` become active again (a query showed them, new evidence arrived)."""
+    dormant = _with_status(store, ids, "dormant")
+    return set_status(store, dormant, "active", reason=reason, run_id=run_id, now=now) if dormant else 0
+
+
+def _with_status(store: "Store", ids: list[str], status: str) -> list[str]:
+    if not ids:
+        return []
+    return [
+        r[0]
+        for r in store.con.execute(
+            "SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND status = ? ORDER BY id", [list(ids), status]
+        ).fetchall()
+    ]
+
+
 def record_use(store: "Store", ids: list[str], *, delta: float, now: dt.datetime) -> None:
-    """Units a query returned gain `delta` weight and a fresh `last_used`."""
+    """Units a query showed gain `delta` weight and a fresh `last_used`; dormant ones wake first."""
     if ids:
+        wake(store, ids, reason="shown by a query", now=now)
         store.con.execute(
             "UPDATE units SET weight = weight + ?, last_used = ? WHERE id IN (SELECT unnest(?))", [delta, now, ids]
         )
+
+
+def decay(store: "Store", lambdas: dict[str, float], *, default: float, unused_since: dt.datetime) -> None:
+    """W ← W·λ for live units neither created nor shown since `unused_since`, λ by kind; units standing
+    for a pinned or protected record keep theirs."""
+    by_kind = " ".join(f"WHEN {sql_str(k)} THEN {float(v)!r}" for k, v in sorted(lambdas.items()))
+    lam = f"(CASE kind {by_kind} ELSE {float(default)!r} END)" if by_kind else repr(float(default))
+    store.con.execute(
+        f"UPDATE units SET weight = weight * {lam} WHERE {LIVE_SQL} AND COALESCE(last_used, created) < ? "
+        f"AND id NOT IN (SELECT id FROM ({SPARED_SQL}))",
+        [unused_since],
+    )
+
+
+# Units that never decay: those standing for a pinned or protected record.
+SPARED_SQL = (
+    "SELECT u.id FROM units u, unnest(CAST(from_json(u.source_ids, '[\"VARCHAR\"]') AS VARCHAR[])) s(source_id) "
+    "JOIN records r ON r.id = s.source_id WHERE r.pinned OR r.protected"
+)
+
+
+def credit_outcome(
+    store: "Store", uid: str, *, delta: float, detail: dict[str, Any], run_id: str | None, now: dt.datetime | None
+) -> None:
+    """Outcome credit found clearly better outcomes when the unit was shown: utility += `delta`, logged
+    with the counts."""
+    store.con.execute("UPDATE units SET utility = utility + ? WHERE id = ?", [delta, uid])
+    store.history_log(uid, "credit", {**detail, "utility_delta": delta}, run_id=run_id, at=now)
 
 
 def count_feedback(store: "Store", uid: str, *, helpful: bool, delta: float) -> tuple[int, int, str]:
@@ -338,7 +368,7 @@ def index_journalled(store: "Store", ids: list[str]) -> None:
         return
     from .reindex import unit_rows
 
-    store.index.add(UNITS, unit_rows(store, "id IN (SELECT unnest(?)) AND status = 'active'", [ids]), replace=True)
+    store.index.add(UNITS, unit_rows(store, f"id IN (SELECT unnest(?)) AND {LIVE_SQL}", [ids]), replace=True)
     store.con.execute("DELETE FROM pending_index WHERE target = 'unit' AND id IN (SELECT unnest(?))", [ids])
 
 

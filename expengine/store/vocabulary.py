@@ -12,6 +12,9 @@ ROLES = ("user", "assistant", "system", "tool")
 GOAL_STATUSES = ("open", "succeeded", "failed", "cancelled")
 OUTCOMES = ("success", "failure", "partial")
 SIGNALS = ("positive", "negative")
+# A unit's statuses in which it is indexed, a query candidate, refined into and merged with
+LIVE_UNIT_STATUSES = ("active", "dormant")
+LIVE_SQL = "status IN ('active', 'dormant')"
 
 
 class EventError(ValueError):

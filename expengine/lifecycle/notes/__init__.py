@@ -161,7 +161,7 @@ def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
 def _existing(store: "Store", agent: str, overlap: float) -> Book:
     rows = store.con.execute(
         "SELECT id, subject, statement, attribute, as_of, source_ids FROM units "
-        "WHERE kind = ? AND status = 'active' AND agent = ?",
+        "WHERE kind = ? AND status IN ('active', 'dormant') AND agent = ?",
         [units.NOTE_KIND, agent],
     ).fetchall()
     notes = []

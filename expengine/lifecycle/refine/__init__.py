@@ -154,7 +154,7 @@ def _refine_one(
         if dry_run or row["status"] != "active":
             continue
         if cfg.archive_sources and row["kind"] == "rule":
-            report.archived += archive_sources(store, row, records, run_id, now)
+            report.archiving += archive_sources(store, row, records, run_id, now)
         if cfg.dormant_sources:
             report.dormant += sleep_covered_sources(store, row, records, run_id, now)
 
@@ -261,7 +261,7 @@ def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]]
     stay active, like preferences, are re-clustered every cycle and would be quoted again and again)."""
     quoted: set[str] = set()
     for (source_ids,) in store.con.execute(
-        "SELECT source_ids FROM units WHERE status = 'active' AND agent = ? AND attribute = ? AND cluster_key <> ?",
+        f"SELECT source_ids FROM units WHERE {units.LIVE_SQL} AND agent = ? AND attribute = ? AND cluster_key <> ?",
         [cluster.agent, DIGEST_ATTRIBUTE, cluster.key],
     ).fetchall():
         quoted.update(json_ids(source_ids))

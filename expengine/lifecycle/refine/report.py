@@ -31,7 +31,7 @@ class RefineReport(Result):
     grounding_rejected: int = 0
     rejection_reasons: list[str] = field(default_factory=list)
     llm_error: str | None = None
-    archived: int = 0
+    archiving: int = 0  # process sources marked dormant, archived by purge after the observation window
     dormant: int = 0
     seconds: float = 0.0
     units: list[dict[str, Any]] = field(default_factory=list)
@@ -41,5 +41,5 @@ class RefineReport(Result):
         return (
             f"{self.clusters_refined} of {self.clusters_total} clusters refined: {self.units_written} units written "
             f"({by_model} worded by the model), {self.units_merged} merged, {self.units_superseded} superseded; "
-            f"{self.archived} sources archived, {self.dormant} asleep"
+            f"{self.archiving} sources to archive after the observation window, {self.dormant} asleep"
         )

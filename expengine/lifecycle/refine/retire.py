@@ -25,7 +25,7 @@ def retire_covered_tool_rules(store: "Store", agent: str, run_id: str | None, no
     the procedure says when and after what, so the tool rule is superseded by it. Rules about a tool's
     errors or the user's corrections stay. How many were superseded."""
     procedures = store.con.execute(
-        "SELECT id, action, support FROM units WHERE status = 'active' AND agent = ? AND kind = 'rule' "
+        f"SELECT id, action, support FROM units WHERE {units.LIVE_SQL} AND agent = ? AND kind = 'rule' "
         "AND category = 'procedure' AND cluster_key LIKE ?",
         [agent, INTENT_PREFIX + "%"],
     ).fetchall()
@@ -41,7 +41,7 @@ def retire_covered_tool_rules(store: "Store", agent: str, run_id: str | None, no
         for words in WORDINGS.values()
     }
     rows = store.con.execute(
-        "SELECT id, condition FROM units WHERE status = 'active' AND agent = ? AND kind = 'rule' "
+        f"SELECT id, condition FROM units WHERE {units.LIVE_SQL} AND agent = ? AND kind = 'rule' "
         "AND cluster_key NOT LIKE ? AND condition IN (SELECT unnest(?)) AND pitfall IS NULL",
         [agent, INTENT_PREFIX + "%", list(conditions)],
     ).fetchall()
@@ -56,7 +56,7 @@ def retire_stale_intents(store: "Store", agent: str, keys: set[str], run_id: str
     """Active units of intents that regrouping dissolved are superseded by the current intent unit
     sharing most of their runs."""
     rows = store.con.execute(
-        "SELECT id, cluster_key, source_ids FROM units WHERE status = 'active' AND agent = ? AND cluster_key LIKE ?",
+        f"SELECT id, cluster_key, source_ids FROM units WHERE {units.LIVE_SQL} AND agent = ? AND cluster_key LIKE ?",
         [agent, INTENT_PREFIX + "%"],
     ).fetchall()
     current = [(uid, set(json_ids(src))) for uid, key, src in rows if key in keys]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.db import json_ids
 from ...store.state import set_state
+from ..common import ARCHIVE_AFTER_WINDOW
 from .facts import speaker_and_text
 from .mine import LESSON_CATEGORIES
 from .templates import DIGEST_ATTRIBUTE
@@ -23,7 +24,9 @@ ARCHIVABLE_KINDS = ("tool_call", "tool_result")  # observations often carry the 
 def archive_sources(
     store: "Store", unit: dict[str, Any], records: list[dict[str, Any]], run_id: str | None, now: dt.datetime
 ) -> int:
-    """Process records a rule now stands for leave the fast store; lessons and protected ones stay."""
+    """Process records a rule now stands for go dormant, marked for purge to archive after the
+    observation window (a query that uses one meanwhile keeps it), or are archived at once when
+    `refine.observe_sources` is off; lessons and protected ones stay."""
     wanted = set(json_ids(unit["source_ids"]))
     ids = [
         r["id"]
@@ -36,7 +39,9 @@ def archive_sources(
         and not r.get("protected")
         and r.get("state") != "archived"
     ]
-    return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
+    if not store.config.refine.observe_sources:
+        return set_state(store, ids, "archived", reason=f"refined into {unit['id']}", run_id=run_id, now=now)
+    return set_state(store, ids, "dormant", reason=f"{ARCHIVE_AFTER_WINDOW} {unit['id']}", run_id=run_id, now=now)
 
 
 def sleep_covered_sources(
