@@ -108,6 +108,8 @@ def unit_id(store: Path) -> str:
 def test_markup_like_text_prints_verbatim(store, wide, command):
     out = run(store, *command).stdout
     expected = "[/x]" if command[0] in ("rejects", "units") else MARKUP
+    if command[0] == "query":  # the top hit may be the record's note, which ends its sentence with a stop
+        expected = MARKUP.rstrip(":")
     assert expected in out, out
 
 

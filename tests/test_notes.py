@@ -406,3 +406,15 @@ def test_a_speaker_who_speaks_once_is_still_named(make_engine, write_jsonl):
     texts = {n["text"] for n in engine.units(kind="note")}
     assert "Caroline went to a LGBTQ support group on 7 May 2023." in texts
     assert _state(engine, "D1:4") == ("dormant", "chatter: nothing informative")
+
+
+def test_a_stop_inside_a_url_or_a_number_does_not_end_the_sentence() -> None:
+    from expengine.lifecycle.notes.statements import sentences
+
+    text = "I read it on http://e.x/a.html and it cost 2.50 dollars. Then I left! 我很好。你呢？"
+    assert sentences(text) == [
+        "I read it on http://e.x/a.html and it cost 2.50 dollars.",
+        "Then I left!",
+        "我很好。",
+        "你呢？",
+    ]

@@ -30,7 +30,8 @@ from .compact import IGNORABLE, OPINION_WORDS, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
-_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# Latin stops end a sentence only before a space (not "e.x", "3.5", "U.S.A"); CJK stops need none
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 # A sentence that opens like this and names nothing new reacts to the other speaker.
