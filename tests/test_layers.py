@@ -24,6 +24,7 @@ FLOORS = [
     "expengine.store",
     "expengine.models",
     "expengine.config",
+    "expengine.config_checks",
 ]
 LEAVES = ["expengine.errors", "expengine.results", "expengine.arguments", "expengine.textutil"]
 MAX_LINES = 400

@@ -46,7 +46,6 @@ def serve(
     With --root, serve many tenants over --http instead (see README, Fleet)."""
     from ..service.edges import setup_logging
 
-    setup_logging()
     if root is not None:
         if ui:
             raise InputError(
@@ -57,8 +56,11 @@ def serve(
             root, http, max_open=max_open, idle=idle, shard_map=shard_map, shard=shard, max_body_mb=max_body_mb
         )
         return
+    if ui and not http:
+        raise InputError("--ui needs --http", hint="a browser reaches the server over TCP: serve --http PORT --ui")
     from ..service.server import serve as run
 
+    setup_logging()  # after the usage checks: the handler keeps this process's stderr for good
     engine = open_engine(ctx)
     try:
         run(engine, http=http, grace=grace, max_body=int(max_body_mb * 2**20), ingest_roots=ingest_root, ui=ui)
@@ -77,12 +79,14 @@ def _serve_fleet(
     max_body_mb: float,
 ) -> None:
     from ..fleet.tenants import Tenants, read_shard_map, serve_fleet
+    from ..service.edges import setup_logging
 
     if not http:
         raise InputError("serve --root needs --http HOST:PORT (tenants connect over TCP with their tokens)")
     if (shard_map is None) != (shard is None):
         raise InputError("--shard-map and --shard go together", hint="e.g. --shard-map shards.txt --shard a")
     only = read_shard_map(shard_map, shard) if shard_map is not None and shard is not None else None
+    setup_logging()
     tenants = Tenants(root.expanduser(), max_open=max_open, idle_s=idle, only=only)
     serve_fleet(tenants, http=http, max_body=int(max_body_mb * 2**20))
 

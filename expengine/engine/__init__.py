@@ -28,6 +28,7 @@ from ..store.index import Index
 from ..store.reindex import heal_pending
 from ..store.store import Store
 from ..store.vectors import check_encoder, record_encoder
+from .explain import Explain
 from .upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -40,14 +41,11 @@ if TYPE_CHECKING:
     from ..lifecycle.goals import GoalCleanupReport
     from ..lifecycle.purge import PurgeReport
     from ..lifecycle.refine import RefineReport
-    from ..query.feedback import FeedbackResult
     from ..query.hits import QueryResult
-    from ..query.show import ShowResult
-    from ..query.why import WhyResult
     from ..store.stats import Stats
 
 
-class Engine(Upkeep):
+class Engine(Upkeep, Explain):
     """One store folder: call methods with keyword arguments, close it (or use `with`) when done.
 
     An Engine holds no lock between calls: each public method takes the store lock, opens the
@@ -317,14 +315,7 @@ class Engine(Upkeep):
         with self.session() as store:
             return list_units(store, agent=agent, status=status, kind=kind)
 
-    def trace(self, unit_id: str) -> dict[str, Any]:
-        """A unit with every raw record it came from (archived ones included) and its history."""
-        from ..store.unit_reads import trace_unit
-
-        with self.session() as store:
-            return trace_unit(store, unit_id)
-
-    # --- query, feedback, show (owner: query/) -------------------------------------------------
+    # --- query (owner: query/); show, why, trace and feedback are in explain.py ----------------
     def warm(self) -> int:
         """Load the embedding model and read into memory the vectors queries compare but LanceDB does
         not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
@@ -372,37 +363,6 @@ class Engine(Upkeep):
         view._store = self.store.reader()
         view._held = True
         return view
-
-    def feedback(
-        self, item_id: str, *, helpful: bool | None, note: str | None = None, restore: bool = False
-    ) -> "FeedbackResult":
-        """Helpful / harmful report on a unit or record (utility ±); `restore` brings back a quarantined unit."""
-        from ..query.feedback import give_feedback
-
-        with self.session() as store:
-            return give_feedback(store, item_id, helpful=helpful, note=note, restore=restore)
-
-    def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
-        """Bring a quarantined unit back into queries (False if it was not quarantined)."""
-        from ..store.feedback import restore_unit
-
-        with self.session() as store:
-            return restore_unit(store, unit_id, reason=reason)
-
-    def why(self, text: str, *, limit: int = 5, revive: bool = False) -> "WhyResult":
-        """What the memory set aside that matches `text` (sleeping, archived, merged, superseded) and
-        what happened to each; `revive` wakes them."""
-        from ..query.why import why
-
-        with self.session() as store:
-            return why(store, text, limit=limit, revive=revive)
-
-    def show(self, item_id: str) -> "ShowResult":
-        """One record or unit with its scores, state, provenance and history."""
-        from ..query.show import show
-
-        with self.session() as store:
-            return show(store, item_id)
 
 
 def _remember_encoder(store: Store) -> None:

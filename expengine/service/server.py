@@ -308,8 +308,6 @@ def serve(
     ui: bool = False,
 ) -> int:
     """Run until SIGTERM/SIGINT. The engine is already open (so a busy store fails before we listen)."""
-    if ui and not http:
-        raise InputError("--ui needs --http", hint="a browser reaches the server over TCP: serve --http PORT --ui")
     store_dir = engine.store_dir
     if find_server(store_dir):
         raise LockedError(f"a server already runs for {store_dir}", hint="stop it first (SIGTERM)")
