@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-import pytest
 from test_compact import BOOKING, CHATTER, REFUND
 
 NAMES = ("alpha", "beta", "gamma")
@@ -31,13 +29,3 @@ def make_fleet(root: Path, embedder, names=NAMES) -> dict[str, set[str]]:
 def fleet_lines(name: str) -> list[dict]:
     """The booking, refund and chatter events as agent `name`'s, with ids of its own."""
     return [{**e, "id": f"{name}-{e['id']}", "agent": name} for e in BOOKING + REFUND + CHATTER]
-
-
-def run_main(monkeypatch, capsys, argv: list[str]) -> tuple[int, str, str]:
-    from expengine.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["expengine", *argv])
-    with pytest.raises(SystemExit) as stop:
-        main()
-    out, err = capsys.readouterr()
-    return stop.value.code, out, err

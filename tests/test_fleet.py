@@ -11,7 +11,8 @@ import threading
 import time
 
 import pytest
-from fleet_helpers import NAMES, make_fleet, run_main
+from fleet_helpers import NAMES, make_fleet
+from test_cli_usage import run_main
 from test_kill import load_kill_test
 
 from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER

@@ -12,7 +12,8 @@ import sys
 import time
 
 import pytest
-from fleet_helpers import make_fleet, run_main
+from fleet_helpers import make_fleet
+from test_cli_usage import run_main
 
 boto3 = pytest.importorskip("boto3", reason="moto and boto3 come with the test extra: pip install -e '.[test]'")
 pytest.importorskip("moto", reason="moto comes with the test extra: pip install -e '.[test]'")

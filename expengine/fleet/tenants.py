@@ -19,16 +19,15 @@ from typing import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import ExpengineError, LockedError, NotFoundError
+from ..errors import LockedError, NotFoundError
 from ..service import ops
 from ..service.client import TOKEN_FILE
 from ..service.edges import ensure_token
-from ..service.server import MAX_BODY_BYTES, Service, error_body, json_response, read_body
+from ..service.server import MAX_BODY_BYTES, Service, error_handlers, json_response, read_body
 from . import check_name, fleet_stores
 from .runtime import cached_embedder
 
@@ -165,13 +164,6 @@ def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
     async def health(request: Request) -> Response:
         return json_response({"status": "ok", "open": len(tenants.open_names()), **tenants.counts})
 
-    async def on_error(request: Request, exc: Exception) -> Response:
-        status, body = error_body(exc)
-        tenants.counts["errors"] += 1
-        if status >= 500:
-            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
-        return json_response(body, status)
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
@@ -179,7 +171,7 @@ def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
 
     return Starlette(
         routes=[Route("/health", health), Route("/v1/{store}/{op}", call, methods=["POST"])],
-        exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
+        exception_handlers=error_handlers(tenants.counts),
         lifespan=lifespan,
     )
 

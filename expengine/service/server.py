@@ -211,6 +211,19 @@ def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     }
 
 
+def error_handlers(counts: dict[str, int]) -> dict[Any, Callable[..., Any]]:
+    """Starlette's handlers: every error as the JSON body of error_body, counted; a 500 is logged."""
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        status, body = error_body(exc)
+        counts["errors"] += 1
+        if status >= 500:
+            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
+        return json_response(body, status)
+
+    return {ExpengineError: on_error, HTTPException: on_error, Exception: on_error}
+
+
 def json_response(payload: Any, status: int = 200) -> Response:
     text = payload if isinstance(payload, str) else json.dumps(payload, default=str, ensure_ascii=False)
     return Response(text, status_code=status, media_type="application/json")
@@ -262,13 +275,6 @@ def build_app(
         args = ops.parse(op, await read_body(request, limit))
         return json_response(ops.dumps(op, await service.execute(name, op, args)))
 
-    async def on_error(request: Request, exc: Exception) -> Response:
-        status, body = error_body(exc)
-        service.counts["errors"] += 1
-        if status >= 500:
-            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
-        return json_response(body, status)
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
@@ -279,7 +285,7 @@ def build_app(
         routes=[Route("/health", health), Route("/stats", stats), Route("/v1/{op}", call, methods=["POST"])],
         # ExpengineError by name: Starlette re-raises what only the `Exception` handler catches, and
         # uvicorn then logs every 4xx as a traceback (a client could fill the log, or a stderr pipe)
-        exception_handlers={ExpengineError: on_error, HTTPException: on_error, Exception: on_error},
+        exception_handlers=error_handlers(service.counts),
         lifespan=lifespan,
     )
     api: ASGIApp = TokenAuth(app, token)
