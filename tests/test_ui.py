@@ -1,12 +1,13 @@
 """`serve --ui`, the memory browser: a real server on a store made from sample_logs, driven over HTTP and
-through headless Chromium (Debian's chromium and chromedriver, via selenium). Without the browser the
-browser tests fail: a skipped browser test would prove nothing."""
+through headless Chromium (Debian's chromium and chromedriver, via selenium). Without the browser they
+fail in CI (a skipped browser test there would prove nothing); elsewhere they skip, saying what to install."""
 
 from __future__ import annotations
 
 import http.client
 import importlib.util
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -92,7 +93,12 @@ def login_cookie(base: str, token: str) -> str:
 def browser(browsed: Any) -> Any:
     """One headless Chromium, logged in through the form."""
     base, token, _ = browsed
-    driver = bench_ui.chromium()  # raises when chromium or chromedriver is missing: the test fails
+    try:
+        driver = bench_ui.chromium()
+    except RuntimeError as missing:  # no chromium or chromedriver here
+        if os.environ.get("CI"):  # CI installs both (.ci/run): there a missing browser fails the test
+            raise
+        pytest.skip(f"{missing} (CI=true makes this a failure)")
     bench_ui.login(driver, base, token)
     yield driver
     driver.quit()
