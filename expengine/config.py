@@ -182,9 +182,11 @@ class QueryConfig:
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192
     # below this best cosine similarity of any candidate, nothing is relevant: no hits, an empty prompt,
-    # `"relevant": false`. 0.46 on LoCoMo (bench/relevance.py, docs/benchmarks.md): 82% of questions about
-    # another conversation answered "nothing relevant" for 0.26 points of evidence recall; 0: never
-    min_similarity: float = 0.46
+    # `"relevant": false`. 0.42 (bench/relevance.py, docs/benchmarks.md): on compacted LoCoMo stores 70% of
+    # questions about another conversation answered "nothing relevant" for 0.26 points of evidence recall;
+    # 0.46 would answer 82%, but it silences answered Chinese queries (the multilingual encoder's cosines
+    # run lower); 0: never
+    min_similarity: float = 0.42
     # the query log (what each query showed, for outcome credit) keeps this many days
     log_days: float = 90.0
 
