@@ -87,6 +87,7 @@ class Engine(Upkeep, Explain):
         self._memo = VectorMemo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
+        self._encoder_written = False  # the open store's encoder record is in store_meta already
         cfg = self.config.embedder
         # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
         self.embedder: Embedder = embedder or LazyEmbedder(
@@ -123,8 +124,8 @@ class Engine(Upkeep, Explain):
                 raise
             self._store = store
             try:
-                if not self._reembedding:
-                    check_encoder(store)  # before healing, which embeds
+                # before healing, which embeds; a store whose record is written needs no `_remember_encoder`
+                self._encoder_written = not self._reembedding and check_encoder(store)
                 if not store.read_only:
                     _heal(store)
                 yield store
@@ -136,7 +137,8 @@ class Engine(Upkeep, Explain):
         store, self._store = self._store, None
         try:
             if store is not None:
-                _remember_encoder(store)
+                if not self._encoder_written:  # a count and an insert per call otherwise, queries included
+                    _remember_encoder(store)
                 store.close()
                 self._index = store.index  # a restore gave the store a new one
                 self._index.remember_versions()

@@ -18,15 +18,21 @@ if TYPE_CHECKING:
 KEY = "vectors"
 
 
-def recorded_encoder(store: "Store") -> str | None:
-    """The recorded name; for a store made before the record, the name its config gave every encoder
-    then (the int8 one did not exist); None for a store with no vectors yet."""
+def _written_name(store: "Store") -> str | None:
+    """The name in `store_meta`, if one was written."""
     try:
         row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [KEY]).fetchone()
     except duckdb.CatalogException:  # a read-only store from before m009
         row = None
-    if row:
-        return str(row[0])
+    return str(row[0]) if row else None
+
+
+def recorded_encoder(store: "Store") -> str | None:
+    """The recorded name; for a store made before the record, the name its config gave every encoder
+    then (the int8 one did not exist); None for a store with no vectors yet."""
+    written = _written_name(store)
+    if written:
+        return written
     if not _has_records(store):
         return None
     cfg = store.config.embedder
@@ -50,11 +56,13 @@ def record_encoder(store: "Store", *, replace: bool = False) -> None:
         store.con.execute("INSERT INTO store_meta VALUES (?, ?) ON CONFLICT DO NOTHING", [KEY, name])
 
 
-def check_encoder(store: "Store") -> None:
-    """Refuse an encoder whose vectors are not the ones the store's index holds."""
-    recorded, current = recorded_encoder(store), store.embeddings.name
+def check_encoder(store: "Store") -> bool:
+    """Refuse an encoder whose vectors are not the ones the store's index holds. True when the store's
+    record is written already, so `record_encoder` has nothing left to do for this session."""
+    written = _written_name(store)
+    recorded, current = written or recorded_encoder(store), store.embeddings.name
     if recorded is None or recorded == current:
-        return
+        return written is not None
     raise ModelError(
         f"this store's vectors were written by {recorded}, but the configured encoder writes {current} "
         "vectors, which are not interchangeable",
