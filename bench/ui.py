@@ -52,12 +52,15 @@ def chromium() -> Any:
 
 
 def login(driver: Any, base: str, token: str) -> None:
-    """Log in the way a person does: the form, then the redirect to the search page."""
+    """Log in the way a person does: the form, then the redirect to the search page, waited for (a click
+    returns before the browser has followed the redirect)."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(f"{base}/ui/login")
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "#login button").click()
+    WebDriverWait(driver, 30).until(lambda d: d.current_url.endswith("/ui/search"))
 
 
 def navigation_ms(driver: Any) -> float:
