@@ -15,7 +15,7 @@ from fleet_helpers import NAMES, make_fleet
 from test_cli_usage import run_main
 from test_kill import load_kill_test
 
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 ray = pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
 
@@ -145,3 +145,49 @@ def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, 
                 assert "mallory@example.com" not in text and "[REDACTED:EMAIL]" in text
     again = ingest_fleet([str(logs)], root=root, max_parallel=2)
     assert again.stored == 0 and again.duplicates == first.stored and again.failed == 0
+
+
+def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embedder, local_ray):
+    """SIGKILL the worker that writes alpha after its first batch is committed: Ray runs the store's
+    task again, which stores the rest (the first batch counts as duplicates), and a rerun of the whole
+    backfill stores nothing."""
+    from expengine.fleet.ingest import ingest_fleet
+    from expengine.ingest.pipeline import BATCH
+    from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
+
+    events = [
+        {"id": f"{name}-{i}", "ts": f"2026-03-01T{9 + i // 600:02d}:{i // 10 % 60:02d}:{i % 10:02d}Z", "kind": "message",
+         "role": "user", "agent": name, "session": f"{name}-s{i // 50}", "content": f"{name} asks about order {i}"}
+        for name, count in (("alpha", BATCH + 150), ("beta", 40))
+        for i in range(count)
+    ]  # fmt: skip
+    source = tmp_path / "backfill.jsonl"
+    source.write_text("\n".join(map(json.dumps, events)) + "\n", encoding="utf-8")
+    root = tmp_path / "fleet"
+    marker = root / "alpha" / (PAUSE_MARKER + "ingest-batch")
+    (root / "beta").mkdir(parents=True)
+    (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
+    reports = []
+    env = {PAUSE_ENV: "ingest-batch"}
+    driver = threading.Thread(target=lambda: reports.append(ingest_fleet([str(source)], root=root, worker_env=env)))
+    driver.start()
+    deadline = time.monotonic() + 240
+    while not (marker.exists() and marker.read_text().strip()):  # the writer's pid, after one batch
+        assert driver.is_alive() and time.monotonic() < deadline, "the writer never reached the pause point"
+        time.sleep(0.05)
+    killed = int(marker.read_text())
+    os.kill(killed, signal.SIGKILL)
+    driver.join(timeout=300)
+    assert not driver.is_alive() and reports
+    rows = {r.store: r for r in reports[0].stores}
+    assert reports[0].failed == 0, rows
+    assert rows["alpha"].stored == 150 and rows["alpha"].duplicates == BATCH  # the retry's view
+    assert rows["beta"].stored == 40
+    (root / "alpha" / marker.name).unlink()
+    (root / "beta" / marker.name).unlink()
+    kill_test = load_kill_test()
+    for name in ("alpha", "beta"):
+        expected = {e["id"] for e in events if e["agent"] == name}
+        assert kill_test.check_store(root / name, expected, embedder) == []  # every id once, indexed, healed
+    again = ingest_fleet([str(source)], root=root)
+    assert again.stored == 0 and again.duplicates == len(events) and again.failed == 0

@@ -16,6 +16,7 @@ from ..results import Result
 from ..store.db import arrow_view, journal_ingest, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
+from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
@@ -100,6 +101,7 @@ def ingest(
         if not seen:  # before this ingest's first vectors
             _pick_embedder(store, ahead or sum(words.values(), Counter()))
         _store_batch(store, batch, result, redactor, seen, now)
+        pause_for_tests(store.dir, "ingest-batch")
         if on_progress:
             on_progress(len(batch))
         batch.clear()
