@@ -27,6 +27,25 @@ def local_ray():
     ray.shutdown()
 
 
+def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
+    """Run the fleet command `run` on a thread; when a worker writes its pid to `marker` (the pause hook),
+    SIGKILL it. Returns the killed pid and the command's rows by store, once Ray's retry finished it."""
+    reports = []
+    driver = threading.Thread(target=lambda: reports.append(run()))
+    driver.start()
+    deadline = time.monotonic() + 240
+    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid; then it blocks
+        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
+        time.sleep(0.05)
+    killed = int(marker.read_text())
+    os.kill(killed, signal.SIGKILL)
+    driver.join(timeout=300)
+    assert not driver.is_alive() and reports
+    rows = {r.store: r for r in reports[0].stores}
+    assert reports[0].failed == 0, rows
+    return killed, rows
+
+
 def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
     from expengine.fleet.compact import compact_fleet
 
@@ -54,21 +73,9 @@ def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, em
     ids = make_fleet(root, embedder, names=("alpha", "beta"))
     marker = root / "alpha" / (PAUSE_MARKER + "decay")
     (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
-    reports = []
-    driver = threading.Thread(
-        target=lambda: reports.append(compact_fleet(root, refine=False, worker_env={PAUSE_ENV: "decay"}))
+    killed, rows = kill_the_paused_worker(
+        lambda: compact_fleet(root, refine=False, worker_env={PAUSE_ENV: "decay"}), marker
     )
-    driver.start()
-    deadline = time.monotonic() + 240
-    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid, after decay; then it blocks
-        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
-        time.sleep(0.05)
-    killed = int(marker.read_text())
-    os.kill(killed, signal.SIGKILL)
-    driver.join(timeout=300)
-    assert not driver.is_alive() and reports
-    rows = {r.store: r for r in reports[0].stores}
-    assert reports[0].failed == 0, rows
     alpha = rows["alpha"]
     assert alpha.ok and alpha.cycles == 1 and alpha.recovered == 1 and alpha.worker_pid != killed
     for name in ("alpha", "beta"):
@@ -167,20 +174,8 @@ def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embed
     marker = root / "alpha" / (PAUSE_MARKER + "ingest-batch")
     (root / "beta").mkdir(parents=True)
     (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
-    reports = []
     env = {PAUSE_ENV: "ingest-batch"}
-    driver = threading.Thread(target=lambda: reports.append(ingest_fleet([str(source)], root=root, worker_env=env)))
-    driver.start()
-    deadline = time.monotonic() + 240
-    while not (marker.exists() and marker.read_text().strip()):  # the writer's pid, after one batch
-        assert driver.is_alive() and time.monotonic() < deadline, "the writer never reached the pause point"
-        time.sleep(0.05)
-    killed = int(marker.read_text())
-    os.kill(killed, signal.SIGKILL)
-    driver.join(timeout=300)
-    assert not driver.is_alive() and reports
-    rows = {r.store: r for r in reports[0].stores}
-    assert reports[0].failed == 0, rows
+    _, rows = kill_the_paused_worker(lambda: ingest_fleet([str(source)], root=root, worker_env=env), marker)
     assert rows["alpha"].stored == 150 and rows["alpha"].duplicates == BATCH  # the retry's view
     assert rows["beta"].stored == 40
     (root / "alpha" / marker.name).unlink()

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..models.llm import LLMProvider
     from ..store.store import Store
 
+
 @dataclass
 class Counts(Result):
     raw: int
