@@ -136,14 +136,15 @@ def ingest_fleet(
     """Backfill the stores under `root` from `sources` (see the module's docstring); `worker_env` as in
     `compact_fleet`."""
     from ..ingest.readers import expand_paths
+    from ..ingest.remote import is_uri
 
     started = time.perf_counter()
     base = Path(root).expanduser()
     base.mkdir(parents=True, exist_ok=True)
-    files = [str(Path(f).resolve()) for f in expand_paths(sources)]
+    files = [f if is_uri(f) else str(Path(f).resolve()) for f in expand_paths(sources)]
     result = FleetIngest(root=str(base), files=len(files))
     with ray_session(address) as ray:
-        reader = ray.remote(read_and_route).options(**task_options())
+        reader = ray.remote(read_and_route).options(**task_options(worker_env))
         by_store: dict[str, list[tuple[str, Any]]] = {}
         reads = [partial(reader.remote, f, by, fmt) for f in files]
         for index, routed in bounded(ray, reads, max_parallel):
