@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=str(RESULTS / "mcp_ingest.json"))
     args = parser.parse_args(argv)
     from expengine import Engine
-    from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+    from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
     with tempfile.TemporaryDirectory(prefix="expengine-mcp-bench-") as tmp:
         store = Path(tmp) / "store"

@@ -15,7 +15,7 @@ from test_compact import BOOKING, CHATTER, REFUND, state_of, weights
 from typer.testing import CliRunner
 
 from expengine.cli import app
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from fleet_helpers import NAMES, make_fleet
 from test_cli_usage import run_main
 from test_kill import load_kill_test
 
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 ray = pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
 
@@ -25,6 +25,25 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
+
+
+def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
+    """Run the fleet command `run` on a thread; when a worker writes its pid to `marker` (the pause hook),
+    SIGKILL it. Returns the killed pid and the command's rows by store, once Ray's retry finished it."""
+    reports = []
+    driver = threading.Thread(target=lambda: reports.append(run()))
+    driver.start()
+    deadline = time.monotonic() + 240
+    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid; then it blocks
+        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
+        time.sleep(0.05)
+    killed = int(marker.read_text())
+    os.kill(killed, signal.SIGKILL)
+    driver.join(timeout=300)
+    assert not driver.is_alive() and reports
+    rows = {r.store: r for r in reports[0].stores}
+    assert reports[0].failed == 0, rows
+    return killed, rows
 
 
 def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
@@ -54,21 +73,9 @@ def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, em
     ids = make_fleet(root, embedder, names=("alpha", "beta"))
     marker = root / "alpha" / (PAUSE_MARKER + "decay")
     (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
-    reports = []
-    driver = threading.Thread(
-        target=lambda: reports.append(compact_fleet(root, refine=False, worker_env={PAUSE_ENV: "decay"}))
+    killed, rows = kill_the_paused_worker(
+        lambda: compact_fleet(root, refine=False, worker_env={PAUSE_ENV: "decay"}), marker
     )
-    driver.start()
-    deadline = time.monotonic() + 240
-    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid, after decay; then it blocks
-        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
-        time.sleep(0.05)
-    killed = int(marker.read_text())
-    os.kill(killed, signal.SIGKILL)
-    driver.join(timeout=300)
-    assert not driver.is_alive() and reports
-    rows = {r.store: r for r in reports[0].stores}
-    assert reports[0].failed == 0, rows
     alpha = rows["alpha"]
     assert alpha.ok and alpha.cycles == 1 and alpha.recovered == 1 and alpha.worker_pid != killed
     for name in ("alpha", "beta"):
@@ -145,3 +152,37 @@ def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, 
                 assert "mallory@example.com" not in text and "[REDACTED:EMAIL]" in text
     again = ingest_fleet([str(logs)], root=root, max_parallel=2)
     assert again.stored == 0 and again.duplicates == first.stored and again.failed == 0
+
+
+def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embedder, local_ray):
+    """SIGKILL the worker that writes alpha after its first batch is committed: Ray runs the store's
+    task again, which stores the rest (the first batch counts as duplicates), and a rerun of the whole
+    backfill stores nothing."""
+    from expengine.fleet.ingest import ingest_fleet
+    from expengine.ingest.pipeline import BATCH
+    from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
+
+    events = [
+        {"id": f"{name}-{i}", "ts": f"2026-03-01T{9 + i // 600:02d}:{i // 10 % 60:02d}:{i % 10:02d}Z", "kind": "message",
+         "role": "user", "agent": name, "session": f"{name}-s{i // 50}", "content": f"{name} asks about order {i}"}
+        for name, count in (("alpha", BATCH + 150), ("beta", 40))
+        for i in range(count)
+    ]  # fmt: skip
+    source = tmp_path / "backfill.jsonl"
+    source.write_text("\n".join(map(json.dumps, events)) + "\n", encoding="utf-8")
+    root = tmp_path / "fleet"
+    marker = root / "alpha" / (PAUSE_MARKER + "ingest-batch")
+    (root / "beta").mkdir(parents=True)
+    (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
+    env = {PAUSE_ENV: "ingest-batch"}
+    _, rows = kill_the_paused_worker(lambda: ingest_fleet([str(source)], root=root, worker_env=env), marker)
+    assert rows["alpha"].stored == 150 and rows["alpha"].duplicates == BATCH  # the retry's view
+    assert rows["beta"].stored == 40
+    (root / "alpha" / marker.name).unlink()
+    (root / "beta" / marker.name).unlink()
+    kill_test = load_kill_test()
+    for name in ("alpha", "beta"):
+        expected = {e["id"] for e in events if e["agent"] == name}
+        assert kill_test.check_store(root / name, expected, embedder) == []  # every id once, indexed, healed
+    again = ingest_fleet([str(source)], root=root)
+    assert again.stored == 0 and again.duplicates == len(events) and again.failed == 0

@@ -96,3 +96,44 @@ def test_snapshot_to_s3_and_restore_from_it(tmp_path, embedder, s3, monkeypatch,
         monkeypatch, capsys, ["--store", str(tmp_path / "new"), "restore", "--from", "s3://fleet/none"]
     )
     assert code == 5 and "no complete export" in err
+
+
+def test_logs_on_s3_are_ingested_and_backfilled_per_store(tmp_path, embedder, s3, monkeypatch, capsys):
+    """`ingest s3://…` and `fleet ingest s3://…` stream the objects (plain and gzip) under a prefix,
+    as they read local files; a prefix with nothing under it is a one-line error."""
+    import gzip
+
+    from fleet_helpers import fleet_lines
+
+    pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
+
+    from expengine import Engine
+    from expengine.fleet.ingest import ingest_fleet
+
+    alpha, beta = fleet_lines("alpha"), fleet_lines("beta")
+    s3.put_object(Bucket="fleet", Key="logs/day1.jsonl", Body="\n".join(map(json.dumps, alpha[:8] + beta)).encode())
+    s3.put_object(
+        Bucket="fleet", Key="logs/day2.jsonl.gz", Body=gzip.compress("\n".join(map(json.dumps, alpha[8:])).encode())
+    )
+    s3.put_object(Bucket="fleet", Key="logs/notes.txt", Body=b"not a log")
+
+    with Engine(store=tmp_path / "one", embedder=embedder) as engine:
+        first = engine.ingest(["s3://fleet/logs"])
+        assert first.files == ["s3://fleet/logs/day1.jsonl", "s3://fleet/logs/day2.jsonl.gz"]
+        assert first.stored == len(alpha + beta) and first.rejected == 0
+        assert engine.ingest(["s3://fleet/logs/day2.jsonl.gz"]).duplicates == len(alpha) - 8
+
+    root = tmp_path / "fleet"
+    aws = {
+        k: os.environ[k]
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")
+    }
+    report = ingest_fleet(["s3://fleet/logs/"], root=root, worker_env=aws)
+    rows = {r.store: r for r in report.stores}
+    assert report.failed == 0 and report.files == 2
+    assert (rows["alpha"].stored, rows["beta"].stored) == (len(alpha), len(beta))
+    with Engine(store=root / "alpha", embedder=embedder) as engine:
+        assert {r["id"] for r in engine.records(limit=1000)} == {line["id"] for line in alpha}
+
+    code, out, err = run_main(monkeypatch, capsys, ["--store", str(tmp_path / "two"), "ingest", "s3://fleet/none/"])
+    assert code == 2 and out == "" and "no such object or prefix: s3://fleet/none/" in err and "Traceback" not in err

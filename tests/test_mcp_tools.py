@@ -14,7 +14,7 @@ from test_compact_cli import cli
 from test_service import mcp_params
 
 from expengine import __version__
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 NEW = {
     "id": "late-1",

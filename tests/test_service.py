@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.errors import ExpengineError
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
 from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = ["--set", "llm.mode=template"]

@@ -31,9 +31,9 @@ from test_service import (
 )
 
 from expengine import __version__
-from expengine.lifecycle.compact import PAUSE_ENV, PAUSE_MARKER
 from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
 from expengine.store.db import DB_FILE, LOCK_FILE
+from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 GOOD_LINE = {
     "ts": "2026-03-02T10:00:00Z",

@@ -92,10 +92,34 @@ def _serve_fleet(
 
 
 @app.command()
-def mcp(ctx: typer.Context, ingest_root: List[str] = INGEST_ROOT) -> None:
+def mcp(
+    ctx: typer.Context,
+    ingest_root: List[str] = INGEST_ROOT,
+    root: Optional[Path] = typer.Option(
+        None,
+        "--root",
+        help="A fleet root: serve the store --store-name of it (through its `serve --root` if one runs).",
+    ),
+    store_name: Optional[str] = typer.Option(
+        None, "--store-name", help="With --root: the tenant's store, <root>/<name>."
+    ),
+) -> None:
     """Serve the memory as MCP tools over stdio (memory_query, memory_ingest, memory_status, memory_feedback,
-    memory_show, memory_stats, memory_units, memory_forget). Uses a running `expengine serve` when there is one (its --ingest-root then applies),
-    else opens the store itself."""
+    memory_show, memory_stats, memory_units, memory_forget, memory_why). Uses a running `expengine serve` when
+    there is one (its --ingest-root then applies), else opens the store itself."""
+    from ..service.client import find_fleet_server, find_server
     from ..service.mcp_server import build
 
-    build(store_dir(ctx), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+    if (root is None) != (store_name is None):
+        raise InputError("--root and --store-name go together", hint="e.g. mcp --root /srv/fleet --store-name alpha")
+    if root is None:
+        directory = store_dir(ctx)
+        build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+        return
+    from ..fleet import check_name
+
+    if (ctx.obj or {}).get("store"):
+        raise InputError("--store and --root name two stores", hint="give one: --store DIR, or --root R --store-name N")
+    name, fleet = check_name(store_name or ""), root.expanduser()
+    ctx.obj = {**(ctx.obj or {}), "store": str(fleet / name)}
+    build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()

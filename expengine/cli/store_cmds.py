@@ -68,6 +68,7 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
     client = server(ctx)
     if client is not None:
         from ..errors import InputError
+        from ..ingest.remote import is_uri
 
         if "-" in paths and len(paths) > 1:
             raise InputError("stdin (-) cannot be mixed with paths when a server runs", hint="ingest them separately")
@@ -75,7 +76,7 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
         if paths == ["-"]:
             body = {"text": sys.stdin.read()}
         elif paths:
-            body = {"paths": [str(Path(p).resolve()) for p in paths]}
+            body = {"paths": [p if is_uri(p) else str(Path(p).resolve()) for p in paths]}
         return client.call("ingest", {**body, **args})
     from ..service import ops
 

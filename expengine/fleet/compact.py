@@ -16,9 +16,7 @@ from typing import Any
 
 from ..results import Result
 from . import fleet_stores
-from .runtime import bounded, cached_embedder, ray_session
-
-RETRIES = 3  # lost workers (killed, out of memory, a node gone) a store's task survives
+from .runtime import bounded, cached_embedder, ray_session, task_options
 
 
 @dataclass
@@ -94,10 +92,7 @@ def compact_fleet(
     result = FleetCompaction(root=str(root))
     rows: dict[int, StoreCompaction] = {}
     with ray_session(address) as ray:
-        options: dict[str, Any] = {"max_retries": RETRIES, "num_cpus": 1}
-        if worker_env:
-            options["runtime_env"] = {"env_vars": dict(worker_env)}
-        task = ray.remote(compact_store).options(**options)
+        task = ray.remote(compact_store).options(**task_options(worker_env))
         calls = [lambda p=p: task.remote(str(p), refine, max_llm_calls) for _, p in chosen]
         for index, value in bounded(ray, calls, max_parallel):
             if isinstance(value, Exception):

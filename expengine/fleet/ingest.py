@@ -22,10 +22,9 @@ from typing import Any
 
 from ..results import Result
 from . import store_name
-from .runtime import bounded, cached_embedder, ray_session
+from .runtime import bounded, cached_embedder, ray_session, task_options
 
 UNROUTED = "unrouted"
-RETRIES = 3
 
 
 @dataclass
@@ -132,16 +131,20 @@ def ingest_fleet(
     fmt: str = "auto",
     max_parallel: int = 2,
     address: str | None = None,
+    worker_env: dict[str, str] | None = None,
 ) -> FleetIngest:
+    """Backfill the stores under `root` from `sources` (see the module's docstring); `worker_env` as in
+    `compact_fleet`."""
     from ..ingest.readers import expand_paths
+    from ..ingest.remote import is_uri
 
     started = time.perf_counter()
     base = Path(root).expanduser()
     base.mkdir(parents=True, exist_ok=True)
-    files = [str(Path(f).resolve()) for f in expand_paths(sources)]
+    files = [f if is_uri(f) else str(Path(f).resolve()) for f in expand_paths(sources)]
     result = FleetIngest(root=str(base), files=len(files))
     with ray_session(address) as ray:
-        reader = ray.remote(read_and_route).options(max_retries=RETRIES, num_cpus=1)
+        reader = ray.remote(read_and_route).options(**task_options(worker_env))
         by_store: dict[str, list[tuple[str, Any]]] = {}
         reads = [partial(reader.remote, f, by, fmt) for f in files]
         for index, routed in bounded(ray, reads, max_parallel):
@@ -149,7 +152,7 @@ def ingest_fleet(
                 raise routed
             for name, items in routed.items():
                 by_store.setdefault(name, []).append((files[index], ray.put(items)))
-        writer = ray.remote(write_store).options(max_retries=RETRIES, num_cpus=1)
+        writer = ray.remote(write_store).options(**task_options(worker_env))
         names = sorted(by_store)
         calls = [partial(writer.remote, str(base / n), by_store[n]) for n in names]
         rows: dict[int, StoreIngest] = {}

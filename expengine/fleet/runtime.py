@@ -31,6 +31,19 @@ def ray_session(address: str | None = None, *, num_cpus: int = LOCAL_CPUS) -> It
         ray.shutdown()
 
 
+RETRIES = 3  # lost workers (killed, out of memory, a node gone) a store's task survives
+
+
+def task_options(worker_env: dict[str, str] | None = None, retries: int = RETRIES) -> dict[str, Any]:
+    """A fleet task's Ray options: one CPU, retried when its worker dies (the store lock, snapshot and
+    content-hash ids make a retry safe), and `worker_env` in the worker's environment (cloud
+    credentials, or a test's pause hook)."""
+    options: dict[str, Any] = {"max_retries": retries, "num_cpus": 1}
+    if worker_env:
+        options["runtime_env"] = {"env_vars": dict(worker_env)}
+    return options
+
+
 def cached_embedder(config: Any) -> Any:
     """The embedder for a store's `[embedder]` config, made once per worker process (loaded on first use)."""
     from ..models.embedder import LazyEmbedder

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -25,7 +27,7 @@ from starlette.routing import Route
 
 from ..errors import LockedError, NotFoundError
 from ..service import ops
-from ..service.client import TOKEN_FILE
+from ..service.client import FLEET_SERVERS, TOKEN_FILE
 from ..service.edges import ensure_token
 from ..service.server import MAX_BODY_BYTES, Service, error_handlers, json_response, read_body
 from . import check_name, fleet_stores
@@ -164,13 +166,24 @@ def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
     async def health(request: Request) -> Response:
         return json_response({"status": "ok", "open": len(tenants.open_names()), **tenants.counts})
 
+    async def store_health(request: Request) -> Response:
+        """Whether this process serves the store for this token (how `mcp --root` finds its server)."""
+        name = check_name(request.path_params["store"])
+        refused = authorised(request, name)
+        return refused or json_response({"status": "ok", "store": name, "open": name in tenants.open_names()})
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        server_entry(tenants.root).unlink(missing_ok=True)
         tenants.close(grace=30.0)
 
     return Starlette(
-        routes=[Route("/health", health), Route("/v1/{store}/{op}", call, methods=["POST"])],
+        routes=[
+            Route("/health", health),
+            Route("/v1/{store}/health", store_health, methods=["GET"]),
+            Route("/v1/{store}/{op}", call, methods=["POST"]),
+        ],
         exception_handlers=error_handlers(tenants.counts),
         lifespan=lifespan,
     )
@@ -200,7 +213,19 @@ def serve_fleet(tenants: Tenants, *, http: str, max_body: int = MAX_BODY_BYTES) 
 
     tenants.load_tokens()
     sock = _tcp_socket(http if ":" in http else f"127.0.0.1:{http}")
-    log.info("listening", extra={"http": http, "root": str(tenants.root), "stores": len(tenants._tokens)})
+    host, port = sock.getsockname()[:2]
+    log.info("listening", extra={"http": f"{host}:{port}", "root": str(tenants.root), "stores": len(tenants._tokens)})
     config = uvicorn.Config(build_app(tenants, max_body=max_body), log_config=None, access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    entry = server_entry(tenants.root)
+    entry.parent.mkdir(exist_ok=True)
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    entry.write_text(json.dumps({"url": f"http://{local}:{port}", "pid": os.getpid()}), encoding="utf-8")
+    uvicorn.Server(config).run(sockets=[sock])  # the lifespan removes the entry (uvicorn re-raises SIGTERM)
     return 0
+
+
+def server_entry(root: Path) -> Path:
+    """`<root>/.servers/<pid>.json`: this process's address while it serves, so that `mcp --root R
+    --store-name N` on the machine finds it. A killed process leaves its file; nothing answers there, so
+    it is skipped, and the next process with that pid writes over it."""
+    return root / FLEET_SERVERS / f"{os.getpid()}.json"

@@ -16,10 +16,12 @@ from ..results import Result
 from ..store.db import arrow_view, journal_ingest, utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES, memory_rows
+from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
+from .remote import is_uri
 from .rules import assess
 from .scripts import SWITCH_SHARE, embedder_warning, unreadable_share
 
@@ -100,6 +102,7 @@ def ingest(
         if not seen:  # before this ingest's first vectors
             _pick_embedder(store, ahead or sum(words.values(), Counter()))
         _store_batch(store, batch, result, redactor, seen, now)
+        pause_for_tests(store.dir, "ingest-batch")
         if on_progress:
             on_progress(len(batch))
         batch.clear()
@@ -147,7 +150,8 @@ def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
     """Note the file before reading it, so an ingest killed midway is listed by `repair` too."""
     from pathlib import Path
 
-    journal_ingest(store.dir, "<stdin>" if name == "-" else str(Path(name).resolve()), now)
+    local = name != "-" and not is_uri(name)
+    journal_ingest(store.dir, str(Path(name).resolve()) if local else "<stdin>" if name == "-" else name, now)
 
 
 def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:

@@ -19,6 +19,7 @@ from .events import Event, EventError, event_from_native
 from .openai_chat import events_from_run, is_run
 from .otel import is_otlp, read_otlp
 from .outcomes import events_from_outcome, is_report, outcome_of_line, outcomes_of_report
+from .remote import expand_uri, is_uri, open_uri
 from .sessions import ClaudeCodeReader, CodexReader, SessionReader, is_claude_code, is_codex
 from .trajectories import events_from_trajectory, is_trajectory
 
@@ -38,11 +39,15 @@ class Item:
 
 
 def expand_paths(paths: list[str]) -> list[str]:
-    """Folders become their log files; a missing path is an error before anything is read."""
+    """Folders (and object-storage prefixes) become their log files; a missing path is an error before
+    anything is read."""
     out: list[str] = []
     for p in paths:
         if p == "-":
             out.append(p)
+            continue
+        if is_uri(p):
+            out.extend(expand_uri(p, SUFFIXES))
             continue
         path = Path(p)
         if not path.exists():
@@ -61,7 +66,7 @@ def _open_binary(name: str) -> IO[bytes]:
     if name == "-":
         return sys.stdin.buffer
     try:
-        raw = open(name, "rb")
+        raw = open_uri(name) if is_uri(name) else open(name, "rb")
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror}", hint="check permissions") from exc
     if raw.read(2) == b"\x1f\x8b":

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import signal
 import tempfile
 import time
 import uuid
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..results import Result
 from ..store.db import utcnow
+from ..store.pause import pause_for_tests
 from ..store.reindex import rebuild
 from ..store.stats import hot_text
 from .cycle import CycleContext
@@ -38,9 +37,6 @@ from .steps import STEPS
 if TYPE_CHECKING:
     from ..models.llm import LLMProvider
     from ..store.store import Store
-
-PAUSE_ENV = "EXPENGINE_TEST_PAUSE_AFTER"
-PAUSE_MARKER = ".paused-after-"
 
 
 @dataclass
@@ -113,16 +109,6 @@ def recover_interrupted(store: "Store") -> list[dict[str, Any]]:
     return recovered
 
 
-def _pause_for_tests(store: "Store", step: str) -> None:
-    """Lets a test kill the process at a known point: write a marker, then block until killed. Once per
-    marker: while it is there, a retry of the killed run (a fleet task Ray runs again) passes."""
-    marker = store.dir / (PAUSE_MARKER + step)
-    if os.environ.get(PAUSE_ENV) == step and not marker.exists():
-        marker.write_text(str(os.getpid()), encoding="utf-8")
-        while True:
-            signal.pause()
-
-
 def compact(
     store: "Store",
     llm: "LLMProvider",
@@ -188,7 +174,7 @@ def _run_steps(store: "Store", report: CompactReport, ctx: CycleContext) -> None
         data = {**result.to_dict(), "summary": result.summary()}
         ctx.reports[declared.name] = data
         report.steps[declared.name] = data
-        _pause_for_tests(store, declared.name)
+        pause_for_tests(store.dir, declared.name)
     report.clustering = report.steps["clusters"].pop("clustering", report.steps["clusters"].get("skipped", ""))
 
 

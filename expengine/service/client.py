@@ -19,6 +19,7 @@ from ..errors import ExpengineError
 
 SOCKET_FILE = "serve.sock"
 TOKEN_FILE = "serve.token"
+FLEET_SERVERS = ".servers"  # <root>/.servers/<pid>.json: the address of each `serve --root` process of a fleet
 HEALTH_TIMEOUT_S = 0.5
 BUSY_HEALTH_TIMEOUT_S = 10.0
 SUN_PATH_BYTES = 100  # sockaddr_un holds 108 bytes on Linux (104 on macOS), the final NUL included
@@ -72,9 +73,17 @@ def remote_error(status: int, body: Any) -> ExpengineError:
 class Client:
     """One server; `call(op, args)` returns the operation's JSON or raises its error."""
 
-    def __init__(self, *, socket_path: str | Path | None = None, url: str | None = None, token: str | None = None):
+    def __init__(
+        self,
+        *,
+        socket_path: str | Path | None = None,
+        url: str | None = None,
+        token: str | None = None,
+        store: str | None = None,
+    ):
         self.socket_path = str(socket_path) if socket_path else None
         self.url, self.token = url, token
+        self.prefix = f"/v1/{store}" if store else "/v1"  # a fleet server names the store in the path
 
     def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
         if self.socket_path:
@@ -109,7 +118,7 @@ class Client:
 
     def call(self, op: str, args: dict[str, Any] | None = None) -> Any:
         """The operation's JSON; an error answer is raised as `remote_error` makes it."""
-        status, body = self.request("POST", f"/v1/{op}", args or {})
+        status, body = self.request("POST", f"{self.prefix}/{op}", args or {})
         if status >= 400:
             raise remote_error(status, body)
         return body
@@ -130,3 +139,21 @@ def find_server(store_dir: Path, *, wait: float = BUSY_HEALTH_TIMEOUT_S) -> Clie
     except OSError:
         return None
     return client if status == 200 and isinstance(body, dict) else None
+
+
+def find_fleet_server(root: Path, name: str) -> Client | None:
+    """The `serve --root` process that serves the store `name` of the fleet `root`: the first listed one
+    that accepts the store's own token (a process of another shard refuses it; a dead one is skipped)."""
+    folder, token_file = root / FLEET_SERVERS, root / name / TOKEN_FILE
+    if not folder.is_dir() or not token_file.exists():
+        return None
+    token = token_file.read_text(encoding="utf-8").strip()
+    for entry in sorted(folder.glob("*.json")):
+        try:
+            url = json.loads(entry.read_text(encoding="utf-8"))["url"]
+            status, _ = Client(url=url, token=token).request("GET", f"/v1/{name}/health", timeout=HEALTH_TIMEOUT_S)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if status == 200:
+            return Client(url=url, token=token, store=name)
+    return None

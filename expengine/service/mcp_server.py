@@ -7,7 +7,6 @@ there); otherwise it opens the store itself, once, and keeps the Engine for its 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Optional
 
 from mcp.server.mcpserver import MCPServer
@@ -17,7 +16,7 @@ from pydantic import ConfigDict, Field
 
 from .. import __version__
 from ..errors import ExpengineError
-from .client import find_server
+from .client import Client
 from .ingest_queue import IngestQueue, preload
 
 INSTRUCTIONS = (
@@ -38,8 +37,11 @@ def strict(tool: Tool) -> Tool:
     return tool
 
 
-def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list[str] | None = None) -> MCPServer:
-    """The MCP server for one store; `open_engine` is called at most once, when no server answers. Owning
+def build(
+    find: Callable[[], Client | None], open_engine: Callable[[], Any], *, ingest_roots: list[str] | None = None
+) -> MCPServer:
+    """The MCP server for one store; `find` names the server that owns it, if one runs, and `open_engine` is
+    called at most once, when none answers. Owning
     the store, it reads paths only under `ingest_roots`, with the server's bounds (ops.Reach)."""
     from . import ops
 
@@ -49,7 +51,7 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
 
     def call(op: str, args: dict[str, Any]) -> Any:
         try:
-            client = find_server(store_dir)
+            client = find()
             if client is not None:
                 return client.call(op, args)
             with lock:  # one Engine, one operation at a time
@@ -61,7 +63,7 @@ def build(store_dir: Path, open_engine: Callable[[], Any], *, ingest_roots: list
             raise ToolError(str(exc)) from None
 
     background = IngestQueue(lambda body: call("ingest", body))
-    if find_server(store_dir) is None:
+    if find() is None:
         preload()  # this process will ingest itself: load the libraries now, not under an agent's call
 
     def memory_query(
