@@ -15,8 +15,8 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_tree, open_database, utcnow
-from .embeddings import EmbeddingCache, VectorMemo
+from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_tree, open_database, utcnow
+from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
 from .index import Index
 
@@ -135,12 +135,20 @@ class Store:
     def copy_files(self, target: Path) -> None:
         """Copy the database into `target` and link the LanceDB folder there (`link_tree`): snapshots
         share the index files that did not change. The copy is written table by table into a new file,
-        without the free blocks the store's file gathers (a third of it after three cycles)."""
+        without the free blocks the store's file gathers (a third of it after three cycles), and without
+        the embedding cache's rows (`CACHE_TABLE`): half of the copy, and the same vector for the same
+        text in every snapshot, so a restore takes them from the store it replaces."""
         target.mkdir(parents=True, exist_ok=True)
         (source,) = self.con.execute("SELECT current_database()").fetchone()  # type: ignore[misc]
-        self.con.execute(f"ATTACH {sql_str(str(target / DB_FILE))} AS snapshot_copy")
+        self.con.execute(f"ATTACH {sql_str(str(target / DB_FILE))} AS snapshot_copy (BLOCK_SIZE {BLOCK_SIZE})")
         try:
-            self.con.execute(f'COPY FROM DATABASE "{source}" TO snapshot_copy')
+            self.con.execute(f'COPY FROM DATABASE "{source}" TO snapshot_copy (SCHEMA)')
+            tables = self.con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND table_name != ?",
+                [source, CACHE_TABLE],
+            ).fetchall()
+            for (table,) in tables:
+                self.con.execute(f'INSERT INTO snapshot_copy.main."{table}" SELECT * FROM "{source}".main."{table}"')
             self.con.execute("CHECKPOINT snapshot_copy")
         finally:
             self.con.execute("DETACH snapshot_copy")

@@ -1,0 +1,147 @@
+"""Issue 23, disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
+snapshots keep sharing across a cycle, and lancedb imported without its REST client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+from test_compact import BOOKING, CHATTER, REFUND
+
+from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
+from expengine.store.index import MEMORIES, Index, memory_rows
+
+REPO = Path(__file__).resolve().parents[1]
+DIM = 8
+
+
+def block_size(path: Path) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def count(path: Path, table: str) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    snap = engine.snapshot()
+    engine.ingest([write_jsonl("b.jsonl", CHATTER)])
+    engine.close()
+    store = tmp_path / "store"
+    copy = store / SNAPSHOT_DIR / snap.id / DB_FILE
+    cached = count(store / DB_FILE, "embeddings")
+    assert count(copy, "embeddings") == 0 < cached
+    assert count(copy, "records") == len(BOOKING + REFUND)
+    assert block_size(store / DB_FILE) == block_size(copy) == BLOCK_SIZE
+    indexes = duckdb.connect(str(copy), read_only=True)
+    assert {r[0] for r in indexes.execute("SELECT index_name FROM duckdb_indexes()").fetchall()} >= {"records_hash"}
+    indexes.close()
+    engine = make_engine()
+    assert engine.restore(snap.id).raw_after == len(BOOKING + REFUND)
+    engine.close()
+    assert count(store / DB_FILE, "embeddings") == cached  # the replaced store's vectors, none embedded again
+    assert count(copy, "embeddings") == 0  # the snapshot itself is left as it was
+    hits = make_engine().query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
+    assert hits.hits and hits.hits[0].id == "r04"
+
+
+def test_a_store_made_with_big_blocks_still_opens_and_its_snapshots_get_small_ones(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    engine.close()
+    store = tmp_path / "store"
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{store / DB_FILE}' AS old (READ_ONLY)")
+    con.execute(f"ATTACH '{tmp_path / 'big.duckdb'}' AS big (BLOCK_SIZE 262144)")
+    con.execute("COPY FROM DATABASE old TO big")
+    con.close()
+    os.replace(tmp_path / "big.duckdb", store / DB_FILE)
+    engine = make_engine()
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
+    snap = engine.snapshot()
+    engine.close()
+    assert block_size(store / DB_FILE) == 262144
+    assert block_size(store / SNAPSHOT_DIR / snap.id / DB_FILE) == BLOCK_SIZE
+
+
+def rows(ids: range, state: str = "active"):
+    import datetime as dt
+
+    records = [
+        {"id": f"m{i}", "agent": "a", "kind": "message", "category": "c", "ts": dt.datetime(2026, 1, 1), "text": f"t{i}"}
+        for i in ids
+    ]
+    for r in records:
+        r["state"] = state
+    vectors = np.random.default_rng(len(ids)).standard_normal((len(records), DIM)).astype(np.float32)
+    return memory_rows(records, vectors, DIM)
+
+
+def data_files(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in (folder / f"{MEMORIES}.lance" / "data").iterdir()}
+
+
+def test_compacting_a_table_with_few_changed_rows_keeps_its_big_fragment_shared_with_a_snapshot(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(2000)), replace=False)
+    for n in range(10):  # a cycle's state changes: each update writes its rows into a fragment of their own
+        index.update(MEMORIES, [f"m{n}", f"m{n + 100}"], {"state": "dormant"})
+    before = data_files(tmp_path / LANCE_DIR)
+    folder = tmp_path / LANCE_DIR / f"{MEMORIES}.lance" / "data"
+    big = max(before, key=lambda name: (folder / name).stat().st_size)
+    link_tree(tmp_path / LANCE_DIR, tmp_path / "snapshot")
+    index.compact_files(MEMORIES)
+    index.drop_old_versions(MEMORIES)
+    fragments = index.table(MEMORIES).to_lance().get_fragments()  # type: ignore[union-attr]
+    assert len(fragments) <= 2 < len(before)  # the ten small fragments were merged
+    after = data_files(tmp_path / LANCE_DIR)
+    assert after[big] == data_files(tmp_path / "snapshot")[big]  # one file on disk for both
+    assert index.count(MEMORIES, "state = 'dormant'") == 20 and index.count(MEMORIES) == 2000
+
+
+def test_compacting_rewrites_a_big_fragment_once_over_a_tenth_of_its_rows_are_deleted(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(2000)), replace=False)
+    index.delete(MEMORIES, [f"m{i}" for i in range(600)])
+    index.compact_files(MEMORIES)
+    fragments = index.table(MEMORIES).to_lance().get_fragments()  # type: ignore[union-attr]
+    assert sum(f.num_deletions for f in fragments) == 0 and index.count(MEMORIES) == 1400
+
+
+def test_lancedb_is_imported_without_its_rest_client_and_a_remote_name_still_loads_it(tmp_path):
+    code = f"""
+import sys
+from expengine.store.index import Index, MEMORIES
+from test_disk_size import rows
+index = Index({str(tmp_path / LANCE_DIR)!r})
+index.add(MEMORIES, rows(range(20)), replace=False)
+hits = index.table(MEMORIES).search([0.0] * 8).limit(3).to_arrow().num_rows
+apis = [m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api")]
+import lance_namespace_urllib3_client
+client = lance_namespace_urllib3_client.ApiClient
+print(hits, len(apis), client.__name__)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO / "tests",
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "0", "ApiClient"]
