@@ -145,3 +145,26 @@ print(hits, len(apis), client.__name__)
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["3", "0", "ApiClient"]
+
+
+def test_a_database_mostly_free_blocks_is_rewritten_smaller_and_stays_open(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    path = tmp_path / "store" / DB_FILE
+    with engine.session() as store:
+        store.con.execute("CREATE TABLE filler AS SELECT range AS n, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS pad FROM range(20000)")
+        store.con.execute("CHECKPOINT")
+        store.con.execute("DROP TABLE filler")
+        store.con.execute("CHECKPOINT")
+        grown = path.stat().st_size
+        assert not store.shed_free_blocks(share=0.99)  # under the share: left as it is
+        assert store.shed_free_blocks()
+        assert path.stat().st_size < grown / 2
+        assert store.con.execute("SELECT count(*) FROM records").fetchone()[0] == len(BOOKING + REFUND + CHATTER)  # type: ignore[index]
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
+    report = engine.compact(refine=False)
+    assert report.status == "completed"
+    con = duckdb.connect(str(path), read_only=True)
+    total, free = con.execute("SELECT total_blocks, free_blocks FROM pragma_database_size()").fetchone()  # type: ignore[misc]
+    con.close()
+    assert free <= 0.25 * total

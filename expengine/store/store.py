@@ -19,6 +19,10 @@ from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_t
 from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
 from .index import Index
+from .scrub import rewrite_database
+
+# `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
+FREE_SHARE = 0.25
 
 
 class Store:
@@ -84,6 +88,21 @@ class Store:
         self.index = Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
+
+    def shed_free_blocks(self, *, share: float = FREE_SHARE) -> bool:
+        """Rewrite the database into a fresh file (`rewrite_database`) when over `share` of its blocks
+        are free: DuckDB reuses free blocks but never gives them back, and a cycle rewrites enough rows
+        to leave a third of the file free. Whether it did. Holds the store lock, as a restore does."""
+        total, free = self.con.execute(
+            "SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+        ).fetchone()  # type: ignore[misc]
+        if self.read_only or not total or free <= share * total:
+            return False
+        close_database(self.con)
+        rewrite_database(self.dir / DB_FILE)
+        self.con = open_database(self.dir / DB_FILE, host=self._host)
+        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
+        return True
 
     @property
     def text_tokenizer(self) -> str:
