@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
@@ -168,3 +169,29 @@ def test_a_database_mostly_free_blocks_is_rewritten_smaller_and_stays_open(make_
     total, free = con.execute("SELECT total_blocks, free_blocks FROM pragma_database_size()").fetchone()  # type: ignore[misc]
     con.close()
     assert free <= 0.25 * total
+
+
+def test_vectors_are_stored_as_half_floats_and_read_back_as_float32_within_rounding(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    table = rows(range(50))
+    sent = np.asarray(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False), np.float32)
+    index.add(MEMORIES, table, replace=False)
+    assert index.table(MEMORIES).schema.field("vector").type.value_type == pa.float16()  # type: ignore[union-attr]
+    read = index.vectors(MEMORIES, [f"m{i}" for i in range(50)])
+    assert read["m7"].dtype == np.float32
+    back = np.stack([read[f"m{i}"] for i in range(50)])
+    assert np.allclose(back.reshape(-1), sent, atol=1e-3)
+    hit = index.table(MEMORIES).search(back[7].tolist()).distance_type("cosine").limit(1).to_arrow()  # type: ignore[union-attr]
+    assert hit.column("id").to_pylist() == ["m7"]
+
+
+def test_a_table_made_with_float32_vectors_keeps_them_and_takes_new_rows(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    old = rows(range(30))
+    at = old.schema.get_field_index("vector")
+    wide = pa.list_(pa.float32(), DIM)
+    index.add(MEMORIES, old.set_column(at, pa.field("vector", wide), old.column(at).cast(wide)), replace=False)
+    index.add(MEMORIES, rows(range(30, 40)), replace=True)  # float16 rows into the float32 table
+    table = index.table(MEMORIES)
+    assert table.schema.field("vector").type == wide and index.count(MEMORIES) == 40  # type: ignore[union-attr]
+    assert index.vectors(MEMORIES, ["m35"])["m35"].shape == (DIM,)
