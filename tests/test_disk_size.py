@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 import numpy as np
 import pyarrow as pa
 from test_compact import BOOKING, CHATTER, REFUND
@@ -195,3 +196,29 @@ def test_a_table_made_with_float32_vectors_keeps_them_and_takes_new_rows(tmp_pat
     table = index.table(MEMORIES)
     assert table.schema.field("vector").type == wide and index.count(MEMORIES) == 40  # type: ignore[union-attr]
     assert index.vectors(MEMORIES, ["m35"])["m35"].shape == (DIM,)
+
+
+def test_dropping_old_versions_waits_for_a_search_under_way_that_still_reads_them(tmp_path):
+    import threading
+
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(200)), replace=False)
+    for n in range(5):
+        index.update(MEMORIES, [f"m{n}"], {"state": "dormant"})
+    index.compact_files(MEMORIES)  # a new version; the old one's files are still there
+    done = threading.Event()
+
+    def cycle_end() -> None:
+        index.drop_old_versions(MEMORIES)
+        done.set()
+
+    with index.files.reading():
+        old = index.table(MEMORIES).to_lance().checkout_version(1)  # type: ignore[union-attr]  # a search's view
+        writer = threading.Thread(target=cycle_end)
+        writer.start()
+        assert not done.wait(timeout=1.0)  # held back while the search reads
+        assert old.to_table().num_rows == 200
+    writer.join(timeout=120)
+    assert done.is_set() and index.count(MEMORIES) == 200
+    with pytest.raises(pa.ArrowInvalid, match="Not found"):  # its files are gone now: the guard kept them
+        old.to_table()

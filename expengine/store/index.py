@@ -6,8 +6,9 @@ import datetime as dt
 import os
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -101,6 +102,55 @@ def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return rows.set_column(at, pa.field("vector", wanted), rows.column(at).cast(wanted))
 
 
+class FileGuard:
+    """Searches in flight against the deletion of old table versions' files (`Index.drop_old_versions`).
+
+    A search reads the files of the version its table had when it started; in a server, reader threads
+    search the tables the writer thread compacts, and a search still reading when the cycle deleted the
+    old version's files failed ("Not found: ...lance"). Searches hold it shared (a thread may nest);
+    a deletion holds it alone, and waits for the searches under way while new ones wait for it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._deleting = False
+        self._waiting = 0
+        self._depth = threading.local()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        depth = getattr(self._depth, "n", 0)
+        if not depth:
+            with self._cond:
+                while self._deleting or self._waiting:
+                    self._cond.wait()
+                self._readers += 1
+        self._depth.n = depth + 1
+        try:
+            yield
+        finally:
+            self._depth.n = depth
+            if not depth:
+                with self._cond:
+                    self._readers -= 1
+                    self._cond.notify_all()
+
+    @contextmanager
+    def deleting(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._deleting or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._deleting = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._deleting = False
+                self._cond.notify_all()
+
+
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
 
@@ -119,6 +169,7 @@ class Index:
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
+        self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
 
@@ -172,7 +223,8 @@ class Index:
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return {}
-        rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
+        with self.files.reading():
+            rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
         column = rows.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
         return dict(zip(rows.column("id").to_pylist(), flat))
@@ -210,7 +262,8 @@ class Index:
             self._tables.pop(name, None)
             self._vector_indexed.pop(name, None)
             self._text_indexed.pop(name, None)
-            self.db.drop_table(name)
+            with self.files.deleting():
+                self.db.drop_table(name)
 
     def compact_files(self, name: str) -> None:
         """Rewrite the table's small fragments into few: every ingest adds one, and every state change
@@ -231,7 +284,7 @@ class Index:
         may call it (no write may be in progress); snapshots keep their own links to the files."""
         table = self.table(name)
         if table is not None:
-            with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
+            with self.files.deleting(), warnings.catch_warnings():  # "removes every version but the latest"
                 warnings.simplefilter("ignore")
                 table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
 
