@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import duckdb
-import pytest
 import numpy as np
 import pyarrow as pa
+import pytest
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
@@ -84,7 +84,14 @@ def rows(ids: range, state: str = "active"):
     import datetime as dt
 
     records = [
-        {"id": f"m{i}", "agent": "a", "kind": "message", "category": "c", "ts": dt.datetime(2026, 1, 1), "text": f"t{i}"}
+        {
+            "id": f"m{i}",
+            "agent": "a",
+            "kind": "message",
+            "category": "c",
+            "ts": dt.datetime(2026, 1, 1),
+            "text": f"t{i}",
+        }
         for i in ids
     ]
     for r in records:
@@ -154,7 +161,9 @@ def test_a_database_mostly_free_blocks_is_rewritten_smaller_and_stays_open(make_
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
     path = tmp_path / "store" / DB_FILE
     with engine.session() as store:
-        store.con.execute("CREATE TABLE filler AS SELECT range AS n, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS pad FROM range(20000)")
+        store.con.execute(
+            "CREATE TABLE filler AS SELECT range AS n, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS pad FROM range(20000)"
+        )
         store.con.execute("CHECKPOINT")
         store.con.execute("DROP TABLE filler")
         store.con.execute("CHECKPOINT")

@@ -45,7 +45,7 @@ def defer_rest_client() -> bool:
         except KeyError:
             raise AttributeError(f"module {REST_CLIENT!r} has no attribute {name!r}") from None
 
-    package.__getattr__ = run_init  # type: ignore[attr-defined]
+    package.__getattr__ = run_init  # type: ignore[method-assign]
     sys.modules[REST_CLIENT] = package
     return True
 
