@@ -231,3 +231,21 @@ def test_dropping_old_versions_waits_for_a_search_under_way_that_still_reads_the
     assert done.is_set() and index.count(MEMORIES) == 200
     with pytest.raises(pa.ArrowInvalid, match="Not found"):  # its files are gone now: the guard kept them
         old.to_table()
+
+
+def test_a_file_short_of_its_header_is_read_in_full_once_and_again_after_another_writer(tmp_path, monkeypatch):
+    from expengine.store import db
+
+    reads: list[str] = []
+    real = db.unreadable
+    monkeypatch.setattr(db, "short_of_its_header", lambda path: "short")  # as DuckDB often leaves a file
+    monkeypatch.setattr(db, "unreadable", lambda con: reads.append("read") or real(con))
+    path = tmp_path / DB_FILE
+    for _ in range(3):
+        db.close_database(db.open_database(path))
+    assert reads == ["read"]  # the first open; then the file is as this process left it
+    other = duckdb.connect(str(path))  # another process writes it
+    other.execute("CREATE TABLE other_writer (n INTEGER)")
+    other.close()
+    db.close_database(db.open_database(path))
+    assert reads == ["read", "read"]
