@@ -162,6 +162,7 @@ def compact(
         "UPDATE runs SET finished = ?, status = 'completed', report = ? WHERE id = ?",
         [utcnow(), json.dumps(report.to_dict(), default=str), run_id],
     )
+    store.shed_free_blocks()
     return report
 
 

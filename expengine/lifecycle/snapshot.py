@@ -23,6 +23,7 @@ from ..errors import InputError, NotFoundError, StoreError
 from ..results import Result
 from ..store import units
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, ingested_since, link_tree, unreadable, utcnow
+from ..store.embeddings import carry_cache
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.scrub import rewrite_database, scrub_index
 
@@ -138,16 +139,19 @@ def disk_bytes(folders: list[Path]) -> int:
     return total
 
 
-def _swap_in(source: Path, store_dir: Path) -> None:
+def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
     """Replace the store's DuckDB file and LanceDB folder with the snapshot's, so a kill at any moment
     leaves whole files: both are copied beside their targets first, then renamed into place, LanceDB
     before DuckDB. Until the DuckDB file is swapped, it still holds the interrupted run as 'running',
-    so the next compaction restores again."""
+    so the next compaction restores again. `keep_cache`: the replaced database's cached vectors go into
+    the copy (a snapshot holds none, `Store.copy_files`); not from a damaged one."""
     db_path, lance = store_dir / DB_FILE, store_dir / LANCE_DIR
     new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + n) for n in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
     for leftover in (new_lance, old_lance):  # from a restore killed midway
         shutil.rmtree(leftover, ignore_errors=True)
     shutil.copy2(source / DB_FILE, new_db)
+    if keep_cache and db_path.exists():
+        carry_cache(db_path, new_db)
     if (source / LANCE_DIR).exists():
         link_tree(source / LANCE_DIR, new_lance)  # shared with the snapshot: Lance only adds files
     if lance.exists():
@@ -170,7 +174,7 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     raw_before = int(con.execute("SELECT count(*) FROM records").fetchall()[0][0])
     runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
     store.close()
-    _swap_in(source, store.dir)
+    _swap_in(source, store.dir, keep_cache=True)
     store.reopen()
     known = {r[0] for r in store.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
@@ -262,7 +266,7 @@ def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool
     if db_path.exists():
         kept = db_path.with_name(f"{DB_FILE}.damaged-{utcnow().strftime('%Y%m%dT%H%M%S')}")
         shutil.copy2(db_path, kept)
-    _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir)
+    _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir, keep_cache=False)
     again = "ingest again: " + ", ".join(reingest) if reingest else "no file was ingested since"
     return RepairResult(
         repaired=True,

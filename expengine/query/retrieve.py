@@ -92,6 +92,13 @@ def retrieve(
     vector; and the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
     ranks say which is best, never whether anything is close). `vector` is the vector or a callable
     that computes it: the full-text searches start first, so they run while the query is being embedded."""
+    with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
+        return _retrieve(store, text, vector, filters)
+
+
+def _retrieve(
+    store: "Store", text: str, vector: Any, filters: Filters
+) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
     limit = store.config.query.candidates
     tables = [
         (t, name, where)

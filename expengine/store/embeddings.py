@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import duckdb
@@ -14,6 +16,13 @@ import pyarrow as pa
 
 from ..models.embedder import Embedder
 from .db import arrow_view
+from .filters import sql_str
+
+# the cache's table: content-addressed (a text's vector under one model never changes), so snapshots leave
+# its rows out and a restore keeps the replaced store's (`Store.copy_files`, `carry_cache`)
+CACHE_TABLE = "embeddings"
+
+log = logging.getLogger("expengine.store")
 
 
 def text_hash(text: str) -> str:
@@ -60,6 +69,24 @@ class VectorMemo:
                 self._vectors.move_to_end((model, h))
             while len(self._vectors) > self.capacity:
                 self._vectors.popitem(last=False)
+
+
+def carry_cache(from_path: Path, to_path: Path) -> None:
+    """Copy the cached vectors of the closed database `from_path` into the closed `to_path` (a snapshot's
+    database before it replaces a store's), keeping those `to_path` has."""
+    columns = "text_hash, model, vector"
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH {sql_str(str(from_path))} AS cache_from (READ_ONLY)")
+        con.execute(f"ATTACH {sql_str(str(to_path))} AS cache_to")
+        con.execute(
+            f"INSERT INTO cache_to.{CACHE_TABLE} ({columns}) SELECT {columns} FROM cache_from.{CACHE_TABLE} "
+            "ON CONFLICT DO NOTHING"
+        )
+    except duckdb.Error as exc:  # only a cache: what is missing is embedded again when needed
+        log.warning(f"notice: the embedding cache was not carried over ({str(exc).splitlines()[0]})")
+    finally:
+        con.close()
 
 
 class EmbeddingCache:

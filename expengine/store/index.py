@@ -6,8 +6,9 @@ import datetime as dt
 import os
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,12 @@ from .filters import lance_in
 MEMORIES = "memories"
 UNITS = "units"
 STATE_COLUMN = {MEMORIES: "state", UNITS: "status"}
+# the stored vectors' numbers: half floats halve the LanceDB folder and the snapshots' share of it (a
+# unit vector's cosine to its float16 copy is 0.9999+; Lance searches float16 columns as it does float32
+# ones). Tables made before keep float32: `Index.add` casts new rows to the table's own type.
+VECTOR_TYPE = pa.float16()
+# `Index.compact_files` merges fragments smaller than this (or a quarter of the table) into bigger ones
+MIN_FRAGMENT_ROWS = 1024
 
 
 def memory_schema(dim: int) -> pa.Schema:
@@ -32,7 +39,7 @@ def memory_schema(dim: int) -> pa.Schema:
             ("ts", pa.timestamp("us")),
             ("state", pa.string()),
             ("text", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
+            ("vector", pa.list_(VECTOR_TYPE, dim)),
         ]
     )
 
@@ -47,14 +54,14 @@ def unit_schema(dim: int) -> pa.Schema:
             ("status", pa.string()),
             ("ts", pa.timestamp("us")),
             ("text", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
+            ("vector", pa.list_(VECTOR_TYPE, dim)),
         ]
     )
 
 
 def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
     rows = list(rows)
-    return pa.Table.from_pylist(
+    return with_vectors(
         [
             {
                 "id": r["id"],
@@ -67,12 +74,81 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
                 "ts": r["ts"],
                 "state": r.get("state") or "active",
                 "text": r["text"],
-                "vector": v.tolist(),
             }
-            for r, v in zip(rows, vectors)
+            for r in rows
         ],
-        schema=memory_schema(dim),
+        vectors,
+        memory_schema(dim),
     )
+
+
+def with_vectors(rows: list[dict], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """`rows` (every column of `schema` but the last, `vector`) with `vectors` as that column, converted
+    from a NumPy array in one go (not number by number from Python lists)."""
+    field = schema.field("vector")
+    table = pa.Table.from_pylist(rows, schema=pa.schema(list(schema)[:-1]))
+    flat = np.asarray(vectors, dtype=np.float16 if field.type.value_type == pa.float16() else np.float32).reshape(-1)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(flat), field.type.list_size)
+    return table.append_column(field, column)
+
+
+def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`rows` with their vectors in the number type of the table they go into (float32 in a table made
+    before `VECTOR_TYPE` was float16)."""
+    wanted = schema.field("vector").type
+    at = rows.schema.get_field_index("vector")
+    if rows.schema.field(at).type == wanted:
+        return rows
+    return rows.set_column(at, pa.field("vector", wanted), rows.column(at).cast(wanted))
+
+
+class FileGuard:
+    """Searches in flight against the deletion of old table versions' files (`Index.drop_old_versions`).
+
+    A search reads the files of the version its table had when it started; in a server, reader threads
+    search the tables the writer thread compacts, and a search still reading when the cycle deleted the
+    old version's files failed ("Not found: ...lance"). Searches hold it shared (a thread may nest);
+    a deletion holds it alone, and waits for the searches under way while new ones wait for it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._deleting = False
+        self._waiting = 0
+        self._depth = threading.local()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        depth = getattr(self._depth, "n", 0)
+        if not depth:
+            with self._cond:
+                while self._deleting or self._waiting:
+                    self._cond.wait()
+                self._readers += 1
+        self._depth.n = depth + 1
+        try:
+            yield
+        finally:
+            self._depth.n = depth
+            if not depth:
+                with self._cond:
+                    self._readers -= 1
+                    self._cond.notify_all()
+
+    @contextmanager
+    def deleting(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._deleting or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._deleting = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._deleting = False
+                self._cond.notify_all()
 
 
 class Index:
@@ -93,15 +169,16 @@ class Index:
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
+        self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
 
     @property
     def db(self) -> Any:
         if self._db is None:
-            import lancedb
+            from .lance_import import import_lancedb
 
-            self._db = lancedb.connect(str(self.path))
+            self._db = import_lancedb().connect(str(self.path))
         return self._db
 
     def table(self, name: str) -> Any | None:
@@ -146,9 +223,10 @@ class Index:
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return {}
-        rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
+        with self.files.reading():
+            rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
         column = rows.column("vector").combine_chunks()
-        flat = np.asarray(column.flatten(), dtype=np.float32).reshape(len(column), -1)
+        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
         return dict(zip(rows.column("id").to_pylist(), flat))
 
     def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
@@ -163,7 +241,7 @@ class Index:
             return
         if replace:
             self.delete(name, rows.column("id").to_pylist())
-        table.add(rows)
+        table.add(as_table_vectors(rows, table.schema))
 
     def delete(self, name: str, ids: list[str]) -> None:
         table = self.table(name)
@@ -184,15 +262,20 @@ class Index:
             self._tables.pop(name, None)
             self._vector_indexed.pop(name, None)
             self._text_indexed.pop(name, None)
-            self.db.drop_table(name)
+            with self.files.deleting():
+                self.db.drop_table(name)
 
     def compact_files(self, name: str) -> None:
-        """Rewrite the table's fragments into few: every ingest adds one, and every state change
+        """Rewrite the table's small fragments into few: every ingest adds one, and every state change
         rewrites rows into another, and a search pays for each fragment (at 100k memories after a
-        compaction: 174 fragments, searches 3x slower than over one)."""
+        compaction: 174 fragments, searches 3x slower than over one). A fragment of a quarter of the
+        table's rows or more stays as it is until a tenth of its rows are deleted (Lance's default):
+        rewriting it would leave the snapshot taken before a cycle no data file to share with the
+        store after it (a 6 MB copy per snapshot on the sample logs). So a table has a handful of
+        fragments at most."""
         table = self.table(name)
-        if table is not None and table.count_rows() > 0:
-            table.to_lance().optimize.compact_files()
+        if table is not None and (rows := table.count_rows()) > 0:
+            table.to_lance().optimize.compact_files(target_rows_per_fragment=max(MIN_FRAGMENT_ROWS, rows // 4))
             table.checkout_latest()
 
     def drop_old_versions(self, name: str) -> None:
@@ -201,7 +284,7 @@ class Index:
         may call it (no write may be in progress); snapshots keep their own links to the files."""
         table = self.table(name)
         if table is not None:
-            with warnings.catch_warnings():  # "removes every version but the latest": we hold the store lock
+            with self.files.deleting(), warnings.catch_warnings():  # "removes every version but the latest"
                 warnings.simplefilter("ignore")
                 table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
 

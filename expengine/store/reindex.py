@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .index import MEMORIES, UNITS, memory_rows, unit_schema
+from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
 from .vocabulary import LIVE_SQL
 
 if TYPE_CHECKING:
@@ -41,9 +41,7 @@ def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     vectors = store.embeddings.encode([r.pop("embedded") for r in rows])
-    return pa.Table.from_pylist(
-        [dict(r, vector=v.tolist()) for r, v in zip(rows, vectors)], schema=unit_schema(store.embeddings.dim)
-    )
+    return with_vectors(rows, vectors, unit_schema(store.embeddings.dim))
 
 
 def rebuild(store: "Store") -> dict[str, int]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from .db import BLOCK_SIZE
 from .filters import sql_str
 from .index import Index
 
@@ -31,7 +32,7 @@ def rewrite_database(path: Path) -> None:
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH {sql_str(str(path))} AS old_db (READ_ONLY)")
-        con.execute(f"ATTACH {sql_str(str(fresh))} AS fresh_db")
+        con.execute(f"ATTACH {sql_str(str(fresh))} AS fresh_db (BLOCK_SIZE {BLOCK_SIZE})")
         con.execute("COPY FROM DATABASE old_db TO fresh_db")
         con.execute("DETACH old_db")
         con.execute("CHECKPOINT fresh_db")

@@ -1,0 +1,251 @@
+"""Issue 23, disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
+snapshots keep sharing across a cycle, and lancedb imported without its REST client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from test_compact import BOOKING, CHATTER, REFUND
+
+from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
+from expengine.store.index import MEMORIES, Index, memory_rows
+
+REPO = Path(__file__).resolve().parents[1]
+DIM = 8
+
+
+def block_size(path: Path) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def count(path: Path, table: str) -> int:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    snap = engine.snapshot()
+    engine.ingest([write_jsonl("b.jsonl", CHATTER)])
+    engine.close()
+    store = tmp_path / "store"
+    copy = store / SNAPSHOT_DIR / snap.id / DB_FILE
+    cached = count(store / DB_FILE, "embeddings")
+    assert count(copy, "embeddings") == 0 < cached
+    assert count(copy, "records") == len(BOOKING + REFUND)
+    assert block_size(store / DB_FILE) == block_size(copy) == BLOCK_SIZE
+    indexes = duckdb.connect(str(copy), read_only=True)
+    assert {r[0] for r in indexes.execute("SELECT index_name FROM duckdb_indexes()").fetchall()} >= {"records_hash"}
+    indexes.close()
+    engine = make_engine()
+    assert engine.restore(snap.id).raw_after == len(BOOKING + REFUND)
+    engine.close()
+    assert count(store / DB_FILE, "embeddings") == cached  # the replaced store's vectors, none embedded again
+    assert count(copy, "embeddings") == 0  # the snapshot itself is left as it was
+    hits = make_engine().query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
+    assert hits.hits and hits.hits[0].id == "r04"
+
+
+def test_a_store_made_with_big_blocks_still_opens_and_its_snapshots_get_small_ones(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    engine.close()
+    store = tmp_path / "store"
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{store / DB_FILE}' AS old (READ_ONLY)")
+    con.execute(f"ATTACH '{tmp_path / 'big.duckdb'}' AS big (BLOCK_SIZE 262144)")
+    con.execute("COPY FROM DATABASE old TO big")
+    con.close()
+    os.replace(tmp_path / "big.duckdb", store / DB_FILE)
+    engine = make_engine()
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
+    snap = engine.snapshot()
+    engine.close()
+    assert block_size(store / DB_FILE) == 262144
+    assert block_size(store / SNAPSHOT_DIR / snap.id / DB_FILE) == BLOCK_SIZE
+
+
+def rows(ids: range, state: str = "active"):
+    import datetime as dt
+
+    records = [
+        {
+            "id": f"m{i}",
+            "agent": "a",
+            "kind": "message",
+            "category": "c",
+            "ts": dt.datetime(2026, 1, 1),
+            "text": f"t{i}",
+        }
+        for i in ids
+    ]
+    for r in records:
+        r["state"] = state
+    vectors = np.random.default_rng(len(ids)).standard_normal((len(records), DIM)).astype(np.float32)
+    return memory_rows(records, vectors, DIM)
+
+
+def data_files(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in (folder / f"{MEMORIES}.lance" / "data").iterdir()}
+
+
+def test_compacting_a_table_with_few_changed_rows_keeps_its_big_fragment_shared_with_a_snapshot(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(2000)), replace=False)
+    for n in range(10):  # a cycle's state changes: each update writes its rows into a fragment of their own
+        index.update(MEMORIES, [f"m{n}", f"m{n + 100}"], {"state": "dormant"})
+    before = data_files(tmp_path / LANCE_DIR)
+    folder = tmp_path / LANCE_DIR / f"{MEMORIES}.lance" / "data"
+    big = max(before, key=lambda name: (folder / name).stat().st_size)
+    link_tree(tmp_path / LANCE_DIR, tmp_path / "snapshot")
+    index.compact_files(MEMORIES)
+    index.drop_old_versions(MEMORIES)
+    fragments = index.table(MEMORIES).to_lance().get_fragments()  # type: ignore[union-attr]
+    assert len(fragments) <= 2 < len(before)  # the ten small fragments were merged
+    after = data_files(tmp_path / LANCE_DIR)
+    assert after[big] == data_files(tmp_path / "snapshot")[big]  # one file on disk for both
+    assert index.count(MEMORIES, "state = 'dormant'") == 20 and index.count(MEMORIES) == 2000
+
+
+def test_compacting_rewrites_a_big_fragment_once_over_a_tenth_of_its_rows_are_deleted(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(2000)), replace=False)
+    index.delete(MEMORIES, [f"m{i}" for i in range(600)])
+    index.compact_files(MEMORIES)
+    fragments = index.table(MEMORIES).to_lance().get_fragments()  # type: ignore[union-attr]
+    assert sum(f.num_deletions for f in fragments) == 0 and index.count(MEMORIES) == 1400
+
+
+def test_lancedb_is_imported_without_its_rest_client_and_a_remote_name_still_loads_it(tmp_path):
+    code = f"""
+import sys
+from expengine.store.index import Index, MEMORIES
+from test_disk_size import rows
+index = Index({str(tmp_path / LANCE_DIR)!r})
+index.add(MEMORIES, rows(range(20)), replace=False)
+hits = index.table(MEMORIES).search([0.0] * 8).limit(3).to_arrow().num_rows
+apis = [m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api")]
+import lance_namespace_urllib3_client
+client = lance_namespace_urllib3_client.ApiClient
+print(hits, len(apis), client.__name__)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO / "tests",
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "0", "ApiClient"]
+
+
+def test_a_database_mostly_free_blocks_is_rewritten_smaller_and_stays_open(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    path = tmp_path / "store" / DB_FILE
+    with engine.session() as store:
+        store.con.execute(
+            "CREATE TABLE filler AS SELECT range AS n, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) AS pad FROM range(20000)"
+        )
+        store.con.execute("CHECKPOINT")
+        store.con.execute("DROP TABLE filler")
+        store.con.execute("CHECKPOINT")
+        grown = path.stat().st_size
+        assert not store.shed_free_blocks(share=0.99)  # under the share: left as it is
+        assert store.shed_free_blocks()
+        assert path.stat().st_size < grown / 2
+        assert store.con.execute("SELECT count(*) FROM records").fetchone()[0] == len(BOOKING + REFUND + CHATTER)  # type: ignore[index]
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
+    report = engine.compact(refine=False)
+    assert report.status == "completed"
+    con = duckdb.connect(str(path), read_only=True)
+    total, free = con.execute("SELECT total_blocks, free_blocks FROM pragma_database_size()").fetchone()  # type: ignore[misc]
+    con.close()
+    assert free <= 0.2 * total
+
+
+def test_vectors_are_stored_as_half_floats_and_read_back_as_float32_within_rounding(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    table = rows(range(50))
+    sent = np.asarray(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False), np.float32)
+    index.add(MEMORIES, table, replace=False)
+    assert index.table(MEMORIES).schema.field("vector").type.value_type == pa.float16()  # type: ignore[union-attr]
+    read = index.vectors(MEMORIES, [f"m{i}" for i in range(50)])
+    assert read["m7"].dtype == np.float32
+    back = np.stack([read[f"m{i}"] for i in range(50)])
+    assert np.allclose(back.reshape(-1), sent, atol=1e-3)
+    hit = index.table(MEMORIES).search(back[7].tolist()).distance_type("cosine").limit(1).to_arrow()  # type: ignore[union-attr]
+    assert hit.column("id").to_pylist() == ["m7"]
+
+
+def test_a_table_made_with_float32_vectors_keeps_them_and_takes_new_rows(tmp_path):
+    index = Index(tmp_path / LANCE_DIR)
+    old = rows(range(30))
+    at = old.schema.get_field_index("vector")
+    wide = pa.list_(pa.float32(), DIM)
+    index.add(MEMORIES, old.set_column(at, pa.field("vector", wide), old.column(at).cast(wide)), replace=False)
+    index.add(MEMORIES, rows(range(30, 40)), replace=True)  # float16 rows into the float32 table
+    table = index.table(MEMORIES)
+    assert table.schema.field("vector").type == wide and index.count(MEMORIES) == 40  # type: ignore[union-attr]
+    assert index.vectors(MEMORIES, ["m35"])["m35"].shape == (DIM,)
+
+
+def test_dropping_old_versions_waits_for_a_search_under_way_that_still_reads_them(tmp_path):
+    import threading
+
+    index = Index(tmp_path / LANCE_DIR)
+    index.add(MEMORIES, rows(range(200)), replace=False)
+    for n in range(5):
+        index.update(MEMORIES, [f"m{n}"], {"state": "dormant"})
+    index.compact_files(MEMORIES)  # a new version; the old one's files are still there
+    done = threading.Event()
+
+    def cycle_end() -> None:
+        index.drop_old_versions(MEMORIES)
+        done.set()
+
+    with index.files.reading():
+        old = index.table(MEMORIES).to_lance().checkout_version(1)  # type: ignore[union-attr]  # a search's view
+        writer = threading.Thread(target=cycle_end)
+        writer.start()
+        assert not done.wait(timeout=1.0)  # held back while the search reads
+        assert old.to_table().num_rows == 200
+    writer.join(timeout=120)
+    assert done.is_set() and index.count(MEMORIES) == 200
+    with pytest.raises(pa.ArrowInvalid, match="Not found"):  # its files are gone now: the guard kept them
+        old.to_table()
+
+
+def test_a_file_short_of_its_header_is_read_in_full_once_and_again_after_another_writer(tmp_path, monkeypatch):
+    from expengine.store import db
+
+    reads: list[str] = []
+    real = db.unreadable
+    monkeypatch.setattr(db, "short_of_its_header", lambda path: "short")  # as DuckDB often leaves a file
+    monkeypatch.setattr(db, "unreadable", lambda con: reads.append("read") or real(con))
+    path = tmp_path / DB_FILE
+    for _ in range(3):
+        db.close_database(db.open_database(path))
+    assert reads == ["read"]  # the first open; then the file is as this process left it
+    other = duckdb.connect(str(path))  # another process writes it
+    other.execute("CREATE TABLE other_writer (n INTEGER)")
+    other.close()
+    db.close_database(db.open_database(path))
+    assert reads == ["read", "read"]
