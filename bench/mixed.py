@@ -89,7 +89,9 @@ def locomo(args: argparse.Namespace) -> dict[str, Any]:
             + conversations
         )
         summary = bench.run(lc, embedder=get_embedder(model=model), echo=False)["summary"]
-        rows[model] = {m: {k: e["overall"][k] for k in ("evidence_recall", "answer_recall")} for m, e in summary.items()}
+        rows[model] = {
+            m: {k: e["overall"][k] for k in ("evidence_recall", "answer_recall")} for m, e in summary.items()
+        }
         print(model, json.dumps(rows[model]), file=sys.stderr, flush=True)
     return rows
 

@@ -41,7 +41,14 @@ CHINESE = [
 
 def write_log(path: Path, texts: list[str], prefix: str) -> str:
     rows = [
-        {"id": f"{prefix}{i}", "kind": "message", "role": "user", "content": t, "agent": prefix, "ts": f"2024-01-01T00:{i:02d}:00"}
+        {
+            "id": f"{prefix}{i}",
+            "kind": "message",
+            "role": "user",
+            "content": t,
+            "agent": prefix,
+            "ts": f"2024-01-01T00:{i:02d}:00",
+        }
         for i, t in enumerate(texts)
     ]
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
@@ -100,6 +107,9 @@ def test_an_english_store_switches_to_mixed_with_one_command_and_keeps_its_engli
         assert engine.query("用户对什么过敏", k=3, touch=False).hits[0].id == "z0"
         assert engine.query("which herb does the user hate", k=3, touch=False).hits[0].id == "e1"
         assert engine.store.text_tokenizer == "icu"
+        # each half's vectors are cached under its own model: the English ones MiniLM wrote before
+        cached = dict(engine.store.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model").fetchall())
+        assert cached == {"all-MiniLM-L6-v2": len(ENGLISH) + len(CHINESE), "use-multilingual-v3": len(CHINESE)}
 
 
 def test_the_demo_store_of_all_sample_logs_takes_the_mixed_model(tmp_path: Path):

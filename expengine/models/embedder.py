@@ -224,6 +224,19 @@ def known_model(model: str) -> str:
     return model
 
 
+def mixed_halves(embedder: Embedder) -> tuple[Embedder, Embedder] | None:
+    """The English and the multilingual half of a mixed embedder, each loaded at its first text; None
+    for any other embedder. The embedding cache keeps each half's vectors under its own name, so a
+    store switching between MiniLM and mixed re-embeds only the non-English texts."""
+    if isinstance(embedder, MixedEmbedder):
+        return embedder.english, embedder.multilingual
+    if isinstance(embedder, LazyEmbedder) and embedder.packaged == MIXED and not embedder.model_path:
+        size = embedder.batch_size
+        english = LazyEmbedder(batch_size=size, model=MINILM, encoder=embedder.runtime or "auto")
+        return english, LazyEmbedder(batch_size=size, model=MULTILINGUAL)
+    return None
+
+
 class LazyEmbedder:
     """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
     no model, so a run served from the embedding cache never loads it. `packaged` is the packaged

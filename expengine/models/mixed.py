@@ -12,7 +12,7 @@ calibrate between them. Full-text search still finds words across the two."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -27,6 +27,8 @@ ROUTE_SHARE = 0.2
 # the part of a long text the route is decided from (the encoders read about this much anyway)
 ROUTE_CHARS = 2048
 SEPARATOR = "|"
+# the halves' sizes (MiniLM, USE), known without loading either model: a Chinese query loads USE only
+DIMS = (384, 512)
 
 
 def reads_multilingual(text: str) -> bool:
@@ -41,25 +43,29 @@ def mixed_name(english: str, multilingual: str) -> str:
     return f"{english}{SEPARATOR}{multilingual}"
 
 
+def side_by_side(
+    texts: list[str], english: Callable[[list[str]], np.ndarray], multilingual: Callable[[list[str]], np.ndarray]
+) -> np.ndarray:
+    """Each text's vector from the encoder of its script, in that encoder's half; the other half 0."""
+    routed = np.array([reads_multilingual(t) for t in texts], dtype=bool)
+    vectors = np.zeros((len(texts), sum(DIMS)), dtype=np.float32)
+    if (~routed).any():
+        vectors[~routed, : DIMS[0]] = english([t for t, r in zip(texts, routed) if not r])
+    if routed.any():
+        vectors[routed, DIMS[0] :] = multilingual([t for t, r in zip(texts, routed) if r])
+    return vectors
+
+
 class MixedEmbedder:
     """Two embedders behind one `Embedder`: English text to `english`, the rest to `multilingual`
     (see the module's docstring). Each is asked only for its own texts, so a store without Chinese
     never loads the multilingual model, and one without English never loads MiniLM."""
 
+    dim = sum(DIMS)
+
     def __init__(self, english: "Embedder", multilingual: "Embedder"):
         self.english, self.multilingual = english, multilingual
         self.name = mixed_name(english.name, multilingual.name)
 
-    @property
-    def dim(self) -> int:
-        return int(self.english.dim) + int(self.multilingual.dim)
-
     def encode(self, texts: list[str]) -> np.ndarray:
-        routed = np.array([reads_multilingual(t) for t in texts], dtype=bool)
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        split = int(self.english.dim)
-        if (~routed).any():
-            vectors[~routed, :split] = self.english.encode([t for t, r in zip(texts, routed) if not r])
-        if routed.any():
-            vectors[routed, split:] = self.multilingual.encode([t for t, r in zip(texts, routed) if r])
-        return vectors
+        return side_by_side(texts, self.english.encode, self.multilingual.encode)
