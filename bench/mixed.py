@@ -5,6 +5,7 @@ answer lines' words); and English LoCoMo recall before compaction under each emb
 
     python bench/mixed.py questions        # the demo store, minilm / multilingual / mixed
     python bench/mixed.py locomo --conversations 2
+    python bench/mixed.py locomo --conversations 2 --with-chinese   # each LoCoMo store holds them too
 
 A question is answered when a hit of the top 3 contains one of its answer strings (case-insensitive).
 Each store is asked twice: with `query.min_similarity = 0` (the ranking alone, which is what the
@@ -84,9 +85,11 @@ def locomo(args: argparse.Namespace) -> dict[str, Any]:
     conversations = ["--conversations", str(args.conversations)] if args.conversations else []
     rows = {}
     for model in args.models:
+        also = ["--also", *map(str, sorted(REPO.glob("sample_logs/zh_*.jsonl")))] if args.with_chinese else []
         lc = bench.parse_args(
             ["--cycles", "0", "--no-ablation", "--out", str(out / "locomo.json"), "--set", f"embedder.model={model}"]
             + conversations
+            + also
         )
         summary = bench.run(lc, embedder=get_embedder(model=model), echo=False)["summary"]
         rows[model] = {
@@ -101,9 +104,13 @@ def main() -> None:
     parser.add_argument("part", choices=("questions", "locomo"))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--conversations", type=int, default=2, help="LoCoMo: only the first N (default 2)")
+    parser.add_argument(
+        "--with-chinese", action="store_true", help="LoCoMo: the Chinese sample logs in every store too (mixed stores)"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    out = args.out or REPO / "bench" / "results" / f"mixed-{args.part}.json"
+    name = f"mixed-{args.part}" + ("-with-chinese" if args.with_chinese else "")
+    out = args.out or REPO / "bench" / "results" / f"{name}.json"
     rows = questions(args) if args.part == "questions" else locomo(args)
     report = {"command": " ".join(["python bench/mixed.py", *sys.argv[1:]]), "machine": machine(), args.part: rows}
     write_json(out, report)
