@@ -18,7 +18,7 @@ from expengine.cli import app
 from expengine.engine import Engine
 from expengine.errors import ModelError
 from expengine.models.embedder import MODEL_NAMES, get_embedder
-from expengine.models.mixed import reads_multilingual
+from expengine.models.mixed import encoder_of, reads_multilingual
 
 pytestmark = pytest.mark.slow
 
@@ -66,6 +66,9 @@ def test_each_text_gets_the_vector_of_the_encoder_that_reads_its_script():
     assert np.allclose(vectors[0, :384], english.encode(texts[:1])[0], atol=1e-5) and not vectors[0, 384:].any()
     assert np.allclose(vectors[1:, 384:], multilingual.encode(texts[1:]), atol=1e-5) and not vectors[1:, :384].any()
     assert float(vectors[0] @ vectors[1]) == 0.0  # the two sets never meet
+    # the encoder a query's cosines come from (what a per-encoder similarity floor is keyed by)
+    assert [encoder_of(MIXED_NAME, t) for t in texts] == ["all-MiniLM-L6-v2"] + ["use-multilingual-v3"] * 2
+    assert encoder_of("all-MiniLM-L6-v2", "我对海鲜过敏") == "all-MiniLM-L6-v2"
 
 
 def test_a_mixed_store_answers_chinese_from_the_chinese_log_and_english_from_the_english_one(tmp_path: Path):

@@ -43,6 +43,16 @@ def mixed_name(english: str, multilingual: str) -> str:
     return f"{english}{SEPARATOR}{multilingual}"
 
 
+def encoder_of(vectors: str, text: str) -> str:
+    """The name of the encoder that embeds `text` in a store whose vectors are named `vectors`: in a
+    mixed store the half its script routes it to (so a per-encoder similarity floor judges a query by
+    the cosines it was ranked by), in any other store `vectors` itself."""
+    english, sep, multilingual = vectors.partition(SEPARATOR)
+    if not sep:
+        return vectors
+    return multilingual if reads_multilingual(text) else english
+
+
 def side_by_side(
     texts: list[str], english: Callable[[list[str]], np.ndarray], multilingual: Callable[[list[str]], np.ndarray]
 ) -> np.ndarray:
