@@ -4,6 +4,7 @@ sample logs and 10 English ones about the English logs (bench/mixed_questions.js
 answer lines' words); and English LoCoMo recall before compaction under each embedder.
 
     python bench/mixed.py questions        # the demo store, minilm / multilingual / mixed
+    python bench/mixed.py questions --cycles 1 --models minilm mixed   # compacted, as the README's demo is
     python bench/mixed.py locomo --conversations 2
     python bench/mixed.py locomo --conversations 2 --with-chinese   # each LoCoMo store holds them too
 
@@ -64,7 +65,10 @@ def questions(args: argparse.Namespace) -> dict[str, Any]:
         started = time.perf_counter()
         with Engine(store=store, overrides={**TEMPLATE_ONLY, "embedder.model": model}) as engine:
             ingested = engine.ingest([str(REPO / "sample_logs")])
-        entry: dict[str, Any] = {"records": ingested.stored, "ingest_s": round(time.perf_counter() - started, 1)}
+            seconds = time.perf_counter() - started
+            for _ in range(args.cycles):  # the README's demo compacts once
+                engine.compact()
+        entry: dict[str, Any] = {"records": ingested.stored, "ingest_s": round(seconds, 1)}
         for language in ("chinese", "english"):
             for label, floor in (("ranking (floor 0)", 0.0), ("configured floor", None)):
                 entry[f"{language}, {label}"] = ask(store, model, data[language], floor)
@@ -103,13 +107,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=("questions", "locomo"))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--cycles", type=int, default=0, help="questions: compactions after the ingest (default 0)")
     parser.add_argument("--conversations", type=int, default=2, help="LoCoMo: only the first N (default 2)")
     parser.add_argument(
         "--with-chinese", action="store_true", help="LoCoMo: the Chinese sample logs in every store too (mixed stores)"
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    name = f"mixed-{args.part}" + ("-with-chinese" if args.with_chinese else "")
+    name = (
+        f"mixed-{args.part}"
+        + ("-with-chinese" if args.with_chinese else "")
+        + (f"-{args.cycles}-cycles" if args.cycles else "")
+    )
     out = args.out or REPO / "bench" / "results" / f"{name}.json"
     rows = questions(args) if args.part == "questions" else locomo(args)
     report = {"command": " ".join(["python bench/mixed.py", *sys.argv[1:]]), "machine": machine(), args.part: rows}
