@@ -12,14 +12,25 @@ calibrate between them. Full-text search still finds words across the two."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
 from ..textutil import count_scripts
 
-if TYPE_CHECKING:
-    from .embedder import Embedder
+
+class Half(Protocol):
+    """Each of the mixed embedder's encoders: `embedder.Embedder`, restated here because that module
+    imports this one."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
 
 # a text goes to the multilingual encoder when this share of its words (a CJK character is a word)
 # is in scripts MiniLM cannot read: a Chinese sentence with English tool names or commands in it
@@ -73,7 +84,7 @@ class MixedEmbedder:
 
     dim = sum(DIMS)
 
-    def __init__(self, english: "Embedder", multilingual: "Embedder"):
+    def __init__(self, english: Half, multilingual: Half):
         self.english, self.multilingual = english, multilingual
         self.name = mixed_name(english.name, multilingual.name)
 
