@@ -283,7 +283,7 @@ def run_conversation(
         log.write_text("\n".join(json.dumps(e) for e in native_events(turns, sample_id)) + "\n", encoding="utf-8")
         with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=overrides) as engine:
             with watch.section("ingest"):
-                result = engine.ingest([str(log)], fmt="native")
+                result = engine.ingest([str(log), *map(str, args.also)], fmt="native")
             out["stored"] = result.stored
             with watch.section("baseline (BM25)"):
                 out["methods"]["BM25 over raw turns"] = measure_bm25(engine, questions, sample_id, budget=args.budget)
@@ -523,6 +523,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="only the first N sessions per conversation (keeps questions whose evidence is in them)",
     )
     parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
+    parser.add_argument(
+        "--also",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="native logs ingested into every conversation's store too (the Chinese sample logs: a mixed store)",
+    )
     add_cycle_options(
         parser, name="locomo", k_default=100, k_help="hits asked for before the budget cut (default: %(default)s)"
     )

@@ -31,7 +31,8 @@ class EmbedderConfig:
     model_path: str = ""
     batch_size: int = 64
     # "auto": MiniLM, unless a new store's first ingest is mostly text MiniLM cannot read (CJK, Cyrillic…):
-    # then "multilingual", written to the store's config.toml; or set "minilm" / "multilingual" yourself
+    # then "multilingual"; if only part of it is (a tenth, or a fifth of one file), "mixed" (MiniLM for
+    # English text, multilingual for the rest); written to the store's config.toml. Or set one yourself
     model: str = "auto"
     # the runtime: "auto" is ONNX Runtime fp32 (exported once from the torch weights into the user cache;
     # its vectors equal torch's), or torch where onnxruntime is missing; "onnx-int8" is faster but writes

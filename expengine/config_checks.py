@@ -79,7 +79,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "llm.mode": ("auto", "model", "template"),
-    "embedder.model": ("auto", "minilm", "multilingual"),
+    "embedder.model": ("auto", "minilm", "multilingual", "mixed"),
     "embedder.encoder": ("auto", "onnx", "onnx-int8", "torch"),
 }
 

@@ -215,3 +215,17 @@ def test_swe_runs_end_to_end_on_a_slice(embedder, tmp_path):
         report["error_recovery"]["memory"]["steps"] == report["error_recovery"]["BM25 over raw training runs"]["steps"]
     )
     assert "first-step prompts naming the test runner" in swe.render(report)
+
+
+def test_mixed_questions_name_answer_lines_that_are_in_their_logs():
+    """bench/mixed.py's 10 Chinese and 10 English questions: each answer string is in its own log (and,
+    for the Chinese ones, in no English log), so a hit that contains it is one of the answer lines."""
+    questions = json.loads((BENCH / "mixed_questions.json").read_text(encoding="utf-8"))
+    assert [len(questions["chinese"]), len(questions["english"])] == [10, 10]
+    logs = {p.name: p.read_text(encoding="utf-8").lower() for p in (REPO / "sample_logs").glob("*.jsonl")}
+    for language, asked in questions.items():
+        for q in asked:
+            assert any(a.lower() in logs[q["log"]] for a in q["answers"]), q
+            if language == "chinese":
+                english = [text for name, text in logs.items() if not name.startswith("zh_")]
+                assert not any(a.lower() in text for a in q["answers"] for text in english), q

@@ -78,11 +78,16 @@ def test_first_ingest_picks_the_embedder_from_all_its_files_and_one_command_swit
         assert engine.ingest([str(english), str(chinese)]).embedder == "use-multilingual-v3"
     lines = [f"The deploy of service {i} timed out, so we retried it after a minute and it worked" for i in range(60)]
     mostly_english = write_log(tmp_path / "ops.jsonl", lines, "o")
-    with Engine(store=tmp_path / "b") as engine:  # a Chinese file among many English lines: MiniLM, and it says so
+    with Engine(store=tmp_path / "m") as engine:  # a Chinese file among many English lines: the mixed model
         result = engine.ingest([str(mostly_english), str(chinese)])
-        assert result.embedder == "all-MiniLM-L6-v2" and result.scripts["cjk"] < 0.1
+        assert result.embedder == "all-MiniLM-L6-v2|use-multilingual-v3" and result.scripts["cjk"] < 0.1
+        assert result.warning is None
+    with Engine(store=tmp_path / "b") as engine:  # Chinese arriving in an English store: MiniLM, and it says so
+        engine.ingest([str(mostly_english)])
+        result = engine.ingest([str(chinese)])
+        assert result.embedder == "all-MiniLM-L6-v2"
         assert result.warning and f"{chinese} 100%" in result.warning
-        assert "`expengine reindex --model multilingual`" in result.warning
+        assert "`expengine reindex --model mixed`" in result.warning
     cli = CliRunner().invoke(app, ["--store", str(tmp_path / "b"), "reindex", "--model", "multilingual", "--json"])
     assert cli.exit_code == 0, cli.output
     assert json.loads(cli.stdout)["memories"] == 65

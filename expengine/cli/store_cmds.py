@@ -169,7 +169,7 @@ def rejects(
 def reindex(
     ctx: typer.Context,
     model: Optional[str] = typer.Option(
-        None, "--model", help="Switch the store to this embedder for good and re-embed: minilm or multilingual."
+        None, "--model", help="Switch the store to this embedder for good and re-embed: minilm, multilingual or mixed."
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:

@@ -324,7 +324,7 @@ class Engine(Upkeep, Explain):
         how many vectors were read."""
         from ..query.expand import warm
 
-        self.embedder.encode(["warm up"])
+        self.embedder.encode(["warm up", "预热"])  # English and Chinese: a mixed store loads both encoders
         with self.session() as store:
             return warm(store)
 

@@ -43,7 +43,7 @@ class Upkeep:
 
     def reindex(self, *, model: str | None = None) -> dict[str, int]:
         """Rebuild LanceDB from DuckDB (vectors come from the embedding cache, so no re-embedding). With
-        `model` (`minilm` or `multilingual`) the store first switches to that embedder for good (its
+        `model` (`minilm`, `multilingual` or `mixed`) the store first switches to that embedder for good (its
         config.toml) and the rebuild embeds what the cache lacks for it: never two models in one index.
         It also re-embeds a store whose vectors another encoder wrote (`[embedder] encoder` changed)."""
         from ..store.reindex import rebuild

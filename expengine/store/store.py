@@ -107,8 +107,8 @@ class Store:
 
     @property
     def text_tokenizer(self) -> str:
-        """ICU word segmentation (splits Chinese into words) for multilingual stores; English stores keep
-        the simple tokenizer with stemming."""
+        """ICU word segmentation (splits Chinese into words, and still stems English) for multilingual
+        and mixed stores; English stores keep the simple tokenizer with stemming."""
         cfg = self.config.embedder
         return "simple" if packaged_model(cfg.model) == MINILM and not cfg.model_path else "icu"
 
