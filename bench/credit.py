@@ -1,12 +1,12 @@
 """Outcome credit with a simulated agent on the tau-bench airline store: is a planted wrong rule
 quarantined, a planted right one credited, and no neutral unit moved?
 
-    python bench/credit.py [--data PATH] [--seeds 20] [--rounds 3] [--effect 0.4] [--out PATH]
+    python bench/credit.py [--data PATH] [--seeds 20] [--before 1] [--rounds 3] [--effect 0.4] [--out PATH]
 
 The 160 shared runs are ingested and compacted once (templates), then per seed, from that snapshot:
-- the agent works each of the 40 tasks once as a session with its own goal (the query: the task's
-  instruction, `session` and `goal_id` given, touch on) and succeeds with the task's own success rate
-  in the shared runs (a hard task stays hard);
+- the agent works each of the 40 tasks `--before` times, each a session with its own goal (the
+  query: the task's instruction, `session` and `goal_id` given, touch on), and succeeds with the
+  task's own success rate in the shared runs (a hard task stays hard);
 - two rules are planted: a wrong one about cancelling ("never call cancel_reservation…") and a right
   one about changing flights; every task is then worked `--rounds` more times, and a session that was
   *shown* the wrong rule succeeds `--effect` less often, one shown the right rule `--effect` more
@@ -102,9 +102,10 @@ def run_seed(engine: Any, tasks: dict, snapshot: str, seed: int, args: argparse.
 
     engine.restore(snapshot)
     rng = random.Random(seed)
-    log = tmp / f"seed{seed}-before.jsonl"
-    log.write_text("".join(json.dumps(e) + "\n" for e in _work(engine, tasks, rng, f"s{seed}b", 0.0)))
-    engine.ingest([str(log)])
+    for b in range(args.before):
+        log = tmp / f"seed{seed}-before{b}.jsonl"
+        log.write_text("".join(json.dumps(e) + "\n" for e in _work(engine, tasks, rng, f"s{seed}b{b}", 0.0)))
+        engine.ingest([str(log)])
     _plant(engine)
     totals: dict[str, int] = defaultdict(int)
     for r in range(args.rounds):
@@ -120,9 +121,17 @@ def run_seed(engine: Any, tasks: dict, snapshot: str, seed: int, args: argparse.
         "SELECT action, count(DISTINCT item_id) FROM history WHERE action IN ('suspect', 'credit', 'quarantined') "
         "AND item_id LIKE 'u-%' AND item_id NOT LIKE 'u-planted-%' AND run_id LIKE 'credit-%' GROUP BY action"
     ).fetchall()
+    shown = {  # sessions after planting shown each planted rule
+        uid: con.execute(
+            "SELECT count(DISTINCT goal_id) FROM query_log WHERE unit_ids LIKE ?", [f'%"{uid}"%']
+        ).fetchone()[0]
+        for uid in ("u-planted-wrong", "u-planted-right")
+    }
     return {
         "seed": seed,
-        "sessions": len(tasks) * (1 + args.rounds),
+        "wrong_shown": shown["u-planted-wrong"],
+        "right_shown": shown["u-planted-right"],
+        "sessions": len(tasks) * (args.before + args.rounds),
         "wrong_quarantined": status["u-planted-wrong"] == "quarantined",
         "right_credited": utility["u-planted-right"] > 0,
         "neutral_moved": dict(moved),
@@ -134,6 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--before", type=int, default=1, help="sessions per task before planting (default: 1)")
     parser.add_argument("--rounds", type=int, default=3, help="sessions per task after planting (default: 3)")
     parser.add_argument("--effect", type=float, default=0.4, help="success change when shown a planted rule")
     parser.add_argument("--out", type=Path, default=RESULTS / "credit.json")
