@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CYCLE_SPACING, RESULTS, machine, table, write_json  # noqa: E402
-from memorybank import DEFAULT_DATA, cited, parallel_events, top_ids  # noqa: E402
+from memorybank import DEFAULT_DATA, parallel_events, top_ids  # noqa: E402
 from relevance import FLOORS  # noqa: E402
 
 OFF = {"llm.mode": "template", "query.min_similarity": "0"}
