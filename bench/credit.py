@@ -7,14 +7,16 @@ The 160 shared runs are ingested and compacted once (templates), then per seed, 
 - the agent works each of the 40 tasks `--before` times, each a session with its own goal (the
   query: the task's instruction, `session` and `goal_id` given, touch on), and succeeds with the
   task's own success rate in the shared runs (a hard task stays hard);
-- two rules are planted: a wrong one about cancelling ("never call cancel_reservation…") and a right
-  one about changing flights; every task is then worked `--rounds` more times, and a session that was
-  *shown* the wrong rule succeeds `--effect` less often, one shown the right rule `--effect` more
-  often; every other unit changes nothing (neutral);
+- two rules are planted: a wrong one for cancelling ("never call cancel_reservation…") and a right
+  one for changing flights, each in place of the rule the cancel (change) tasks were shown most
+  (its condition and weight; that rule is superseded), so each is shown where a real rule would be;
+  every task is then worked `--rounds` more times, and a session that was *shown* the wrong rule
+  succeeds `--effect` less often, one shown the right rule `--effect` more often; every other unit
+  changes nothing (neutral);
 - after each round a compaction's credit step runs (`lifecycle/credit.py`).
 Reported over seeds: whether the wrong rule was quarantined, the right one credited (utility > 0),
-and how many neutral units were suspected, credited or quarantined (the false-quarantine rate is
-neutral quarantines over neutral units judged).
+how many sessions were shown each, and how many neutral units were suspected, credited or
+quarantined (the false-quarantine rate is neutral quarantines over neutral units).
 """
 
 from __future__ import annotations
@@ -205,16 +207,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "neutral_quarantined": quarantined,
         "false_quarantine_rate": quarantined / (neutral_units * len(seeds)) if seeds else None,
         "seeds_with_a_false_quarantine": sum(bool(s["neutral_moved"].get("quarantined")) for s in seeds),
+        "neutral_suspected": sum(s["neutral_moved"].get("suspect", 0) for s in seeds),
+        "neutral_credited": sum(s["neutral_moved"].get("credit", 0) for s in seeds),
+        "sessions_shown_wrong_mean": sum(s["wrong_shown"] for s in seeds) / len(seeds) if seeds else None,
+        "sessions_shown_right_mean": sum(s["right_shown"] for s in seeds) / len(seeds) if seeds else None,
         "seeds": seeds,
     }
     write_json(args.out, report)
     print(
         table(
-            ["seeds", "sessions each", "wrong rule quarantined", "right rule credited", "neutral units quarantined"],
+            [
+                "seeds",
+                "sessions each",
+                "shown wrong / right (mean)",
+                "wrong rule quarantined",
+                "right rule credited",
+                "neutral units quarantined",
+            ],
             [
                 [
                     len(seeds),
                     report["sessions_per_seed"],
+                    f"{report['sessions_shown_wrong_mean']:.0f} / {report['sessions_shown_right_mean']:.0f}",
                     f"{report['wrong_quarantined']}/{len(seeds)}",
                     f"{report['right_credited']}/{len(seeds)}",
                     f"{quarantined} of {neutral_units}×{len(seeds)}",

@@ -87,7 +87,7 @@ def _plant(engine) -> None:
 
 def test_credit_by_contrast_moves_the_planted_units_and_not_the_neutral_one(make_engine, write_jsonl):
     engine = make_engine(overrides={"query.min_similarity": "0"})  # every session is shown its rule
-    assert not engine.config.credit.enabled  # off by default; `credit()` is the step's own work
+    assert engine.config.credit.enabled  # on by default; `credit()` is the step's own work
     rng = random.Random(7)
     _sessions(engine, write_jsonl, rng, "before", 16, planted=False)  # before the rules existed
     _plant(engine)
