@@ -163,6 +163,11 @@ def run_seed(engine: Any, tasks: dict, snapshot: str, seed: int, args: argparse.
         "right_shown": shown["u-planted-right"],
         "sessions": len(tasks) * (args.before + args.rounds),
         "wrong_quarantined": status["u-planted-wrong"] == "quarantined",
+        "wrong_suspect": bool(
+            con.execute(
+                "SELECT count(*) FROM history WHERE item_id = 'u-planted-wrong' AND action = 'suspect'"
+            ).fetchone()[0]
+        ),
         "right_credited": utility["u-planted-right"] > 0,
         "neutral_moved": dict(moved),
         "units_judged": totals["judged_max"],
@@ -204,6 +209,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sessions_per_seed": seeds[0]["sessions"] if seeds else 0,
         "wrong_quarantined": sum(s["wrong_quarantined"] for s in seeds),
         "right_credited": sum(s["right_credited"] for s in seeds),
+        "wrong_suspect_or_quarantined": sum(s["wrong_suspect"] or s["wrong_quarantined"] for s in seeds),
         "neutral_quarantined": quarantined,
         "false_quarantine_rate": quarantined / (neutral_units * len(seeds)) if seeds else None,
         "seeds_with_a_false_quarantine": sum(bool(s["neutral_moved"].get("quarantined")) for s in seeds),
