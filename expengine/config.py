@@ -10,7 +10,7 @@ from typing import Any
 
 import tomllib
 
-from .config_checks import check_range, check_type, coerce, no_unknown
+from .config_checks import check_range, check_type, coerce, no_unknown, one_for_all
 from .errors import InputError
 
 CONFIG_FILE = "config.toml"
@@ -135,11 +135,14 @@ class LessonsConfig:
 class CreditConfig:
     """Outcome credit (lifecycle/credit.py): units shown to episodes that ended, against comparable ones."""
 
-    # off by default: on the tau-bench simulation (bench/credit.py) the contrast neither quarantined the
-    # planted wrong rule nor credited the right one, and it moved neutral units (docs/benchmarks.md)
-    enabled: bool = False
-    alpha: float = 0.05  # Fisher's exact test p-value below which the contrast counts
-    min_runs: int = 5  # ended episodes shown the unit, and comparable ones not shown it
+    # on: on the tau-bench simulation (bench/credit.py, 20 seeds) no neutral unit moved, the planted right
+    # rule was credited and the wrong one quarantined in part of the seeds; tau --holdout unchanged
+    enabled: bool = True
+    alpha: float = 0.05  # the pooled exact test's two-sided p-value below which the contrast counts
+    min_runs: int = 5  # ended episodes shown the unit, and ones of the same situations not shown it
+    # episodes whose first queries are at least this cosine alike are one situation (one task asked
+    # again): a unit is judged only against episodes of its own situations, so a hard task fools nobody
+    same_situation: float = 0.9
 
 
 @dataclass
@@ -183,13 +186,24 @@ class QueryConfig:
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192
     # below this best cosine similarity of any candidate, nothing is relevant: no hits, an empty prompt,
-    # `"relevant": false`. 0.42 (bench/relevance.py, docs/benchmarks.md): on compacted LoCoMo stores 70% of
-    # questions about another conversation answered "nothing relevant" for 0.26 points of evidence recall;
-    # 0.46 would answer 82%, but it silences answered Chinese queries (the multilingual encoder's cosines
-    # run lower); 0: never
-    min_similarity: float = 0.42
+    # `"relevant": false`. Per encoder (the one that wrote the store's vectors; its int8 variant shares
+    # its entry), since encoders' cosines differ: MiniLM's question-to-turn cosines run higher than the
+    # multilingual model's. Measured (bench/relevance.py, bench/relevance_memorybank.py;
+    # docs/benchmarks.md); "*" is any other encoder (0: never, until measured). One number means that
+    # floor for every encoder (`--set query.min_similarity=0` turns it off)
+    min_similarity: dict[str, float] = field(
+        default_factory=lambda: {"all-MiniLM-L6-v2": 0.455, "use-multilingual-v3": 0.22, "*": 0.0}
+    )
     # the query log (what each query showed, for outcome credit) keeps this many days
     log_days: float = 90.0
+
+    def similarity_floor(self, encoder: str) -> float:
+        """`min_similarity` for the store's encoder: its own entry, its model's (an int8 variant is
+        named `<model>+int8`), else "*"."""
+        for name in (encoder, encoder.split("+", 1)[0]):
+            if name in self.min_similarity:
+                return self.min_similarity[name]
+        return self.min_similarity.get("*", 0.0)
 
 
 @dataclass
@@ -244,7 +258,7 @@ class Config:
             section, _, name = dotted.partition(".")
             no_unknown({section} - set(data), set(data), where="config section", as_section=True)
             no_unknown({name} - set(data[section]), set(data[section]), where=f"config key in [{section}]")
-            data[section][name] = coerce(value, data[section][name], dotted)
+            data[section][name] = one_for_all(dotted, coerce(value, data[section][name], dotted))
         return Config.from_dict(data)
 
     @classmethod
@@ -263,6 +277,7 @@ class Config:
             defaults = section_cls()  # type: ignore[operator]
             known = {g.name for g in fields(defaults)}
             no_unknown(set(section) - known, known, where=f"config key in [{name}]")
+            section = {key: one_for_all(f"{name}.{key}", value) for key, value in section.items()}
             for key, value in section.items():
                 check_type(f"{name}.{key}", value, getattr(defaults, key))
                 check_range(f"{name}.{key}", value)

@@ -20,6 +20,17 @@ def type_name(default: Any) -> str:
     return "a string"
 
 
+# tables that also take one number: that value for every key ("*")
+ONE_FOR_ALL = {"query.min_similarity"}
+
+
+def one_for_all(key: str, value: Any) -> Any:
+    """A plain number given for a table in ONE_FOR_ALL means `{"*": number}`."""
+    if key in ONE_FOR_ALL and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"*": float(value)}
+    return value
+
+
 def check_type(key: str, value: Any, default: Any) -> None:
     """A value must have its default's type (an integer is a number); one line naming the key otherwise."""
     if isinstance(default, bool):
@@ -64,6 +75,9 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "lessons.procedure_share": UNIT,
     "lessons.alpha": UNIT,
     "lessons.min_runs": (1, None),
+    "credit.alpha": UNIT,
+    "credit.min_runs": (1, None),
+    "credit.same_situation": (-1, 1),
     "chatter.min_sessions": (1, None),
     "chatter.session_share": UNIT,
     "query.recency_base": UNIT,

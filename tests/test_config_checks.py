@@ -8,6 +8,7 @@ import pytest
 
 from expengine.cli import main
 from expengine.config import Config
+from expengine.errors import InputError
 
 
 def run_main(monkeypatch, capsys, argv: list[str]) -> tuple[int, str]:
@@ -57,3 +58,20 @@ def test_a_set_mistake_is_exit_2_naming_key_and_fix(tmp_path, monkeypatch, capsy
 
 def test_every_default_is_within_its_range():
     assert Config.from_dict(Config().to_dict()) == Config()
+
+
+def test_the_similarity_floor_is_per_encoder_and_one_number_means_every_encoder():
+    query = Config().query
+    assert query.similarity_floor("all-MiniLM-L6-v2") > query.similarity_floor("use-multilingual-v3") > 0
+    assert query.similarity_floor("all-MiniLM-L6-v2+int8") == query.similarity_floor("all-MiniLM-L6-v2")
+    assert query.similarity_floor("my-own-model") == 0.0  # not measured: never "nothing relevant"
+    off = Config().with_overrides({"query.min_similarity": "0"}).query
+    assert off.min_similarity == {"*": 0.0} and off.similarity_floor("all-MiniLM-L6-v2") == 0.0
+    table = Config().with_overrides({"query.min_similarity": '{"my-own-model": 0.7}'}).query
+    assert table.similarity_floor("my-own-model") == 0.7 and table.similarity_floor("all-MiniLM-L6-v2") == 0.0
+    from_file = Config.from_dict({"query": {"min_similarity": 0.42}}).query  # a config.toml of before
+    assert from_file.similarity_floor("use-multilingual-v3") == 0.42
+    with pytest.raises(InputError, match="query.min_similarity must be a table of numbers"):
+        Config.from_dict({"query": {"min_similarity": "high"}})
+    with pytest.raises(InputError, match="query.min_similarity must be at least 0"):
+        Config().with_overrides({"query.min_similarity": '{"all-MiniLM-L6-v2": -0.1}'})

@@ -1,7 +1,7 @@
 """Outcome credit by contrast with a simulated agent on a real store: sessions query with their goal id,
 succeed with a probability set by their task's difficulty and by what they were shown, and log how
 they ended. A planted wrong rule is quarantined, a planted right one gains utility, a neutral one is
-not moved; hard tasks alone move nothing."""
+not moved; hard tasks alone move nothing (the statistics on hand-made episodes: test_contrast.py)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def _plant(engine) -> None:
 
 def test_credit_by_contrast_moves_the_planted_units_and_not_the_neutral_one(make_engine, write_jsonl):
     engine = make_engine(overrides={"query.min_similarity": "0"})  # every session is shown its rule
-    assert not engine.config.credit.enabled  # off by default; `credit()` is the step's own work
+    assert engine.config.credit.enabled  # on by default; `credit()` is the step's own work
     rng = random.Random(7)
     _sessions(engine, write_jsonl, rng, "before", 16, planted=False)  # before the rules existed
     _plant(engine)
@@ -110,6 +110,7 @@ def test_credit_by_contrast_moves_the_planted_units_and_not_the_neutral_one(make
     ((action, counts),) = actions("u-wrong")
     assert action == "suspect" and counts["shown"] == 16 and counts["shown_succeeded"] == 3  # 0.7 - 0.5
     assert counts["not_shown"] == 16 and counts["not_shown_succeeded"] == 11 and counts["p_value"] < 0.05
+    assert counts["situations"] == 2  # each phrasing against itself before the rule existed
     assert unit("u-right")[1] == engine.config.decay.delta_task_success
     assert unit("u-neutral") == ("active", 0.0) and actions("u-neutral") == []  # hard, but no worse
     assert credit(engine.store, run_id="c1b", now=NOW).suspect == 0  # the same evidence is judged once

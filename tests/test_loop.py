@@ -69,6 +69,18 @@ def test_a_query_below_the_similarity_floor_answers_nothing_relevant(engine_on, 
     assert relevant["relevant"] is True and relevant["hits"] and relevant["best_similarity"] >= 0.5
 
 
+def test_the_floor_is_the_one_of_the_store_encoder(engine_on):  # noqa: F811
+    def answer(floors: dict[str, float]):
+        engine = engine_on(overrides={"query.min_similarity": json.dumps(floors)})
+        result = engine.query(WEATHER, touch=False)
+        engine.close()
+        return result
+
+    strict = answer({"all-MiniLM-L6-v2": 0.99, "*": 0.0})  # this store's encoder: nothing reaches 0.99
+    assert strict.relevant is False and strict.hits == [] and strict.best_similarity > 0.5
+    assert answer({"use-multilingual-v3": 0.99, "*": 0.0}).hits  # another encoder's floor does not apply
+
+
 def test_forget_removes_the_query_log_of_a_forgotten_session_and_forgotten_ids(engine_on):  # noqa: F811
     engine = engine_on()
     shown = engine.query(WEATHER, k=5, session="elsewhere")

@@ -1,20 +1,18 @@
 """Outcome credit by contrast: the units the query log showed an episode against how it ended.
 
 An episode is a goal (the log entry's `goal_id`) or else a session. It has ended when its goal
-succeeded or failed (the `goals` table, which outcome records and openai-chat rewards feed). For each
-unit shown in at least `credit.min_runs` ended episodes, the contrast is the ended episodes *not*
-shown it that asked about the same situation (a logged query's cosine similarity to the unit reaches
-`query.unit_slot_floor`; episodes from before the unit existed count): raw success only says how hard
-a task was, the contrast says what the unit changed. Fisher's exact test (as lessons.py uses) at
-`credit.alpha`:
+succeeded or failed (the `goals` table, which outcome records and openai-chat rewards feed). Raw
+success only says how hard a task was, so a unit is judged only within situations (contrast.py):
+episodes whose first queries are at least `credit.same_situation` cosine alike, where a logged query
+is close to the unit (`query.unit_slot_floor`). Within each, the episodes shown the unit are compared
+with those not shown it (before it existed, or when a query did not show it), pooled by an exact
+test at `credit.alpha`, once `credit.min_runs` episodes of each side are in situations that compare:
 
 - clearly worse: the unit becomes suspect (history "suspect" with the counts); still clearly worse in
-  a later cycle, it is quarantined through `units.set_status`, as harmful feedback does;
+  a later cycle, on new evidence, it is quarantined through `units.set_status`, as harmful feedback does;
 - clearly better: utility += δ_task_success (history "credit" with the counts), once per new evidence.
 
-Explicit feedback still moves utility by its own δ, on top. Off by default (`credit.enabled`): the
-tau-bench simulation (bench/credit.py) showed the "same situation" contrast mixing tasks of different
-difficulty, so it moved neutral units.
+Explicit feedback still moves utility by its own δ, on top.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ import numpy as np
 
 from ..results import Result
 from ..store import query_log, units
+from .contrast import Episode, Judgement, judge, situations
 from .cycle import Skipped
 
 if TYPE_CHECKING:
@@ -50,14 +49,6 @@ class CreditReport(Result):
             f"{self.episodes} ended episodes, {self.units_judged} units judged: {self.credited} credited, "
             f"{self.suspect} suspect, {self.quarantined} quarantined"
         )
-
-
-@dataclass
-class Episode:
-    key: str
-    succeeded: bool
-    shown: set[str]
-    queries: list[str]
 
 
 def ended_episodes(store: "Store") -> list[Episode]:
@@ -84,12 +75,6 @@ def ended_episodes(store: "Store") -> list[Episode]:
     return list(episodes.values())
 
 
-def _fisher(shown_ok: int, shown_failed: int, other_ok: int, other_failed: int) -> float:
-    from scipy.stats import fisher_exact
-
-    return float(fisher_exact([[shown_ok, shown_failed], [other_ok, other_failed]])[1])
-
-
 def _last_detail(store: "Store", uid: str, actions: tuple[str, ...]) -> dict[str, Any] | None:
     row = store.con.execute(
         "SELECT detail FROM history WHERE item_id = ? AND action IN (SELECT unnest(?)) ORDER BY happened_at DESC "
@@ -109,7 +94,8 @@ def credit(store: "Store", *, run_id: str | None = None, now: dt.datetime | None
     live = {
         r[0]: r[1]
         for r in store.con.execute(
-            f"SELECT id, text FROM units WHERE id IN (SELECT unnest(?)) AND {units.LIVE_SQL}", [candidates]
+            f"SELECT id, text FROM units WHERE id IN (SELECT unnest(?)) AND {units.LIVE_SQL} ORDER BY created DESC, id",
+            [candidates],
         ).fetchall()
     }
     if not live:
@@ -117,58 +103,47 @@ def credit(store: "Store", *, run_id: str | None = None, now: dt.datetime | None
         return report
     texts = sorted({q for e in episodes for q in e.queries})
     query_vectors = dict(zip(texts, store.embeddings.encode(texts)))
-    unit_ids = sorted(live)
+    labels = situations(np.stack([query_vectors[e.queries[0]] for e in episodes]), cfg.same_situation)
+    unit_ids = list(live)
     unit_vectors = np.asarray(store.embeddings.encode([live[u] for u in unit_ids]))
     floor = store.config.query.unit_slot_floor
-    near = {  # episode → the units one of its queries was close to
-        e.key: {
-            unit_ids[i]
-            for i in np.flatnonzero((np.stack([query_vectors[q] for q in e.queries]) @ unit_vectors.T).max(0) >= floor)
-        }
-        for e in episodes
-    }
-    for uid in unit_ids:
-        shown = [e for e in episodes if uid in e.shown]
-        others = [e for e in episodes if uid not in e.shown and uid in near[e.key]]
-        if len(shown) < cfg.min_runs or len(others) < cfg.min_runs:
-            continue
-        report.units_judged += 1
-        s_ok, o_ok = sum(e.succeeded for e in shown), sum(e.succeeded for e in others)
-        counts: dict[str, float] = {
-            "shown": len(shown),
-            "shown_succeeded": s_ok,
-            "not_shown": len(others),
-            "not_shown_succeeded": o_ok,
-        }
-        p_value = _fisher(s_ok, len(shown) - s_ok, o_ok, len(others) - o_ok)
-        counts["p_value"] = round(p_value, 4)
-        if p_value >= cfg.alpha:
-            continue
-        worse = s_ok / len(shown) < o_ok / len(others)
-        last = _last_detail(store, uid, ("credit", "suspect"))
-        if last is not None and {k: last.get(k) for k in ("shown", "not_shown")} == {
-            k: counts[k] for k in ("shown", "not_shown")
-        }:
-            continue  # judged on this very evidence before
-        if worse:
-            if _last_detail(store, uid, ("suspect",)) is None:
-                store.history_log(uid, "suspect", counts, run_id=run_id, at=now)
-                report.suspect += 1
-            else:
-                reason = (
-                    f"outcome credit: {s_ok}/{len(shown)} succeeded when shown vs {o_ok}/{len(others)} "
-                    f"when not (p={p_value:.3g})"
-                )
-                report.quarantined += units.set_status(
-                    store, [uid], "quarantined", reason=reason, run_id=run_id, now=now
-                )
-        else:
-            units.credit_outcome(
-                store, uid, delta=store.config.decay.delta_task_success, detail=counts, run_id=run_id, now=now
-            )
-            report.credited += 1
+    near = np.zeros((max(labels) + 1, len(unit_ids)), dtype=bool)  # situation × unit: a query close to it
+    for episode, label in zip(episodes, labels):
+        closest = (np.stack([query_vectors[q] for q in episode.queries]) @ unit_vectors.T).max(0)
+        near[label] |= closest >= floor
+    relevant = {uid: set(np.flatnonzero(near[:, i]).tolist()) for i, uid in enumerate(unit_ids)}
+    report.units_judged, judgements = judge(
+        episodes, labels, relevant, newest_first=unit_ids, alpha=cfg.alpha, min_runs=cfg.min_runs
+    )
+    for judgement in judgements:
+        _act(store, judgement, report, run_id=run_id, now=now)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _act(
+    store: "Store", judgement: Judgement, report: CreditReport, *, run_id: str | None, now: dt.datetime | None
+) -> None:
+    """Suspect, quarantine or credit a unit on a clear judgement, unless this very evidence moved it before."""
+    uid, counts = judgement.uid, judgement.counts
+    last = _last_detail(store, uid, ("credit", "suspect"))
+    if last is not None and all(last.get(k) == counts[k] for k in ("shown", "not_shown")):
+        return
+    if not judgement.worse:
+        units.credit_outcome(
+            store, uid, delta=store.config.decay.delta_task_success, detail=counts, run_id=run_id, now=now
+        )
+        report.credited += 1
+    elif _last_detail(store, uid, ("suspect",)) is None:
+        store.history_log(uid, "suspect", counts, run_id=run_id, at=now)
+        report.suspect += 1
+    else:
+        reason = (
+            f"outcome credit: {counts['shown_succeeded']}/{counts['shown']} succeeded when shown vs "
+            f"{counts['not_shown_succeeded']}/{counts['not_shown']} when not, in {counts['situations']} "
+            f"situations (p={judgement.p_value:.3g})"
+        )
+        report.quarantined += units.set_status(store, [uid], "quarantined", reason=reason, run_id=run_id, now=now)
 
 
 class CreditStep:

@@ -29,7 +29,7 @@ How a query is answered:
    δ_access (never the candidates below the cut), a dormant one wakes, and the query log records the
    ids for the caller's `session` and `goal_id`.
 
-When no candidate's cosine similarity reaches `query.min_similarity`, nothing is relevant: the answer
+When no candidate's cosine similarity reaches `query.min_similarity` (its entry for the store's encoder), nothing is relevant: the answer
 has no hits and an empty prompt (`relevant` false), nothing is reinforced, and the log records that
 the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
 
@@ -125,7 +125,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     filters = make_filters(args)
     fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused.update(project_units(store, text, filters))
-    floor = store.config.query.min_similarity
+    floor = store.config.query.similarity_floor(store.embeddings.name)
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
     if floor > 0 and filters.search_memories and best < floor:
