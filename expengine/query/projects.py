@@ -1,10 +1,17 @@
-"""A query that names a project gets that project's environment rules.
+"""A query that names a project gets that project's environment rules, and its rule for the error
+the query carries.
 
 A coding agent's first question ("[django/django] Fix the validator") shares few words with
 "To run the tests in django/django: ./tests/runtests.py <module>", and its vector is about the
 task, not the environment. The project's name is the exact key: an environment unit (refine's
 environment.py, `subject` = the repository) whose project the query names counts as first in
-every retrieval list, and is then scored like any other candidate."""
+every retrieval list, and is then scored like any other candidate.
+
+A query at a failed command ("[django/django] <the error's tail>") is mostly the error's own text,
+which the raw errors of other runs match better than any rule. A recovery unit (refine's fixes.py)
+is keyed by the project and the error's kind (`textutil.error_key`): when the query names the
+project and its error has that key, the rule counts as first in every list too; another project's
+rule for the same error never does."""
 
 from __future__ import annotations
 
@@ -12,26 +19,40 @@ import re
 from typing import TYPE_CHECKING
 
 from ..store.vocabulary import LIVE_SQL
+from ..textutil import error_key
 from .filters import Filters
 
 if TYPE_CHECKING:
     from ..store.store import Store
 
 ENVIRONMENT = "environment"
+RECOVERY = "recovery"
+ERROR_ATTRIBUTE = "error: "  # a recovery unit's attribute: this + the error's key (refine's fixes.py)
+_LEADING_PROJECT = re.compile(r"^\s*\[[^\]\n]*\]\s*")
 
 
 def project_units(store: "Store", text: str, filters: Filters) -> dict[tuple[str, str], float]:
-    """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names."""
-    if not filters.search_units or filters.category not in (None, ENVIRONMENT) or filters.kind not in (None, "rule"):
+    """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names,
+    and for their recovery units whose error key is the key of the error in `text`."""
+    categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
+    if not filters.search_units or not categories or filters.kind not in (None, "rule"):
         return {}
     rows = store.con.execute(
-        f"SELECT id, subject FROM units WHERE {LIVE_SQL} AND category = ? AND subject IS NOT NULL"
-        + (" AND agent = ?" if filters.agent else ""),
-        [ENVIRONMENT, *([filters.agent] if filters.agent else [])],
+        f"SELECT id, subject, category, attribute FROM units WHERE {LIVE_SQL} AND category IN (SELECT unnest(?)) "
+        "AND subject IS NOT NULL" + (" AND agent = ?" if filters.agent else ""),
+        [categories, *([filters.agent] if filters.agent else [])],
     ).fetchall()
     lowered = text.lower()
+    named = {
+        project
+        for project in {row[1] for row in rows}
+        if re.search(rf"(?<![\w/.-]){re.escape(project.lower())}(?![\w/-])", lowered)
+    }
+    if not named:
+        return {}
+    key = ERROR_ATTRIBUTE + error_key(_LEADING_PROJECT.sub("", text))
     return {
         ("unit", uid): 1.0
-        for uid, project in rows
-        if re.search(rf"(?<![\w/.-]){re.escape(project.lower())}(?![\w/-])", lowered)
+        for uid, project, category, attribute in rows
+        if project in named and (category == ENVIRONMENT or attribute == key)
     }

@@ -6,7 +6,8 @@ else keep the template → resolve conflicts (conflicts.py) → write units (wri
 table's owner, store/units.py: one DuckDB transaction, then LanceDB) → put the sources they stand for
 to sleep (sources.py). Then per agent the intents and lessons over its runs (intents.py, lessons.py),
 and the units those make obsolete give way (retire.py); and per coding project the environment
-rules its runs show (environment.py: the test command, what is not installed).
+rules its runs show (environment.py: the test command, what is not installed) and its error → fix
+rules (fixes.py: what was run next after each kind of error).
 
 This module is the pass (`refine_clusters`) and its compaction step (`RefineStep`). Incremental: a
 cluster is refined only when its signature (hash of its sorted member ids) differs from the one
@@ -224,20 +225,25 @@ def _refine_environments(
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
     whatever their records' state; rewritten only when the project's commands or results changed."""
     from .environment import environment_drafts, project_calls, settled_ids
+    from .fixes import fix_drafts
 
     records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
-    ended = {g for (g,) in store.con.execute("SELECT goal_id FROM goals WHERE status <> 'open'").fetchall()}
+    status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
+    ended = {g for g, s in status.items() if s != "open"}
+    resolved = {g for g, s in status.items() if s == "succeeded"}
+    min_runs = store.config.refine.min_support
     for (agent, repo), calls in sorted(project_calls(records).items()):
         cluster = ClusterInput(
             f"environment:{repo}",
             agent,
-            units.signature_of([f"{c.call_id}:{c.error is None}" for c in calls]),
+            units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls]),
             [c.call_id for c in calls],
         )
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
-        drafts = environment_drafts(calls, repo, min_runs=store.config.refine.min_support)
+        drafts = environment_drafts(calls, repo, min_runs=min_runs)
+        drafts += fix_drafts(calls, repo, resolved=resolved, min_runs=min_runs)
         written = write_units(
             store, cluster, [(d, unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
         )
