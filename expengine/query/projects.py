@@ -1,4 +1,4 @@
-"""A query that names a project gets that project's environment rules, and its rule for the error
+"""A query that names a project gets that project's environment rules, and the rule for the error
 the query carries.
 
 A coding agent's first question ("[django/django] Fix the validator") shares few words with
@@ -9,9 +9,10 @@ every retrieval list, and is then scored like any other candidate.
 
 A query at a failed command ("[django/django] <the error's tail>") is mostly the error's own text,
 which the raw errors of other runs match better than any rule. A recovery unit (refine's fixes.py)
-is keyed by the project and the error's kind (`textutil.error_key`): when the query names the
-project and its error has that key, the rule counts as first in every list too; another project's
-rule for the same error never does."""
+is keyed by the error's kind (`textutil.error_key`, its `attribute`): when the query names a project
+and its error has that key, the project's rule counts as first in every list; a project without one
+(or one the store has no rule for, named as "[owner/name] …") gets the rule shared by several
+projects (`subject` NULL), and never another project's own."""
 
 from __future__ import annotations
 
@@ -28,31 +29,30 @@ if TYPE_CHECKING:
 ENVIRONMENT = "environment"
 RECOVERY = "recovery"
 ERROR_ATTRIBUTE = "error: "  # a recovery unit's attribute: this + the error's key (refine's fixes.py)
-_LEADING_PROJECT = re.compile(r"^\s*\[[^\]\n]*\]\s*")
+_LEADING_PROJECT = re.compile(r"^\s*\[[^\]\n]*\]\s*")  # "[django/django] …": how a coding task's query names it
 
 
 def project_units(store: "Store", text: str, filters: Filters) -> dict[tuple[str, str], float]:
     """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names,
-    and for their recovery units whose error key is the key of the error in `text`."""
+    and the recovery unit for the key of the error in `text`: the project's own, else the shared one."""
     categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
     if not filters.search_units or not categories or filters.kind not in (None, "rule"):
         return {}
     rows = store.con.execute(
         f"SELECT id, subject, category, attribute FROM units WHERE {LIVE_SQL} AND category IN (SELECT unnest(?)) "
-        "AND subject IS NOT NULL" + (" AND agent = ?" if filters.agent else ""),
-        [categories, *([filters.agent] if filters.agent else [])],
+        "AND (subject IS NOT NULL OR category = ?)" + (" AND agent = ?" if filters.agent else ""),
+        [categories, RECOVERY, *([filters.agent] if filters.agent else [])],
     ).fetchall()
     lowered = text.lower()
     named = {
         project
-        for project in {row[1] for row in rows}
+        for project in {row[1] for row in rows if row[1]}
         if re.search(rf"(?<![\w/.-]){re.escape(project.lower())}(?![\w/-])", lowered)
     }
-    if not named:
+    if not named and not _LEADING_PROJECT.match(text):
         return {}
     key = ERROR_ATTRIBUTE + error_key(_LEADING_PROJECT.sub("", text))
-    return {
-        ("unit", uid): 1.0
-        for uid, project, category, attribute in rows
-        if project in named and (category == ENVIRONMENT or attribute == key)
-    }
+    found = [uid for uid, project, category, _ in rows if project in named and category == ENVIRONMENT]
+    own = [uid for uid, project, category, attribute in rows if project in named and attribute == key]
+    shared = [uid for uid, project, category, attribute in rows if project is None and attribute == key]
+    return {("unit", uid): 1.0 for uid in found + (own or shared)}

@@ -51,45 +51,62 @@ def failures_by_key(calls: list[Call], resolved: set[str]) -> dict[str, list[Fai
 
 def fix_drafts(calls: list[Call], repo: str, *, resolved: set[str], min_runs: int) -> list[Draft]:
     """One rule per error key seen in at least `min_runs` runs of the project: what was run next."""
+    return [
+        _rule(key, failures, subject=repo, where=f"In {repo}")
+        for key, failures in sorted(failures_by_key(calls, resolved).items())
+        if len({f.failed.run for f in failures}) >= min_runs
+    ]
+
+
+def shared_fix_drafts(by_project: dict[str, list[Call]], *, resolved: set[str], min_runs: int) -> list[Draft]:
+    """One rule per error key seen in at least `min_runs` runs of two or more projects: what a project
+    with too few runs of its own to have the rule is told (query/projects.py asks for its own first)."""
+    merged: dict[str, list[Failure]] = defaultdict(list)
+    projects: dict[str, list[str]] = defaultdict(list)
+    for repo, calls in sorted(by_project.items()):
+        for key, failures in failures_by_key(calls, resolved).items():
+            merged[key] += failures
+            projects[key].append(repo)
     drafts = []
-    for key, failures in sorted(failures_by_key(calls, resolved).items()):
-        runs = {f.failed.run for f in failures}
-        if len(runs) < min_runs:
+    for key, failures in sorted(merged.items()):
+        seen = projects[key]
+        if len(seen) < 2 or len({f.failed.run for f in failures}) < min_runs:
             continue
-        # what the resolved runs did next is what worked; the others only when no run was resolved
-        basis = [f for f in failures if f.resolved] or failures
-        next_runs: dict[str, set[str]] = defaultdict(set)
-        for f in basis:
-            next_runs[f.following.program].add(f.following.run)
-        ranked = sorted(next_runs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        program, program_runs = ranked[0]
-        forms = Counter(generalised(f.following.command, program) for f in basis if f.following.program == program)
-        others = [p for p, r in ranked[1:] if len(r) >= 2][:MAX_ALTERNATIVES]
-        failing = Counter(f.failed.program for f in failures).most_common(1)[0][0]
-        resolved_runs = {f.failed.run for f in failures if f.resolved}
-        action = (
-            f"next run {forms.most_common(1)[0][0]} ({len(program_runs)} of {len({f.failed.run for f in basis})} runs)"
-        )
-        if others:
-            action += f"; other runs went on with {' or '.join(others)}"
-        if program != failing:
-            action += f"; then rerun {failing}"
-        drafts.append(
-            Draft(
-                kind="rule",
-                category=RECOVERY,
-                subject=repo,
-                attribute=ERROR_ATTRIBUTE + key,
-                source_ids=list(
-                    dict.fromkeys(i for f in failures for i in (f.failed.call_id, f.failed.result_id) if i)
-                ),
-                condition=f"In {repo}, when {failing} fails with '{key}'",
-                action=action,
-                successes=len(resolved_runs),
-                trials=len(runs),
-                success_rate=len(resolved_runs) / len(runs),
-                confidence=wilson_lower_bound(len(resolved_runs), len(runs)),
-                dated=False,
-            )
-        )
+        named = ", ".join(seen[:3]) + (f" and {len(seen) - 3} more" if len(seen) > 3 else "")
+        drafts.append(_rule(key, failures, subject=None, where=f"In any project (seen in {named})"))
     return drafts
+
+
+def _rule(key: str, failures: list[Failure], *, subject: str | None, where: str) -> Draft:
+    """The rule for one error key: the program the resolved runs ran next (all runs when none was
+    resolved), its generalised command, the others seen in two runs or more, then the failing program."""
+    runs = {f.failed.run for f in failures}
+    basis = [f for f in failures if f.resolved] or failures
+    next_runs: dict[str, set[str]] = defaultdict(set)
+    for f in basis:
+        next_runs[f.following.program].add(f.following.run)
+    ranked = sorted(next_runs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    program, program_runs = ranked[0]
+    forms = Counter(generalised(f.following.command, program) for f in basis if f.following.program == program)
+    others = [p for p, r in ranked[1:] if len(r) >= 2][:MAX_ALTERNATIVES]
+    failing = Counter(f.failed.program for f in failures).most_common(1)[0][0]
+    resolved_runs = {f.failed.run for f in failures if f.resolved}
+    action = f"next run {forms.most_common(1)[0][0]} ({len(program_runs)} of {len({f.failed.run for f in basis})} runs)"
+    if others:
+        action += f"; other runs went on with {' or '.join(others)}"
+    if program != failing:
+        action += f"; then rerun {failing}"
+    return Draft(
+        kind="rule",
+        category=RECOVERY,
+        subject=subject,
+        attribute=ERROR_ATTRIBUTE + key,
+        source_ids=list(dict.fromkeys(i for f in failures for i in (f.failed.call_id, f.failed.result_id) if i)),
+        condition=f"{where}, when {failing} fails with '{key}'",
+        action=action,
+        successes=len(resolved_runs),
+        trials=len(runs),
+        success_rate=len(resolved_runs) / len(runs),
+        confidence=wilson_lower_bound(len(resolved_runs), len(runs)),
+        dated=False,
+    )
