@@ -80,11 +80,28 @@ def test_a_fix_rule_names_the_project_the_error_kind_and_the_program_run_next() 
     assert draft.attribute == "error: " + error_key(calls[0].error)
     assert draft.condition.startswith("In django/django, when python fails with '")
     # what the resolved runs did next, generalised; then the failing program again
-    assert draft.action.startswith("next run cat <arg> (3 of 3 runs)") and draft.action.endswith("then rerun python")
+    assert draft.action == "next run cat <<'EOF' > <file> (3 of 3 runs); then rerun python"
     assert (draft.successes, draft.trials) == (3, 4)
     assert "reproduce_a" not in draft.action + draft.condition and "a/c0" in draft.source_ids
     # fewer runs than the support floor: no rule
     assert fix_drafts(calls[:6], "django/django", resolved={"a", "b"}, min_runs=3) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "program", "form"),
+    [
+        ("cd /testbed && cat <<'EOF' > reproduce_bug.py\nimport django\nEOF", "cat", "cat <<'EOF' > <file>"),
+        ("grep -rn 'def separability' astropy/modeling | head -5", "grep", "grep -rn <arg> <path>"),
+        ("grep dmp_one_p sympy/polys/densebasic.py", "grep", "grep <arg> <file>"),
+        ("git diff sympy/core/basic.py", "git", "git diff <file>"),
+        ("mkdir -p app && cat <<'EOF' > app/models.py\nEOF", "mkdir", "mkdir -p <arg>"),
+        ("sed -i 's/old/new/' django/db/models/query.py", "sed", "sed -i <path> <file>"),
+    ],
+)
+def test_a_next_command_keeps_its_program_flags_and_placeholders_only(command: str, program: str, form: str) -> None:
+    from expengine.lifecycle.refine.fixes import command_form
+
+    assert command_form(command, program) == form
 
 
 def _trajectory(instance: str, task: str, steps: list[tuple[str, int, str]]) -> dict:

@@ -15,6 +15,7 @@ the next program and its generalised command (`sed -i <arg> <file>`), never one 
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -23,15 +24,18 @@ from ...textutil import error_key
 from .environment import Call, generalised
 from .templates import Draft, wilson_lower_bound
 
+_SUBCOMMANDS = ("git", "pip", "conda", "make", "tox", "npm")  # their first word names what they do
 MAX_ALTERNATIVES = 2  # other next programs named beside the main one, each seen in at least 2 runs
 
 
 @dataclass
 class Failure:
-    """A failed command, the command run after it in the same run, and whether that run was resolved."""
+    """A failed command, the command run after it in the same run, whether the failing program later
+    ran without error in that run, and whether the run was resolved."""
 
     failed: Call
     following: Call
+    rerun_worked: bool
     resolved: bool
 
 
@@ -42,10 +46,12 @@ def failures_by_key(calls: list[Call], resolved: set[str]) -> dict[str, list[Fai
         by_run[call.run].append(call)
     groups: dict[str, list[Failure]] = defaultdict(list)
     for run, run_calls in by_run.items():
-        for failed, following in zip(run_calls, run_calls[1:]):
+        for position, (failed, following) in enumerate(zip(run_calls, run_calls[1:])):
             key = error_key(failed.error) if failed.error else ""
             if key:
-                groups[key].append(Failure(failed, following, run in resolved))
+                later = run_calls[position + 1 :]
+                rerun = any(c.program == failed.program and not c.error for c in later)
+                groups[key].append(Failure(failed, following, rerun, run in resolved))
     return groups
 
 
@@ -77,9 +83,26 @@ def shared_fix_drafts(by_project: dict[str, list[Call]], *, resolved: set[str], 
     return drafts
 
 
+def command_form(command: str, program: str) -> str:
+    """A next command with nothing of one run's in it: `cat <<'EOF' > <file>` (a file rewritten),
+    `grep -n <arg> <file>`, `git diff`; flags, placeholders and a subcommand stay, search words go."""
+    if re.search(rf"(?:^|[;&|]\s*){re.escape(program)}\b[^;&|\n]*<<", command):
+        return (
+            f"{program} <<'EOF' > <file>" if ">" in command.split("<<", 1)[1].splitlines()[0] else f"{program} <<'EOF'"
+        )
+    words = generalised(command, program).split()
+    kept = words[:1] + (words[1:2] if program in _SUBCOMMANDS else [])
+    for word in words[len(kept) :]:
+        token = word if word.startswith(("-", "<")) else "<arg>"
+        if not (kept and kept[-1] == token and token.startswith("<")):
+            kept.append(token)
+    return " ".join(kept)
+
+
 def _rule(key: str, failures: list[Failure], *, subject: str | None, where: str) -> Draft:
     """The rule for one error key: the program the resolved runs ran next (all runs when none was
-    resolved), its generalised command, the others seen in two runs or more, then the failing program."""
+    resolved), its generalised command, the others seen in two runs or more, then the failing program
+    when most of those runs ran it again without error."""
     runs = {f.failed.run for f in failures}
     basis = [f for f in failures if f.resolved] or failures
     next_runs: dict[str, set[str]] = defaultdict(set)
@@ -87,14 +110,14 @@ def _rule(key: str, failures: list[Failure], *, subject: str | None, where: str)
         next_runs[f.following.program].add(f.following.run)
     ranked = sorted(next_runs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     program, program_runs = ranked[0]
-    forms = Counter(generalised(f.following.command, program) for f in basis if f.following.program == program)
+    forms = Counter(command_form(f.following.command, program) for f in basis if f.following.program == program)
     others = [p for p, r in ranked[1:] if len(r) >= 2][:MAX_ALTERNATIVES]
     failing = Counter(f.failed.program for f in failures).most_common(1)[0][0]
     resolved_runs = {f.failed.run for f in failures if f.resolved}
     action = f"next run {forms.most_common(1)[0][0]} ({len(program_runs)} of {len({f.failed.run for f in basis})} runs)"
     if others:
         action += f"; other runs went on with {' or '.join(others)}"
-    if program != failing:
+    if program != failing and 2 * sum(f.rerun_worked for f in basis) > len(basis):
         action += f"; then rerun {failing}"
     return Draft(
         kind="rule",
