@@ -10,7 +10,8 @@ every retrieval list, and is then scored like any other candidate.
 A query at a failed command ("[django/django] <the error's tail>") is mostly the error's own text,
 which the raw errors of other runs match better than any rule. A recovery unit (refine's fixes.py)
 is keyed by the error's kind (`textutil.error_key`, its `attribute`): when the query names a project
-and its error has that key, the project's rule counts as first in every list; a project without one
+and its error has that key, the project's rule counts as first in every list (and its environment
+rules as first in one: the error's rule comes first); a project without one
 (or one the store has no rule for, named as "[owner/name] …") gets the rule shared by several
 projects (`subject` NULL), and never another project's own."""
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 ENVIRONMENT = "environment"
 RECOVERY = "recovery"
 ERROR_ATTRIBUTE = "error: "  # a recovery unit's attribute: this + the error's key (refine's fixes.py)
+# beside a query's error rule, the project's environment rules count as first in one list of two: the
+# error's rule comes first (on the SWE-bench runs, environment rules first left it no room in 500 tokens)
+ENVIRONMENT_BESIDE_AN_ERROR = 0.5
 _LEADING_PROJECT = re.compile(r"^\s*\[[^\]\n]*\]\s*")  # "[django/django] …": how a coding task's query names it
 
 
@@ -55,4 +59,7 @@ def project_units(store: "Store", text: str, filters: Filters) -> dict[tuple[str
     found = [uid for uid, project, category, _ in rows if project in named and category == ENVIRONMENT]
     own = [uid for uid, project, category, attribute in rows if project in named and attribute == key]
     shared = [uid for uid, project, category, attribute in rows if project is None and attribute == key]
-    return {("unit", uid): 1.0 for uid in found + (own or shared)}
+    keyed = own or shared
+    # a query that carries a known error is about it: its rule first, the project's environment after
+    environment = 1.0 if not keyed else ENVIRONMENT_BESIDE_AN_ERROR
+    return {**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}}
