@@ -130,6 +130,7 @@ def test_a_projects_fix_rule_is_mined_and_found_by_its_next_error_query_only(mak
                 ("cd /testbed && python reproduce.py", 1, SETTINGS.format(n=n, line=n + 4, setting=f"SETTING_{n}")),
                 (program, 0, "done"),
                 ("python reproduce.py", 0, "ok"),
+                ("./tests/runtests.py auth_tests" if repo == "django__django" else "bin/test sympy/core", 0, "OK"),
             ]
             (runs / instance).mkdir(parents=True)
             task = f"Task {n}: the validator rejects names with trailing spaces"
@@ -142,6 +143,7 @@ def test_a_projects_fix_rule_is_mined_and_found_by_its_next_error_query_only(mak
     engine.compact()
     rules = {u["subject"]: u for u in engine.units(status="active") if u["category"] == "recovery"}
     assert set(rules) == {"django/django", "sympy/sympy", None}, rules
+    assert [u["subject"] for u in engine.units(status="active") if u["category"] == "environment"]
     assert rules[None]["text"].startswith("In any project (seen in django/django, sympy/sympy), when python fails")
     assert "next run cat" in rules["django/django"]["text"] and "next run grep" in rules["sympy/sympy"]["text"]
     # a new django task's script fails the same way, with its own path, line and setting
@@ -152,6 +154,13 @@ def test_a_projects_fix_rule_is_mined_and_found_by_its_next_error_query_only(mak
         return [h.id for h in result.hits if h.category == "recovery" and h.parts.similarity == 1.0]
 
     assert keyed(answer) == [rules["django/django"]["id"]] and "next run cat" in answer.prompt
+    # the error's rule comes first; the project's test command counts as first in one list beside it
+    whole = engine.query(f"[django/django] {error}", k=50, budget=None, touch=False)
+    order = [h.category for h in whole.hits]
+    assert "environment" in order and order.index("recovery") < order.index("environment")
+    assert {h.parts.similarity for h in whole.hits if h.category == "environment" and "django/" in h.text} == {0.5}
+    task = engine.query("[django/django] Fix the validator", k=10, budget=500, touch=False)
+    assert [h.parts.similarity for h in task.hits if h.category == "environment"] == [1.0]
     # another project with the same error gets its own rule; one with no rule of its own the shared one
     sympy = engine.query(f"[sympy/sympy] {error}", k=10, budget=500, touch=False)
     assert keyed(sympy) == [rules["sympy/sympy"]["id"]]
