@@ -169,3 +169,27 @@ def test_a_projects_fix_rule_is_mined_and_found_by_its_next_error_query_only(mak
     # another error in django finds no rule by key
     unrelated = engine.query("[django/django] exit 2: grep: Unmatched ( or \\(", k=10, budget=500, touch=False)
     assert keyed(unrelated) == []
+
+
+def test_a_coding_projects_shell_errors_make_no_rule_quoting_one_run() -> None:
+    """The cluster miner would write "When python fails with 'exit 1: Original pw: …'"; fixes.py keys
+    those errors per project instead. Outside coding projects the cluster's error rule stays."""
+    import datetime as dt
+
+    from expengine.lifecycle.refine.mine import mine_cluster
+    from expengine.lifecycle.refine.templates import rule_draft
+
+    def records(meta: dict) -> list[dict]:
+        out = []
+        for n in range(3):
+            ts = dt.datetime(2026, 1, 1, 0, n)
+            common = {"agent": "default", "session": f"run{n}", "ts": ts, "category": "error", "meta": json.dumps(meta)}
+            out.append({**common, "id": f"c{n}", "kind": "tool_call", "tool_name": "python",
+                        "tool_args": json.dumps({"command": f"python reproduce_{n}.py"})})  # fmt: skip
+            out.append({**common, "id": f"r{n}", "kind": "tool_result", "tool_name": "python",
+                        "tool_error": f"exit 1: Original pw: Piecewise((x, x < {n}))"})  # fmt: skip
+        return out
+
+    assert rule_draft(mine_cluster(records({"repo": "sympy/sympy"}))) is None
+    kept = rule_draft(mine_cluster(records({})))
+    assert kept is not None and "fails with" in (kept.condition or "")
