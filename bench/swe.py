@@ -2,6 +2,7 @@
 
     python bench/swe.py [--data DIR] [--train 150] [--runs N] [--seed 7] [--cycles 3]
                         [--threads 1] [--set KEY=VALUE] [--out PATH] [--docs MD]
+                        [--save-ingested DIR | --ingested DIR]
 
 The shared mini-swe-agent runs (`trajs/<id>/<id>.traj.json`, graded by `sb-cli-report.json`) are
 split by instance, seeded: `--train` runs are ingested (`--format swe-agent` with `--outcomes`)
@@ -17,6 +18,10 @@ Reported:
 - hot text (what a query can return) against the raw text, after the cycles;
 - a unit audit: 20 random active units, and how many are tool restatements or chatter;
 - ingest and compaction time.
+
+`--save-ingested DIR` keeps a copy of the store as ingest left it; `--ingested DIR` starts from such a
+copy instead of ingesting again (for iterating on compaction and queries: no ingest time is
+measured then). The copy must hold exactly this split's training runs, so no held-out run leaks in.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import datetime as dt
 import json
 import random
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -120,6 +126,17 @@ def recovery_steps(held_out: list[Path], grades: dict[str, str]) -> list[tuple[s
     return steps
 
 
+def check_ingested(engine: Any, train: list[Path]) -> None:
+    """A reused store holds this split's training runs and nothing else (no held-out run)."""
+    sessions = {s for (s,) in engine.store.con.execute("SELECT DISTINCT session FROM records").fetchall()}
+    wanted = {p.parent.name for p in train}
+    if sessions != wanted:
+        raise SystemExit(
+            f"--ingested store holds other runs than this split's {len(wanted)} training runs "
+            f"({len(sessions - wanted)} extra, {len(wanted - sessions)} missing): save it with the same --train/--runs/--seed"
+        )
+
+
 def names(prompt: str, program: str) -> bool:
     return re.search(rf"(?<![\w/.-]){re.escape(program)}(?![\w-])", prompt) is not None
 
@@ -142,6 +159,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=None, help="only N runs in all (quick runs), split alike")
     parser.add_argument("--seed", type=int, default=7, help="the split's seed (default: %(default)s)")
     add_cycle_options(parser, name="swe", k_default=10, k_help="hits per error query (default: %(default)s)")
+    reuse = parser.add_mutually_exclusive_group()
+    reuse.add_argument("--save-ingested", type=Path, help="keep a copy of the store as ingest left it in DIR")
+    reuse.add_argument("--ingested", type=Path, help="start from a --save-ingested copy instead of ingesting")
     parser.set_defaults(budget=500)
     return finish_args(parser, argv, script="swe.py")
 
@@ -183,10 +203,20 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             "".join(json.dumps({"session": p.parent.name, "outcome": grades[p.parent.name]}) + "\n" for p in train),
             encoding="utf-8",
         )
-        with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=engine_overrides(args)) as engine:
-            with watch.section("ingest"):
-                result = engine.ingest([str(folder)], fmt="swe-agent", outcomes=[str(graded)])
-            report["stored"] = result.stored
+        store = Path(tmp) / "store"
+        if args.ingested:
+            shutil.copytree(args.ingested, store)
+        with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
+            if args.ingested:
+                check_ingested(engine, train)
+                report["ingested"] = str(args.ingested)
+            else:
+                with watch.section("ingest"):
+                    report["stored"] = engine.ingest([str(folder)], fmt="swe-agent", outcomes=[str(graded)]).stored
+        if args.save_ingested:
+            shutil.rmtree(args.save_ingested, ignore_errors=True)
+            shutil.copytree(store, args.save_ingested)
+        with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
             report["sizes"] = {"after ingest": store_size(engine)}
             with watch.section("baseline (BM25)"):
                 bm25_first = [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)]

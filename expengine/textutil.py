@@ -65,3 +65,71 @@ def shares(counts: Counter[str]) -> dict[str, float]:
     """Share of words per script, rounded to 3 places (all zero for text without letters)."""
     total = sum(counts.values())
     return {s: round(counts[s] / total, 3) if total else 0.0 for s in SCRIPTS}
+
+
+# How much of an error a coding agent's query carries ("[repo] <the error's last 300 characters>"),
+# and so what an error rule's key is read from: the same tail on both sides gives the same key.
+ERROR_TAIL_CHARS = 300
+_EXCEPTION = re.compile(
+    r"(?:^|[\s(])(?:[A-Za-z_][\w]*\.)*(?P<type>[A-Z]\w*(?:Error|Exception|Exit|Failed|NotReady|Configured))(?::\s*(?P<message>.*))?$"
+)
+_RUN_MISSING_MODULE = re.compile(r"(?:^|\s)[\w./-]*python[\d.]*: No module named '?[\w.]+'?")
+_COMMAND_NOT_FOUND = re.compile(r"(?:^|[\s:])([\w./-]+): (?:command )?not found")
+# pytest's and sympy's closing summary lines, django's "FAILED (failures=1)"
+_TEST_SUMMARY = re.compile(
+    r"^=+ .*\b(?:failed|errors?|no tests ran|exceptions?)\b.* =+$|^FAILED \((?:failures|errors)="
+    r"|^tests finished: .*\b(?:failed|exceptions?)\b"
+)
+_TEST_OUTCOMES = (
+    ("failed", "tests failed"),
+    ("failures", "tests failed"),
+    ("error", "tests errored"),
+    ("exception", "tests errored"),
+    ("no tests ran", "no tests ran"),
+)
+_NO_SUCH_FILE = re.compile(r"No such file or directory|cannot access|can't open file")
+_BARE_EXIT = re.compile(r"^exit (\d+)$")
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+_PATH = re.compile(r"(?<![\w<])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|\b[\w-]+\.(?:py|txt|cfg|toml|json|rst)\b")
+# snake_case names (modules, tables, tests) and CONSTANT names (settings): one run's, never the error's
+_SNAKE_OR_CONSTANT = re.compile(r"\b_*(?:[a-z][a-z0-9]*(?:_+[a-z0-9]+)+|[A-Z][A-Z0-9_]{3,})\b")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+
+
+def _placeholders(text: str) -> str:
+    text = _HEX.sub("<address>", text)
+    text = _QUOTED.sub("<name>", text)
+    text = _PATH.sub("<path>", text)
+    text = _SNAKE_OR_CONSTANT.sub("<name>", text)
+    return " ".join(_NUMBER.sub("N", text).split())
+
+
+def error_key(error: str | None) -> str:
+    """An error's kind, its variable parts named, read from its tail (`ERROR_TAIL_CHARS`): the same
+    for two runs whatever their paths, line numbers, addresses, test and module names, e.g.
+    "ModuleNotFoundError: No module named <name>", "python -m: No module named <module>",
+    "tests failed", "exit 1 with no output"; "" for no error."""
+    tail = (error or "")[-ERROR_TAIL_CHARS:]
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = "\n".join(lines)
+    if _RUN_MISSING_MODULE.search(text):
+        return "python -m: No module named <module>"
+    missing = _COMMAND_NOT_FOUND.search(text)
+    if missing:
+        return "<command>: command not found"
+    for line in reversed(lines):
+        if _TEST_SUMMARY.match(line):
+            return next(outcome for word, outcome in _TEST_OUTCOMES if word in line)
+        exception = _EXCEPTION.search(line)
+        if exception:
+            message = _placeholders(exception.group("message") or "")
+            return f"{exception.group('type')}: {message}".rstrip(": ")[:80]
+    if _NO_SUCH_FILE.search(text):
+        return "No such file or directory"
+    bare = _BARE_EXIT.match(lines[-1])
+    if bare and len(lines) == 1:
+        return f"exit {bare.group(1)} with no output"
+    return " ".join(_placeholders(lines[-1]).split()[-8:])[:80]

@@ -6,7 +6,8 @@ else keep the template → resolve conflicts (conflicts.py) → write units (wri
 table's owner, store/units.py: one DuckDB transaction, then LanceDB) → put the sources they stand for
 to sleep (sources.py). Then per agent the intents and lessons over its runs (intents.py, lessons.py),
 and the units those make obsolete give way (retire.py); and per coding project the environment
-rules its runs show (environment.py: the test command, what is not installed).
+rules its runs show (environment.py: the test command, what is not installed) and its error → fix
+rules (fixes.py: what was run next after each kind of error).
 
 This module is the pass (`refine_clusters`) and its compaction step (`RefineStep`). Incremental: a
 cluster is refined only when its signature (hash of its sorted member ids) differs from the one
@@ -224,25 +225,27 @@ def _refine_environments(
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
     whatever their records' state; rewritten only when the project's commands or results changed."""
     from .environment import environment_drafts, project_calls, settled_ids
+    from .fixes import fix_drafts, shared_fix_drafts
 
     records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
-    ended = {g for (g,) in store.con.execute("SELECT goal_id FROM goals WHERE status <> 'open'").fetchall()}
-    for (agent, repo), calls in sorted(project_calls(records).items()):
+    status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
+    ended = {g for g, s in status.items() if s != "open"}
+    resolved = {g for g, s in status.items() if s == "succeeded"}
+    min_runs = store.config.refine.min_support
+    by_project = project_calls(records)
+    for (agent, repo), calls in sorted(by_project.items()):
         cluster = ClusterInput(
             f"environment:{repo}",
             agent,
-            units.signature_of([f"{c.call_id}:{c.error is None}" for c in calls]),
+            units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls]),
             [c.call_id for c in calls],
         )
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
-        drafts = environment_drafts(calls, repo, min_runs=store.config.refine.min_support)
-        written = write_units(
-            store, cluster, [(d, unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
-        )
-        for row in written:
-            report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
+        drafts = environment_drafts(calls, repo, min_runs=min_runs)
+        drafts += fix_drafts(calls, repo, resolved=resolved, min_runs=min_runs)
+        _write_drafts(store, cluster, drafts, report, run_id=run_id, dry_run=dry_run, now=now)
         runs = sorted({c.run for c in calls} & ended)
         if runs and not dry_run:
             read = select_records(store, "session IN (SELECT unnest(?)) AND state = 'active'", [runs])
@@ -254,6 +257,39 @@ def _refine_environments(
                 run_id=run_id,
                 now=now,
             )
+    agents = sorted({agent for agent, _ in by_project})
+    for agent in agents:
+        mine = {repo: calls for (a, repo), calls in by_project.items() if a == agent}
+        every = [c for calls in mine.values() for c in calls]
+        cluster = ClusterInput(
+            "recovery:any project",
+            agent,
+            units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in every]),
+            [c.call_id for c in every],
+        )
+        if cluster.signature in stored.get(cluster.key, set()):
+            report.clusters_unchanged += 1
+            continue
+        drafts = shared_fix_drafts(mine, resolved=resolved, min_runs=min_runs)
+        _write_drafts(store, cluster, drafts, report, run_id=run_id, dry_run=dry_run, now=now)
+
+
+def _write_drafts(
+    store: "Store",
+    cluster: ClusterInput,
+    drafts: list[Draft],
+    report: RefineReport,
+    *,
+    run_id: str | None,
+    dry_run: bool,
+    now: dt.datetime,
+) -> None:
+    """Write one pass's drafts as the cluster's units and count them by method."""
+    written = write_units(
+        store, cluster, [(d, unit_row(d, cluster, now)) for d in drafts], report, run_id, dry_run, now
+    )
+    for row in written:
+        report.units_by_method[row["method"]] = report.units_by_method.get(row["method"], 0) + 1
 
 
 def _digest(store: "Store", cluster: ClusterInput, records: list[dict[str, Any]], report: RefineReport) -> Draft | None:

@@ -7,6 +7,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from ...store.db import json_meta
 from ...textutil import CJK
 from .mine import Mined
 from .wording import WORDINGS
@@ -141,6 +142,13 @@ def _restates_a_command(mined: Mined) -> bool:
     return set(mined.arg_names) == {"command"} and "command" not in mined.recurring_values and not mined.corrections
 
 
+def _in_coding_projects(mined: Mined) -> bool:
+    """Every tool record is a coding project's command (`meta.repo`): its errors are keyed per project
+    by fixes.py ("In django/django, when python fails with '…'"), never quoted from one run here."""
+    tools = [r for r in mined.records if r["kind"] in ("tool_call", "tool_result")]
+    return bool(tools) and all(json_meta(r.get("meta")).get("repo") for r in tools)
+
+
 def rule_draft(mined: Mined) -> Draft | None:
     """condition · action · expected outcome · pitfall, from tools, errors and corrections, worded in the
     sources' language; None if nothing concrete."""
@@ -158,6 +166,8 @@ def rule_draft(mined: Mined) -> Draft | None:
             else words.call.format(call=call)
         )
         error_rule = bool(top_error and mined.error_results > mined.ok_results)
+        if error_rule and _restates_a_command(mined) and _in_coding_projects(mined):
+            return None
         if top_error and error_rule:
             condition = words.when_fails.format(tool=tool, error=words.quoted(top_error.example))
             best = top_error.best_path()
