@@ -48,6 +48,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..models.mixed import encoder_of
 from ..store import query_log
 from ..store.db import utcnow
 from ..store.state import set_state
@@ -125,7 +126,8 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     filters = make_filters(args)
     fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused.update(project_units(store, text, filters))
-    floor = store.config.query.similarity_floor(store.embeddings.name)
+    # in a mixed store, the floor of the encoder that ranked this query (the half its script routes to)
+    floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
     if floor > 0 and filters.search_memories and best < floor:
