@@ -10,8 +10,8 @@ answer lines' words); and English LoCoMo recall before compaction under each emb
 
 A question is answered when a hit of the top 3 contains one of its answer strings (case-insensitive).
 Each store is asked twice: with `query.min_similarity = 0` (the ranking alone, which is what the
-embedder decides) and with the configured floor (0.42, tuned on MiniLM; below it a query answers
-"nothing relevant")."""
+embedder decides) and with the configured floor (per encoder: MiniLM 0.455, the multilingual model
+0.22; below it a query answers "nothing relevant")."""
 
 from __future__ import annotations
 
