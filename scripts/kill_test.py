@@ -92,13 +92,16 @@ def slice_ids(path: Path) -> set[str]:
 def fingerprint(store: Path) -> frozenset[tuple[str, int, int]]:
     """Every file of the store with its size and mtime: it changes when a process writes anything."""
     found = set()
-    for path in store.rglob("*"):
-        try:
-            if path.is_file() and not path.name.startswith(IGNORED):
-                st = path.stat()
-                found.add((str(path.relative_to(store)), st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:  # removed while we looked
-            continue
+    # os.walk skips a folder removed while we look (a restore renames its `.tmp-lance`); rglob raised
+    for folder, _, files in os.walk(store):
+        for name in files:
+            path = Path(folder) / name
+            try:
+                if not name.startswith(IGNORED):
+                    st = path.stat()
+                    found.add((str(path.relative_to(store)), st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:  # removed while we looked
+                continue
     return frozenset(found)
 
 

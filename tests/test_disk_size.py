@@ -249,3 +249,13 @@ def test_a_file_short_of_its_header_is_read_in_full_once_and_again_after_another
     other.close()
     db.close_database(db.open_database(path))
     assert reads == ["read", "read"]
+
+
+def test_a_store_that_lent_a_reader_view_keeps_its_file_for_the_readers_cursors(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    with engine.session() as store:
+        view = store.reader()
+        assert not store.shed_free_blocks(share=0.0)  # a server's query thread may be reading through it
+        assert view.con.execute("SELECT count(*) FROM records").fetchone()[0] == len(BOOKING)  # type: ignore[index]
+        view.con.close()

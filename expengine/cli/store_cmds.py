@@ -221,7 +221,7 @@ def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 @config_app.command("init")
 def config_init(ctx: typer.Context) -> None:
     """Write config.toml with every default (and any --set overrides) into the store folder."""
-    from ..store.db import private_files, secure_store_dir
+    from ..store.permissions import private_files, secure_store_dir
 
     folder = store_dir(ctx)
     secure_store_dir(folder)

@@ -19,12 +19,11 @@ from ..store.db import (
     SCRUB_PENDING,
     StoreLock,
     database_host,
-    private_files,
-    secure_store_dir,
     store_errors,
 )
 from ..store.embeddings import VectorMemo
 from ..store.index import Index
+from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending
 from ..store.store import Store
 from ..store.vectors import check_encoder, record_encoder

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, ContextManager
 
 from ..errors import InputError, StoreError
 from ..models.embedder import known_model
-from ..store.db import StoreLock, private_files
+from ..store.db import StoreLock
+from ..store.permissions import private_files
 
 if TYPE_CHECKING:
     from pathlib import Path

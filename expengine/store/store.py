@@ -53,6 +53,7 @@ class Store:
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo)
         self._depth = 0
+        self._lent = False  # a `reader` view was made: another thread may hold a cursor on this connection
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -93,11 +94,12 @@ class Store:
         """Rewrite the database into a fresh file (`rewrite_database`) when over `share` of its blocks
         are free: DuckDB reuses free blocks but never gives them back, and a cycle rewrites enough rows
         to leave a quarter of the file free (2.8 of 11.2 MB after three cycles of the sample logs).
-        Whether it did. Holds the store lock, as a restore does."""
+        Whether it did. Holds the store lock, as a restore does. Never once a `reader` view was made
+        (a server's query threads): closing the connection would pull the file from under their cursors."""
         total, free = self.con.execute(
             "SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = current_database()"
         ).fetchone()  # type: ignore[misc]
-        if self.read_only or not total or free <= share * total:
+        if self.read_only or self._lent or not total or free <= share * total:
             return False
         close_database(self.con)
         rewrite_database(self.dir / DB_FILE)
@@ -138,6 +140,7 @@ class Store:
     def reader(self) -> "Store":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Store writes)
         and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""
+        self._lent = True
         view = copy.copy(self)
         view.con = self.con.cursor()
         view.con.execute(f"USE {DB_ALIAS}")
