@@ -292,13 +292,28 @@ def test_chatter_turns_sleep_and_carried_turns_sleep(compacted):
     assert report["turns_carried"] >= 4 and report["turns_chatter"] >= 1
 
 
-def test_a_protected_turn_stays_active_with_only_its_dated_note(compacted):
+def test_a_protected_turn_its_notes_carry_sleeps_and_the_note_takes_its_category(compacted):
     engine, _ = compacted
     assert _state(engine, "D2:3")[0] == "dormant"  # its pronouns are noted under Caroline's name
-    assert _state(engine, "D2:4")[0] == "active"  # "I love": protected, never sleeps
-    assert (
-        _note_citing(engine, "D2:4")["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
-    )
+    state, reason = _state(engine, "D2:4")  # "I love": protected, carried by its note
+    note = _note_citing(engine, "D2:4")
+    assert state == "dormant" and reason == f"carried by note {note['id']}"
+    assert note["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    assert note["category"] == "preference"
+    # a unit standing for a protected record never decays: the lesson stays in the hot store
+    from expengine.store.units import SPARED_SQL
+
+    assert (note["id"],) in engine.store.con.execute(SPARED_SQL).fetchall()
+
+
+def test_a_pinned_turn_stays_active_with_only_its_dated_note(make_engine, write_jsonl):
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("c.jsonl", TURNS)])
+    engine.pin("conv-26:D2:4")
+    engine.compact(now=dt.datetime(2023, 5, 26))
+    assert _state(engine, "D2:4")[0] == "active"
+    assert _note_citing(engine, "D2:4")["text"].endswith("on 24 May 2023.")
+    assert _state(engine, "D1:3")[0] == "dormant"
 
 
 def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compacted):

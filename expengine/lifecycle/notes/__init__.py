@@ -11,9 +11,10 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
   (`query.note_evidence_floor`); a turn that is not fully carried stays active, and keeps only the
-  notes that resolve a date (it says the rest itself). Pinned, protected and lesson records (errors,
-  feedback…) never sleep; a conversation's preference or safety turn carried by its notes does, and
-  the note takes its category.
+  notes that resolve a date (it says the rest itself). Pinned and lesson records (errors, feedback…)
+  never sleep; a conversation's preference or safety turn carried by its notes does, protected ones
+  ("I love…", "always…") too, and the note takes its category (and, standing for a protected record,
+  never decays).
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`
@@ -84,7 +85,8 @@ class Turn:
     role: str | None
     content: str
     category: str
-    kept: bool  # pinned or protected
+    pinned: bool
+    protected: bool  # a protected phrase ("I love", "always"): sleeps only when its notes carry it
     merged_ids: list[str]
 
 
@@ -102,15 +104,15 @@ def _pending_turns(store: "Store") -> list[Turn]:
         for i in json_ids(ids)
     }
     rows = store.con.execute(
-        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned OR protected, merged_ids "
+        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
-        Turn(id_, agent, session, ts, role, content, category, bool(kept), json_ids(merged))
-        for id_, agent, session, ts, role, content, category, kept, merged in rows
+        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged))
+        for id_, agent, session, ts, role, content, category, pinned, protected, merged in rows
         if id_ not in noted
     ]
 
@@ -234,8 +236,10 @@ def write_notes(
             turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
         )
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
-        sleepable = turn.category in SLEEPABLE_CATEGORIES and not turn.kept
-        carries = bool(found.statements) and found.covered and not turn.kept
+        sleepable = turn.category in SLEEPABLE_CATEGORIES and not (turn.pinned or turn.protected)
+        # a protected turn ("I love painting") that its notes carry sleeps too: the note takes its category,
+        # and a unit standing for a protected record never decays (store/units.SPARED_SQL)
+        carries = bool(found.statements) and found.covered and not turn.pinned
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
         # a turn that stays active says everything itself: its notes are only the dates it resolves
         statements = found.statements if carries else [s for s in found.statements if s.dated]
