@@ -433,3 +433,24 @@ def test_a_stop_inside_a_url_or_a_number_does_not_end_the_sentence() -> None:
         "我很好。",
         "你呢？",
     ]
+
+
+def test_a_question_worded_like_a_sleeping_turn_is_relevant_through_its_note(compacted, monkeypatch):
+    """The relevance floor judges the turns a note stands for too: the note rewrote "I … yesterday", so
+    a question in the turn's own words is closer to the turn than to the note."""
+    import numpy as np
+
+    engine, _ = compacted
+    question = "I went to a support group yesterday and it was so powerful"
+    note = _note_citing(engine, "D1:3")
+    turn = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+    q, n, t = (v / np.linalg.norm(v) for v in engine.store.embedder.encode([question, note["text"], turn]))
+    to_note, to_turn = float(np.dot(q, n)), float(np.dot(q, t))
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", 0.0)
+    best_active = engine.query(question, k=5, touch=False).best_similarity or 0.0
+    assert to_turn > max(to_note, best_active) + 0.02, (to_turn, to_note, best_active)
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", (to_turn + max(to_note, best_active)) / 2)
+    result = engine.query(question, k=5, touch=False)
+    assert result.relevant and note["id"] in [h.id for h in result.hits]
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", to_turn + 0.01)
+    assert not engine.query(question, k=5, touch=False).relevant

@@ -29,7 +29,8 @@ How a query is answered:
    δ_access (never the candidates below the cut), a dormant one wakes, and the query log records the
    ids for the caller's `session` and `goal_id`.
 
-When no candidate's cosine similarity reaches `query.min_similarity`, nothing is relevant: the answer
+When no candidate's cosine similarity reaches `query.min_similarity`, and no sleeping turn that a live
+note stands for does either (`retrieve.noted_best`: a note rewrites its turn), nothing is relevant: the answer
 has no hits and an empty prompt (`relevant` false), nothing is reinforced, and the log records that
 the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
 
@@ -58,7 +59,7 @@ from .filters import make_filters
 from .hits import Hit, QueryResult, ScoreParts
 from .projects import project_units
 from .render import render_prompt
-from .retrieve import embed_query, retrieve
+from .retrieve import embed_query, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     floor = store.config.query.min_similarity
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
+    if floor > 0 and filters.search_memories and best < floor:
+        best = max(best, noted_best(store, vector, filters))
     if floor > 0 and filters.search_memories and best < floor:
         nothing = QueryResult(
             query=text,
