@@ -243,6 +243,18 @@ TURNS = [
         "Melanie: Yep, Caroline. Taking care of ourselves is vital. I'm off to go swimming with the kids. Talk to you soon!",
     ),
     _turn("D1:19", "2023-05-08T13:56:05", "s1", "Caroline: I live in New York."),
+    _turn(
+        "D1:14",
+        "2023-05-08T13:56:06",
+        "s1",
+        "Melanie: Yeah, I painted that lake sunrise last year! It's special to me.",
+    ),
+    _turn(
+        "D1:15",
+        "2023-05-08T13:56:07",
+        "s1",
+        "Caroline: Wow, Melanie! The colors really blend nicely. Painting looks like a great outlet for expressing yourself.",
+    ),
     _turn("D2:1", "2023-05-25T13:14:00", "s2", "Melanie: I'm off to go swimming with the kids!"),
     _turn("D2:2", "2023-05-25T13:14:01", "s2", "Caroline: I moved to Boston last week."),
     _turn(
@@ -314,6 +326,32 @@ def test_a_pinned_turn_stays_active_with_only_its_dated_note(make_engine, write_
     assert _state(engine, "D2:4")[0] == "active"
     assert _note_citing(engine, "D2:4")["text"].endswith("on 24 May 2023.")
     assert _state(engine, "D1:3")[0] == "dormant"
+
+
+def test_a_reaction_to_the_other_speakers_noted_turn_joins_its_note(compacted):
+    """Caroline's turn only remarks on Melanie's painting: it becomes a source of Melanie's note, which
+    keeps its wording, and sleeps carried by it (its text is the note's evidence line)."""
+    engine, report = compacted
+    note = _note_citing(engine, "D1:14")
+    assert note["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
+    assert note["text"] == "Melanie painted that lake sunrise in 2022; it's special to Melanie."
+    assert _state(engine, "D1:15") == ("dormant", f"carried by note {note['id']}")
+    assert report["reactions_joined"] == 1
+
+
+def test_a_greeting_said_to_the_other_speaker_by_name_is_chatter():
+    found = turn_notes(
+        "Caroline: Hey Mel, long time no chat! I had a wicked day out with the gang last weekend - we went biking "
+        "and saw some pretty cool stuff.",
+        person=Person("Caroline", "Melanie"),
+        day=dt.date(2023, 9, 13),
+        names=NAMES,
+    )
+    assert found.chatter == ["Hey Mel, long time no chat!"]
+    assert [s.text for s in found.statements] == [
+        "Caroline had a wicked day out with the gang the weekend before 13 September 2023 - Caroline and others "
+        "went biking and saw some cool stuff."
+    ]
 
 
 def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compacted):

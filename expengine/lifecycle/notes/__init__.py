@@ -61,6 +61,7 @@ class NotesReport(Result):
     notes_written: int = 0
     notes_merged: int = 0
     notes_superseded: int = 0
+    reactions_joined: int = 0  # remark-only turns answering the other speaker's noted turn: its note's sources
     turns_carried: int = 0  # covered by their notes: dormant
     turns_chatter: int = 0  # nothing informative: dormant
     turns_kept: int = 0  # not fully carried (or never sleeping): active
@@ -71,7 +72,8 @@ class NotesReport(Result):
 
     def summary(self) -> str:
         return (
-            f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded; "
+            f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded, "
+            f"{self.reactions_joined} reactions joined; "
             f"turns asleep: {self.turns_carried} carried, {self.turns_chatter} chatter; {self.turns_kept} kept"
         )
 
@@ -226,6 +228,7 @@ def write_notes(
     touched: list[str] = []
     carried: dict[str, list[str]] = defaultdict(list)  # note id → turns it lets sleep
     chatter: list[str] = []
+    previous: dict[str, tuple[str, Note]] = {}  # per session: the turn before's speaker and last note
     for turn in turns:
         person = _person(turn, speakers)
         if person is None:
@@ -241,12 +244,26 @@ def write_notes(
         # and a unit standing for a protected record never decays (store/units.SPARED_SQL)
         carries = bool(found.statements) and found.covered and not turn.pinned
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
+        answered = previous.get(turn.session)
+        if carries and found.remarks_only and answered and answered[0] != person.me and answered[1] in book:
+            # a reaction to the other speaker's noted turn ("Love the blue vase in the pic.") joins that note
+            touched.append(_join(store, answered[1], turn, sources, run_id, now))
+            carried[answered[1].id].append(turn.id)
+            report.reactions_joined += 1
+            continue
         # a turn that stays active says everything itself: its notes are only the dates it resolves
         statements = found.statements if carries else [s for s in found.statements if s.dated]
         for statement in statements:
             reword(statement, turn.content)
-        ids = [_note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements]
+        written = [
+            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements
+        ]
+        ids = [note.id for note in written]
         touched.extend(ids)
+        if written:
+            previous[turn.session] = (person.me, written[-1])
+        else:
+            previous.pop(turn.session, None)  # a reaction answers the turn right before it
         if not found.statements and not found.unresolved and sleepable:
             chatter.append(turn.id)
         elif carries:
@@ -278,9 +295,9 @@ def _note(
     report: NotesReport,
     run_id: str | None,
     now: dt.datetime,
-) -> str:
+) -> Note:
     """Write one statement: merged into the note it restates, or a new note (superseding the note on the
-    same single-valued attribute it changes). The id of the note that now carries it."""
+    same single-valued attribute it changes). The note that now carries it."""
     note = Note(
         id=note_id(turn.agent, person.me, statement.text, turn.id),
         subject=person.me,
@@ -305,7 +322,7 @@ def _note(
             now=now,
         )
         report.notes_merged += 1
-        return again.id
+        return again
     old = book.replaced(note)
     units.insert(store, [_row(note, turn)], run_id=run_id, now=now)
     book.add(note)
@@ -322,6 +339,15 @@ def _note(
         book.remove(old)
         report.notes_superseded += 1
         store.history_log(note.id, "supersedes", old.id, run_id=run_id, at=now)
+    return note
+
+
+def _join(store: "Store", note: Note, turn: Turn, sources: list[str], run_id: str | None, now: dt.datetime) -> str:
+    """A reaction's turn becomes one more source of the note it reacts to (its wording unchanged); the id."""
+    note.source_ids = list(dict.fromkeys([*note.source_ids, *sources]))
+    units.merge(
+        store, note.id, text=note.text, source_ids=note.source_ids, why=f"reaction in {turn.id}", run_id=run_id, now=now
+    )
     return note.id
 
 
