@@ -146,6 +146,21 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
             ["Melanie painted that lake sunrise in 2022."],
         ),
         ("Gina: It's Shia Labeouf!", GINA, ["Gina: It's Shia Labeouf."]),
+        # a contracted stop word ("it's", "they're") states nothing: its evaluating clause goes
+        (
+            "Caroline: Our loved ones give us strength to tackle any challenge - it's amazing!",
+            Person("Caroline", "Melanie"),
+            ["Caroline's loved ones give Caroline and others strength to tackle any challenge."],
+        ),
+        # a continuation cut off its opening clause starts with the name it kept, as said
+        (
+            "Caroline: Now the hard work starts to turn my dream into a reality. It's a lot to take in, but I'm "
+            "feeling hopeful and optimistic.",
+            Person("Caroline", "Melanie"),
+            [
+                "Now the hard work starts to turn Caroline's dream into a reality; Caroline is feeling hopeful and optimistic."
+            ],
+        ),
     ],
 )
 def test_notes_keep_the_facts_and_leave_the_rest_to_the_sleeping_turn(line, person, expected):
@@ -334,7 +349,7 @@ def test_a_reaction_to_the_other_speakers_noted_turn_joins_its_note(compacted):
     engine, report = compacted
     note = _note_citing(engine, "D1:14")
     assert note["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
-    assert note["text"] == "Melanie painted that lake sunrise in 2022; it's special to Melanie."
+    assert note["text"] == "Melanie painted that lake sunrise in 2022."
     assert _state(engine, "D1:15") == ("dormant", f"carried by note {note['id']}")
     assert report["reactions_joined"] == 1
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
-from .compact import IGNORABLE, OPINION_WORDS, compact
+from .compact import IGNORABLE, OPINION_WORDS, base, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -103,7 +103,7 @@ class TurnNotes:
             for s in self.statements
             if not s.caption
             for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
-            if w not in IGNORABLE and w not in self.names
+            if w not in IGNORABLE and w not in self.names and base(w) not in _stop()  # "it's": a note may drop it
         }
         return said <= noted
 
@@ -308,7 +308,9 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
             continue
         if continues and said:
             remark, last = said[-1]
-            joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
+            # "It was …" continues in lower case; a clause cut off its opening may now start with a name
+            named = named[:1].lower() + named[1:] if _PRONOUN_START.match(named) else named
+            joined = last.text.rstrip(".") + "; " + named
             remark = remark and is_remark(sentence, resolved.text != tidy)
             said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
