@@ -146,6 +146,21 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
             ["Melanie painted that lake sunrise in 2022."],
         ),
         ("Gina: It's Shia Labeouf!", GINA, ["Gina: It's Shia Labeouf."]),
+        # a contracted stop word ("it's", "they're") states nothing: its evaluating clause goes
+        (
+            "Caroline: Our loved ones give us strength to tackle any challenge - it's amazing!",
+            Person("Caroline", "Melanie"),
+            ["Caroline's loved ones give Caroline and others strength to tackle any challenge."],
+        ),
+        # a continuation cut off its opening clause starts with the name it kept, as said
+        (
+            "Caroline: Now the hard work starts to turn my dream into a reality. It's a lot to take in, but I'm "
+            "feeling hopeful and optimistic.",
+            Person("Caroline", "Melanie"),
+            [
+                "Now the hard work starts to turn Caroline's dream into a reality; Caroline is feeling hopeful and optimistic."
+            ],
+        ),
     ],
 )
 def test_notes_keep_the_facts_and_leave_the_rest_to_the_sleeping_turn(line, person, expected):
@@ -243,6 +258,18 @@ TURNS = [
         "Melanie: Yep, Caroline. Taking care of ourselves is vital. I'm off to go swimming with the kids. Talk to you soon!",
     ),
     _turn("D1:19", "2023-05-08T13:56:05", "s1", "Caroline: I live in New York."),
+    _turn(
+        "D1:14",
+        "2023-05-08T13:56:06",
+        "s1",
+        "Melanie: Yeah, I painted that lake sunrise last year! It's special to me.",
+    ),
+    _turn(
+        "D1:15",
+        "2023-05-08T13:56:07",
+        "s1",
+        "Caroline: Wow, Melanie! The colors really blend nicely. Painting looks like a great outlet for expressing yourself.",
+    ),
     _turn("D2:1", "2023-05-25T13:14:00", "s2", "Melanie: I'm off to go swimming with the kids!"),
     _turn("D2:2", "2023-05-25T13:14:01", "s2", "Caroline: I moved to Boston last week."),
     _turn(
@@ -292,13 +319,54 @@ def test_chatter_turns_sleep_and_carried_turns_sleep(compacted):
     assert report["turns_carried"] >= 4 and report["turns_chatter"] >= 1
 
 
-def test_a_protected_turn_stays_active_with_only_its_dated_note(compacted):
+def test_a_protected_turn_its_notes_carry_sleeps_and_the_note_takes_its_category(compacted):
     engine, _ = compacted
     assert _state(engine, "D2:3")[0] == "dormant"  # its pronouns are noted under Caroline's name
-    assert _state(engine, "D2:4")[0] == "active"  # "I love": protected, never sleeps
-    assert (
-        _note_citing(engine, "D2:4")["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    state, reason = _state(engine, "D2:4")  # "I love": protected, carried by its note
+    note = _note_citing(engine, "D2:4")
+    assert state == "dormant" and reason == f"carried by note {note['id']}"
+    assert note["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    assert note["category"] == "preference"
+    # a unit standing for a protected record never decays: the lesson stays in the hot store
+    from expengine.store.units import SPARED_SQL
+
+    assert (note["id"],) in engine.store.con.execute(SPARED_SQL).fetchall()
+
+
+def test_a_pinned_turn_stays_active_with_only_its_dated_note(make_engine, write_jsonl):
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("c.jsonl", TURNS)])
+    engine.pin("conv-26:D2:4")
+    engine.compact(now=dt.datetime(2023, 5, 26))
+    assert _state(engine, "D2:4")[0] == "active"
+    assert _note_citing(engine, "D2:4")["text"].endswith("on 24 May 2023.")
+    assert _state(engine, "D1:3")[0] == "dormant"
+
+
+def test_a_reaction_to_the_other_speakers_noted_turn_joins_its_note(compacted):
+    """Caroline's turn only remarks on Melanie's painting: it becomes a source of Melanie's note, which
+    keeps its wording, and sleeps carried by it (its text is the note's evidence line)."""
+    engine, report = compacted
+    note = _note_citing(engine, "D1:14")
+    assert note["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
+    assert note["text"] == "Melanie painted that lake sunrise in 2022."
+    assert _state(engine, "D1:15") == ("dormant", f"carried by note {note['id']}")
+    assert report["reactions_joined"] == 1
+
+
+def test_a_greeting_said_to_the_other_speaker_by_name_is_chatter():
+    found = turn_notes(
+        "Caroline: Hey Mel, long time no chat! I had a wicked day out with the gang last weekend - we went biking "
+        "and saw some pretty cool stuff.",
+        person=Person("Caroline", "Melanie"),
+        day=dt.date(2023, 9, 13),
+        names=NAMES,
     )
+    assert found.chatter == ["Hey Mel, long time no chat!"]
+    assert [s.text for s in found.statements] == [
+        "Caroline had a wicked day out with the gang the weekend before 13 September 2023 - Caroline and others "
+        "went biking and saw some cool stuff."
+    ]
 
 
 def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compacted):
@@ -418,3 +486,24 @@ def test_a_stop_inside_a_url_or_a_number_does_not_end_the_sentence() -> None:
         "我很好。",
         "你呢？",
     ]
+
+
+def test_a_question_worded_like_a_sleeping_turn_is_relevant_through_its_note(compacted, monkeypatch):
+    """The relevance floor judges the turns a note stands for too: the note rewrote "I … yesterday", so
+    a question in the turn's own words is closer to the turn than to the note."""
+    import numpy as np
+
+    engine, _ = compacted
+    question = "I went to a support group yesterday and it was so powerful"
+    note = _note_citing(engine, "D1:3")
+    turn = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+    q, n, t = (v / np.linalg.norm(v) for v in engine.store.embedder.encode([question, note["text"], turn]))
+    to_note, to_turn = float(np.dot(q, n)), float(np.dot(q, t))
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", 0.0)
+    best_active = engine.query(question, k=5, touch=False).best_similarity or 0.0
+    assert to_turn > max(to_note, best_active) + 0.02, (to_turn, to_note, best_active)
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", (to_turn + max(to_note, best_active)) / 2)
+    result = engine.query(question, k=5, touch=False)
+    assert result.relevant and note["id"] in [h.id for h in result.hits]
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", to_turn + 0.01)
+    assert not engine.query(question, k=5, touch=False).relevant

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..store.db import json_ids
 from ..store.index import MEMORIES, UNITS
+from ..store.vocabulary import LIVE_SQL
 from .filters import Filters
 
 if TYPE_CHECKING:
@@ -127,3 +129,29 @@ def _retrieve(
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
     return _fuse(lists, store.config.query.rrf_k), vector, best_cosine
+
+
+# sleeping turns looked at when no candidate reaches `query.min_similarity` (`noted_best`)
+NOTED_CANDIDATES = 5
+
+
+def noted_best(store: "Store", vector: np.ndarray, filters: Filters) -> float:
+    """The best cosine similarity of a sleeping turn that a live note stands for (0 when none). A note
+    rewrites its turn ("我喜欢爵士乐" → "用户喜欢爵士乐"), so a question worded like the turn can sit below
+    the relevance floor against the note and above it against the turn: what the turn said still counts
+    as stored. Asked only when the candidates stay below the floor."""
+    where = filters.memory_where().replace("state IN ('active', 'dormant')", "state = 'dormant'")
+    where = where.replace("state IN ('active')", "state = 'dormant'")
+    found = _vector_search(store, MEMORIES, vector, where, NOTED_CANDIDATES)
+    if not found:
+        return 0.0
+    noted = {
+        i
+        for (ids,) in store.con.execute(
+            f"SELECT source_ids FROM units WHERE kind = 'note' AND {LIVE_SQL} AND list_has_any("
+            "CAST(from_json(source_ids, '[\"VARCHAR\"]') AS VARCHAR[]), ?)",
+            [[i for i, _ in found]],
+        ).fetchall()
+        for i in json_ids(ids)
+    }
+    return max((1.0 - d for i, d in found if i in noted), default=0.0)

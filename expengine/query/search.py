@@ -29,9 +29,10 @@ How a query is answered:
    δ_access (never the candidates below the cut), a dormant one wakes, and the query log records the
    ids for the caller's `session` and `goal_id`.
 
-When no candidate's cosine similarity reaches `query.min_similarity` (its entry for the store's encoder), nothing is relevant: the answer
-has no hits and an empty prompt (`relevant` false), nothing is reinforced, and the log records that
-the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
+When no candidate's cosine similarity reaches `query.min_similarity` (its entry for the encoder that
+ranked the query), and no sleeping turn that a live note stands for does either (`retrieve.noted_best`:
+a note rewrites its turn), nothing is relevant: the answer has no hits and an empty prompt
+(`relevant` false), nothing is reinforced, and the log records that the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
 
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
 if they were first in every list (projects.py).
@@ -59,7 +60,7 @@ from .filters import make_filters
 from .hits import Hit, QueryResult, ScoreParts
 from .projects import project_units
 from .render import render_prompt
-from .retrieve import embed_query, retrieve
+from .retrieve import embed_query, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -130,6 +131,8 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
+    if floor > 0 and filters.search_memories and best < floor:
+        best = max(best, noted_best(store, vector, filters))
     if floor > 0 and filters.search_memories and best < floor:
         nothing = QueryResult(
             query=text,

@@ -11,9 +11,10 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
   (`query.note_evidence_floor`); a turn that is not fully carried stays active, and keeps only the
-  notes that resolve a date (it says the rest itself). Pinned, protected and lesson records (errors,
-  feedback…) never sleep; a conversation's preference or safety turn carried by its notes does, and
-  the note takes its category.
+  notes that resolve a date (it says the rest itself). Pinned and lesson records (errors, feedback…)
+  never sleep; a conversation's preference or safety turn carried by its notes does, protected ones
+  ("I love…", "always…") too, and the note takes its category (and, standing for a protected record,
+  never decays).
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`
@@ -60,6 +61,7 @@ class NotesReport(Result):
     notes_written: int = 0
     notes_merged: int = 0
     notes_superseded: int = 0
+    reactions_joined: int = 0  # remark-only turns answering the other speaker's noted turn: its note's sources
     turns_carried: int = 0  # covered by their notes: dormant
     turns_chatter: int = 0  # nothing informative: dormant
     turns_kept: int = 0  # not fully carried (or never sleeping): active
@@ -70,7 +72,8 @@ class NotesReport(Result):
 
     def summary(self) -> str:
         return (
-            f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded; "
+            f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded, "
+            f"{self.reactions_joined} reactions joined; "
             f"turns asleep: {self.turns_carried} carried, {self.turns_chatter} chatter; {self.turns_kept} kept"
         )
 
@@ -84,7 +87,8 @@ class Turn:
     role: str | None
     content: str
     category: str
-    kept: bool  # pinned or protected
+    pinned: bool
+    protected: bool  # a protected phrase ("I love", "always"): sleeps only when its notes carry it
     merged_ids: list[str]
 
 
@@ -102,15 +106,15 @@ def _pending_turns(store: "Store") -> list[Turn]:
         for i in json_ids(ids)
     }
     rows = store.con.execute(
-        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned OR protected, merged_ids "
+        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
-        Turn(id_, agent, session, ts, role, content, category, bool(kept), json_ids(merged))
-        for id_, agent, session, ts, role, content, category, kept, merged in rows
+        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged))
+        for id_, agent, session, ts, role, content, category, pinned, protected, merged in rows
         if id_ not in noted
     ]
 
@@ -224,6 +228,7 @@ def write_notes(
     touched: list[str] = []
     carried: dict[str, list[str]] = defaultdict(list)  # note id → turns it lets sleep
     chatter: list[str] = []
+    previous: dict[str, tuple[str, Note]] = {}  # per session: the turn before's speaker and last note
     for turn in turns:
         person = _person(turn, speakers)
         if person is None:
@@ -234,15 +239,31 @@ def write_notes(
             turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
         )
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
-        sleepable = turn.category in SLEEPABLE_CATEGORIES and not turn.kept
-        carries = bool(found.statements) and found.covered and not turn.kept
+        sleepable = turn.category in SLEEPABLE_CATEGORIES and not (turn.pinned or turn.protected)
+        # a protected turn ("I love painting") that its notes carry sleeps too: the note takes its category,
+        # and a unit standing for a protected record never decays (store/units.SPARED_SQL)
+        carries = bool(found.statements) and found.covered and not turn.pinned
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
+        answered = previous.get(turn.session)
+        if carries and found.remarks_only and answered and answered[0] != person.me and answered[1] in book:
+            # a reaction to the other speaker's noted turn ("Love the blue vase in the pic.") joins that note
+            touched.append(_join(store, answered[1], turn, sources, run_id, now))
+            carried[answered[1].id].append(turn.id)
+            report.reactions_joined += 1
+            continue
         # a turn that stays active says everything itself: its notes are only the dates it resolves
         statements = found.statements if carries else [s for s in found.statements if s.dated]
         for statement in statements:
             reword(statement, turn.content)
-        ids = [_note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements]
+        written = [
+            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements
+        ]
+        ids = [note.id for note in written]
         touched.extend(ids)
+        if written:
+            previous[turn.session] = (person.me, written[-1])
+        else:
+            previous.pop(turn.session, None)  # a reaction answers the turn right before it
         if not found.statements and not found.unresolved and sleepable:
             chatter.append(turn.id)
         elif carries:
@@ -274,9 +295,9 @@ def _note(
     report: NotesReport,
     run_id: str | None,
     now: dt.datetime,
-) -> str:
+) -> Note:
     """Write one statement: merged into the note it restates, or a new note (superseding the note on the
-    same single-valued attribute it changes). The id of the note that now carries it."""
+    same single-valued attribute it changes). The note that now carries it."""
     note = Note(
         id=note_id(turn.agent, person.me, statement.text, turn.id),
         subject=person.me,
@@ -301,7 +322,7 @@ def _note(
             now=now,
         )
         report.notes_merged += 1
-        return again.id
+        return again
     old = book.replaced(note)
     units.insert(store, [_row(note, turn)], run_id=run_id, now=now)
     book.add(note)
@@ -318,6 +339,15 @@ def _note(
         book.remove(old)
         report.notes_superseded += 1
         store.history_log(note.id, "supersedes", old.id, run_id=run_id, at=now)
+    return note
+
+
+def _join(store: "Store", note: Note, turn: Turn, sources: list[str], run_id: str | None, now: dt.datetime) -> str:
+    """A reaction's turn becomes one more source of the note it reacts to (its wording unchanged); the id."""
+    note.source_ids = list(dict.fromkeys([*note.source_ids, *sources]))
+    units.merge(
+        store, note.id, text=note.text, source_ids=note.source_ids, why=f"reaction in {turn.id}", run_id=run_id, now=now
+    )
     return note.id
 
 

@@ -68,13 +68,18 @@ def states_something(clause: str, names: set[str], stop: frozenset[str]) -> bool
     if _DIGIT.search(clause):
         return True
     return any(
-        w not in stop and w not in IGNORABLE and w not in names and _base(w) not in IGNORABLE
+        w not in stop and w not in IGNORABLE and w not in names and base(w) not in IGNORABLE and base(w) not in stop
         for w in _WORD.findall(clause.lower())
     )
 
 
-def _base(word: str) -> str:
-    return word[:-2] if word.endswith("'s") else word
+_CONTRACTION = re.compile(r"'(?:s|re|m|ll|ve|d)$")
+
+
+def base(word: str) -> str:
+    """A word less its contraction ("it's" → "it", "they're" → "they", "Melanie's" → "melanie"): a
+    contracted stop word says no more than the stop word."""
+    return _CONTRACTION.sub("", word)
 
 
 def compact(text: str, names: set[str], stop: frozenset[str]) -> str:

@@ -76,6 +76,10 @@ class Book:
         for note in notes:
             self.add(note)
 
+    def __contains__(self, note: Note) -> bool:
+        """Still one of the subject's active notes (not superseded since)."""
+        return any(other is note for other in self.by_subject.get(note.subject, []))
+
     def add(self, note: Note) -> None:
         self.by_subject.setdefault(note.subject, []).append(note)
 

@@ -11,7 +11,8 @@ Per sentence of a turn (and the caption of an image it shared):
   joins its note; opening the turn, it is noted under its speaker's name ("Caroline: It …"). A
   sentence saying "you" with no addressee is *unresolved*, and the turn stays active;
 - a *remark* (`is_remark`: nothing of the speaker, no name, number, title or time) and the caption
-  go with the turn's other statements, whose notes carry the turn; a turn of remarks only keeps them.
+  go with the turn's other statements, whose notes carry the turn; a turn of remarks only keeps them,
+  unless it answers the other speaker's noted turn (`__init__.py`: then it joins that note).
 
 A turn is covered when it has no unresolved sentence and its notes hold every content word of its
 statements that a note may not drop; then it can sleep (see `__init__.py`).
@@ -26,7 +27,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
-from .compact import IGNORABLE, OPINION_WORDS, compact
+from .compact import IGNORABLE, OPINION_WORDS, base, compact
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -41,7 +42,8 @@ _REACTION = re.compile(
     r"congrats|congratulations|keep (?:it )?up|i love (?:that|this|it)|love (?:that|this|it)|can'?t wait|"
     r"thanks|thank you|wow|woo+hoo+|yay|hooray|nice|great|awesome|cool|amazing|aw+|oh|yeah|yes|no way|totally|i agree|agreed|"
     r"me too|same here|take care|see you|bye|hope|i hope|i bet|i'?m sure|i can (?:tell|see|imagine)|let'?s|"
-    r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree)\b"
+    r"(?:so )?excited|no doubts?|long time|lots? (?:has|is) been|can'?t agree|keep going|no prob(?:lem)?|"
+    r"hang in there|catch(?:ing)? up|yum+|phew|oof|mm+)\b"
 )
 MAX_REACTION_WORDS = 3
 _YOU = re.compile(r"(?i)\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b")
@@ -88,6 +90,7 @@ class TurnNotes:
     chatter: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
+    remarks_only: bool = False  # every statement a remark (`is_remark`), no caption: a reaction to the turn before
 
     @property
     def covered(self) -> bool:
@@ -100,7 +103,7 @@ class TurnNotes:
             for s in self.statements
             if not s.caption
             for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
-            if w not in IGNORABLE and w not in self.names
+            if w not in IGNORABLE and w not in self.names and base(w) not in _stop()  # "it's": a note may drop it
         }
         return said <= noted
 
@@ -166,7 +169,8 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
         return True
     if re.search(r"\d", sentence):
         return False
-    if _REACTION.match(sentence) and len(words) <= MAX_REACTION_WORDS:
+    reacts = _REACTION.match(sentence) or _REACTION.match(_unaddressed(sentence, names))
+    if reacts and len(words) <= MAX_REACTION_WORDS:
         return True
     proper = {w.lower() for w in _PROPER.findall(sentence[1:])} - names
     if proper:
@@ -208,13 +212,16 @@ def _names_something(sentence: str, names: set[str]) -> bool:
     return not _CJK.search(sentence) and bool({w.lower() for w in _PROPER.findall(sentence[1:])} - names - {"i"})
 
 
-def _tidy_english(sentence: str, names: set[str]) -> str:
+def _unaddressed(sentence: str, names: set[str]) -> str:
+    """The sentence less its openers and a name said to the other speaker ("Hey Mel, long time no chat!"
+    → "long time no chat!"): no part of the statement, and no sign of one."""
     text = _LEADING.sub("", sentence).strip()
-    # a name said to the other speaker ("Caroline, I …") is no part of the statement
     head = re.match(r"^([A-Z][a-z]+)[,!]\s+", text)
-    if head and head.group(1).lower() in names:
-        text = text[head.end() :]
-    text = _FILLER.sub("", text)
+    return text[head.end() :] if head and head.group(1).lower() in names else text
+
+
+def _tidy_english(sentence: str, names: set[str]) -> str:
+    text = _FILLER.sub("", _unaddressed(sentence, names))
     text = re.sub(r"\s+([,.;!])", r"\1", re.sub(r"[!]+", ".", text))
     return re.sub(r"\s{2,}", " ", text).strip(" ,-")
 
@@ -301,7 +308,9 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
             continue
         if continues and said:
             remark, last = said[-1]
-            joined = last.text.rstrip(".") + "; " + named[:1].lower() + named[1:]
+            # "It was …" continues in lower case; a clause cut off its opening may now start with a name
+            named = named[:1].lower() + named[1:] if _PRONOUN_START.match(named) else named
+            joined = last.text.rstrip(".") + "; " + named
             remark = remark and is_remark(sentence, resolved.text != tidy)
             said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
@@ -315,5 +324,6 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
     facts = [statement for remark, statement in said if not remark]
     result.statements = facts or [statement for _, statement in said]
+    result.remarks_only = bool(said) and not facts and not caption
     result.chatter += [statement.sentence for remark, statement in said if remark and facts]
     return result
