@@ -4,7 +4,7 @@ pattern cannot match it (a fine-grained GitHub token was stored in clear because
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from expengine.ingest.redact import _ANY_DIGIT, _KINDS, Redactor
@@ -28,6 +28,10 @@ def test_the_prefilter_never_skips_a_text_the_pattern_matches(n, kind):
     @settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(st.from_regex(kind.pattern, fullmatch=True))
     def check(text: str) -> None:
+        secret = kind.pattern.fullmatch(text)
+        # a match the pattern's own check refuses (40 letters with no digit: not an AWS secret) is not redacted
+        # either way, so the prefilter may skip it
+        assume(kind.valid is None or (secret is not None and kind.valid(secret.group(kind.group))))
         assert kind.may_match(text.lower(), _ANY_DIGIT.search(text) is not None), text
 
     check()
