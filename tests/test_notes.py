@@ -499,11 +499,11 @@ def test_a_question_worded_like_a_sleeping_turn_is_relevant_through_its_note(com
     turn = "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
     q, n, t = (v / np.linalg.norm(v) for v in engine.store.embedder.encode([question, note["text"], turn]))
     to_note, to_turn = float(np.dot(q, n)), float(np.dot(q, t))
-    monkeypatch.setattr(engine.store.config.query, "min_similarity", 0.0)
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", {"*": 0.0})
     best_active = engine.query(question, k=5, touch=False).best_similarity or 0.0
     assert to_turn > max(to_note, best_active) + 0.02, (to_turn, to_note, best_active)
-    monkeypatch.setattr(engine.store.config.query, "min_similarity", (to_turn + max(to_note, best_active)) / 2)
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", {"*": (to_turn + max(to_note, best_active)) / 2})
     result = engine.query(question, k=5, touch=False)
     assert result.relevant and note["id"] in [h.id for h in result.hits]
-    monkeypatch.setattr(engine.store.config.query, "min_similarity", to_turn + 0.01)
+    monkeypatch.setattr(engine.store.config.query, "min_similarity", {"*": to_turn + 0.01})
     assert not engine.query(question, k=5, touch=False).relevant

@@ -32,7 +32,9 @@ How a query is answered:
 When no candidate's cosine similarity reaches `query.min_similarity` (its entry for the encoder that
 ranked the query), and no sleeping turn that a live note stands for does either (`retrieve.noted_best`:
 a note rewrites its turn), nothing is relevant: the answer has no hits and an empty prompt
-(`relevant` false), nothing is reinforced, and the log records that the query showed nothing. Units-only queries (`kind` rule or fact) skip the floor.
+(`relevant` false), nothing is reinforced, and the log records that the query showed nothing.
+Units-only queries (`kind` rule or fact) skip the floor, and so does a query that names a project the
+store has rules for.
 
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
 if they were first in every list (projects.py).
@@ -126,14 +128,17 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         )
     filters = make_filters(args)
     fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
-    fused.update(project_units(store, text, filters))
+    projected = project_units(store, text, filters)
+    fused.update(projected)
     # in a mixed store, the floor of the encoder that ranked this query (the half its script routes to)
     floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
-    # tau-bench the floor cost `--kind rule` queries 28 points of gold tools)
-    if floor > 0 and filters.search_memories and best < floor:
+    # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
+    # project the store has rules for (a short task title is far from every record, yet about that project)
+    judged = floor > 0 and filters.search_memories and not projected
+    if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
-    if floor > 0 and filters.search_memories and best < floor:
+    if judged and best < floor:
         nothing = QueryResult(
             query=text,
             hits=[],
