@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, RESULTS, english_logs, finish_args, load_embedder, machine, publish, table
+from common import REPO, RESULTS, SHARED_DATA, english_logs, finish_args, load_embedder, machine, publish, table
 
 SAMPLE_LOGS = REPO / "sample_logs"
+TAU_RUNS = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 
 
 def store_logs(folder: Path, count: int) -> list[Path]:
@@ -40,12 +41,47 @@ def store_logs(folder: Path, count: int) -> list[Path]:
     return out
 
 
-def backfill(tmp: Path, embedder: Any) -> dict[str, Any]:
-    """Every English sample log: one plain `ingest` into one store, then `fleet ingest --by agent`."""
+def synthetic_logs(folder: Path, n: int, *, agents: int = 20, files: int = 8, seed: int = 0) -> list[Path]:
+    """`n` native records of `agents` agents in `files` JSONL files: user asks, tool calls and results
+    whose words vary (distinct texts, so nothing is a duplicate and everything is embedded)."""
+    import random
+
+    rng = random.Random(seed)
+    words = "order refund flight hotel invoice account password shipment delay weather booking seat meal".split()
+    tools = ["search_flights", "get_order", "refund_order", "get_weather", "book_hotel", "update_account"]
+    folder.mkdir(parents=True)
+    out = [folder / f"synthetic-{i}.jsonl" for i in range(files)]
+    handles = [path.open("w", encoding="utf-8") for path in out]
+    try:
+        for i in range(n):
+            agent, session = f"agent-{i % agents:02d}", f"s{i // 12}"
+            ts = f"2026-0{1 + i % 9}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z"
+            said = " ".join(rng.choice(words) for _ in range(8))
+            event: dict[str, Any] = {"id": f"syn-{i}", "ts": ts, "agent": agent, "session": session}
+            if i % 3 == 0:
+                event |= {"kind": "message", "role": "user", "content": f"Please help with {said} number {i}"}
+            elif i % 3 == 1:
+                event |= {"kind": "tool_call", "tool": {"name": rng.choice(tools), "args": {"query": said, "n": i}}}
+            else:
+                event |= {"kind": "tool_result", "tool": {"name": rng.choice(tools), "result": f"{said} ok {i}"}}
+            handles[i % files].write(json.dumps(event) + "\n")
+    finally:
+        for handle in handles:
+            handle.close()
+    return out
+
+
+def backfill(tmp: Path, embedder: Any, *, synthetic: int = 0) -> dict[str, Any]:
+    """Every English sample log (and `synthetic` records more, with the shared tau-bench runs): one
+    plain `ingest` into one store, then `fleet ingest --by agent`."""
     from expengine import Engine
     from expengine.fleet.ingest import ingest_fleet
 
     files = [str(p) for p in english_logs(SAMPLE_LOGS)]
+    if synthetic:
+        files += [str(p) for p in synthetic_logs(tmp / "synthetic", synthetic)]
+        if TAU_RUNS.exists():
+            files.append(str(TAU_RUNS))
     started = time.perf_counter()
     with Engine(store=tmp / "plain", embedder=embedder) as engine:
         plain = engine.ingest(files)
@@ -120,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stores", type=int, default=12, help="stores to compact (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
     parser.add_argument("--docs", type=Path, help="rewrite the fleet section of this Markdown file")
+    parser.add_argument(
+        "--synthetic", type=int, default=0, help="backfill this many synthetic records more, and the tau-bench runs"
+    )
     parser.add_argument("--quiet", action="store_true")
     args = finish_args(parser, argv, script="fleet.py")
     import ray
@@ -130,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ray_start = time.perf_counter() - started
     try:
         with tempfile.TemporaryDirectory(prefix="expengine-fleet-bench-") as tmp:
-            filled = backfill(Path(tmp), embedder)
+            filled = backfill(Path(tmp), embedder, synthetic=args.synthetic)
             compacted = compaction(Path(tmp), args.stores, embedder)
             tenants = tenancy(compacted.pop("root"))
     finally:
