@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..models.mixed import encoder_of
@@ -58,7 +58,7 @@ from ..store.state import set_state
 from ..store.units import record_use
 from .args import QueryArgs
 from .expand import attach_evidence
-from .filters import make_filters
+from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, ScoreParts
 from .projects import project_units
 from .render import render_prompt
@@ -117,11 +117,27 @@ def _rounded(hit: Hit) -> Hit:
     return hit
 
 
+def _shown(
+    store: "Store", fused: dict[tuple[str, str], float], filters: Filters, vector: Any, args: QueryArgs
+) -> tuple[str, list[Hit]]:
+    """The prompt and the hits it holds: the top k ranked (a rule kept a slot), with evidence lines."""
+    top = top_with_unit_slot(store, rank(store, fused, filters), vector, args.k)
+    if args.expand is None or args.expand:
+        attach_evidence(store, top, vector)
+    else:
+        for hit in top:
+            hit.expanded = []
+    cfg = store.config.query
+    return render_prompt(
+        top, budget=args.budget, evidence_floor=cfg.evidence_floor, note_evidence_floor=cfg.note_evidence_floor
+    )
+
+
 def query(store: "Store", args: QueryArgs) -> QueryResult:
     """Answer one query (its arguments checked by `QueryArgs`): retrieve, score, expand, render, and
     record what was shown unless `touch` is off."""
     started = time.perf_counter()
-    text, k, budget, expand = args.text, args.k, args.budget, args.expand
+    text, budget = args.text, args.budget
     if not text.strip():
         raise InputError(
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
@@ -138,32 +154,8 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     judged = floor > 0 and filters.search_memories and not projected
     if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
-    if judged and best < floor:
-        nothing = QueryResult(
-            query=text,
-            hits=[],
-            prompt="",
-            candidates=len(fused),
-            budget=budget,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-            relevant=False,
-            best_similarity=round(best, 4) if fused else None,
-            session=args.session,
-            goal_id=args.goal_id,
-        )
-        if args.touch:
-            record_shown(store, nothing)
-        return nothing
-    top = top_with_unit_slot(store, rank(store, fused, filters), vector, k)
-    if expand is None or expand:
-        attach_evidence(store, top, vector)
-    else:
-        for hit in top:
-            hit.expanded = []
-    query_cfg = store.config.query
-    prompt, kept = render_prompt(
-        top, budget=budget, evidence_floor=query_cfg.evidence_floor, note_evidence_floor=query_cfg.note_evidence_floor
-    )
+    relevant = not (judged and best < floor)
+    prompt, kept = _shown(store, fused, filters, vector, args) if relevant else ("", [])
     result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],
@@ -171,6 +163,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         candidates=len(fused),
         budget=budget,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
+        relevant=relevant,
         best_similarity=round(best, 4) if fused else None,
         session=args.session,
         goal_id=args.goal_id,
