@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
 from rich.table import Table
 
 from ..errors import RejectedLinesError
+from ..ingest.remote import absolute_source
 from .common import JSON_OPTION, app, call, emit_json, open_engine, progress_enabled, server, stderr, stdout, store_dir
 
 
@@ -41,7 +41,7 @@ def ingest(
             format=fmt,
             strict=strict,
             agent=agent,
-            outcomes=[str(Path(p).resolve()) for p in outcomes] if outcomes else None,
+            outcomes=[absolute_source(p) for p in outcomes] if outcomes else None,
             progress=progress_enabled() and not as_json,
         )
     except RejectedLinesError as exc:
@@ -68,7 +68,6 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
     client = server(ctx)
     if client is not None:
         from ..errors import InputError
-        from ..ingest.remote import is_uri
 
         if "-" in paths and len(paths) > 1:
             raise InputError("stdin (-) cannot be mixed with paths when a server runs", hint="ingest them separately")
@@ -76,7 +75,7 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
         if paths == ["-"]:
             body = {"text": sys.stdin.read()}
         elif paths:
-            body = {"paths": [p if is_uri(p) else str(Path(p).resolve()) for p in paths]}
+            body = {"paths": [absolute_source(p) for p in paths]}
         return client.call("ingest", {**body, **args})
     from ..service import ops
 

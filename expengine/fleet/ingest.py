@@ -136,12 +136,12 @@ def ingest_fleet(
     """Backfill the stores under `root` from `sources` (see the module's docstring); `worker_env` as in
     `compact_fleet`."""
     from ..ingest.readers import expand_paths
-    from ..ingest.remote import is_uri
+    from ..ingest.remote import absolute_source
 
     started = time.perf_counter()
     base = Path(root).expanduser()
     base.mkdir(parents=True, exist_ok=True)
-    files = [f if is_uri(f) else str(Path(f).resolve()) for f in expand_paths(sources)]
+    files = [absolute_source(f) for f in expand_paths(sources)]
     result = FleetIngest(root=str(base), files=len(files))
     with ray_session(address) as ray:
         reader = ray.remote(read_and_route).options(**task_options(worker_env))

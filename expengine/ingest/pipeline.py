@@ -21,7 +21,7 @@ from ..textutil import count_scripts, shares
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
-from .remote import is_uri
+from .remote import absolute_source
 from .rules import assess
 from .scripts import embedder_warning, pick_model
 
@@ -148,10 +148,7 @@ def ingest(
 
 def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
     """Note the file before reading it, so an ingest killed midway is listed by `repair` too."""
-    from pathlib import Path
-
-    local = name != "-" and not is_uri(name)
-    journal_ingest(store.dir, str(Path(name).resolve()) if local else "<stdin>" if name == "-" else name, now)
+    journal_ingest(store.dir, "<stdin>" if name == "-" else absolute_source(name), now)
 
 
 def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:

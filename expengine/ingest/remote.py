@@ -4,6 +4,7 @@ local copy. S3 takes the usual AWS variables (AWS_ENDPOINT_URL for an S3-compati
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import IO
 
 from ..errors import InputError
@@ -11,6 +12,12 @@ from ..errors import InputError
 
 def is_uri(name: str) -> bool:
     return "://" in name
+
+
+def absolute_source(name: str) -> str:
+    """A log source as another process (a server, a Ray worker) can open it: a URI or `-` as it is, a
+    local path made absolute."""
+    return name if name == "-" or is_uri(name) else str(Path(name).resolve())
 
 
 def expand_uri(uri: str, suffixes: tuple[str, ...]) -> list[str]:
