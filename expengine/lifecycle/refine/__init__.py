@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ...models.llm import LLM, LLMProvider
     from ...store.store import Store
     from ..cycle import CycleContext, StepReport
+    from .environment import Call
 
 
 def refine_clusters(
@@ -234,12 +235,7 @@ def _refine_environments(
     min_runs = store.config.refine.min_support
     by_project = project_calls(records)
     for (agent, repo), calls in sorted(by_project.items()):
-        cluster = ClusterInput(
-            f"environment:{repo}",
-            agent,
-            units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls]),
-            [c.call_id for c in calls],
-        )
+        cluster = _calls_cluster(f"environment:{repo}", agent, calls, resolved)
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
@@ -261,17 +257,19 @@ def _refine_environments(
     for agent in agents:
         mine = {repo: calls for (a, repo), calls in by_project.items() if a == agent}
         every = [c for calls in mine.values() for c in calls]
-        cluster = ClusterInput(
-            "recovery:any project",
-            agent,
-            units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in every]),
-            [c.call_id for c in every],
-        )
+        cluster = _calls_cluster("recovery:any project", agent, every, resolved)
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
         drafts = shared_fix_drafts(mine, resolved=resolved, min_runs=min_runs)
         _write_drafts(store, cluster, drafts, report, run_id=run_id, dry_run=dry_run, now=now)
+
+
+def _calls_cluster(key: str, agent: str, calls: list["Call"], resolved: set[str]) -> ClusterInput:
+    """A project's commands as one cluster, whose signature changes when a command, its result or its
+    run's outcome does (so the rules are rewritten only then)."""
+    signature = units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls])
+    return ClusterInput(key, agent, signature, [c.call_id for c in calls])
 
 
 def _write_drafts(
