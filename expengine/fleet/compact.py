@@ -16,7 +16,7 @@ from typing import Any
 
 from ..results import Result
 from . import fleet_stores
-from .runtime import bounded, cached_embedder, ray_session, task_options
+from .runtime import bounded, error_text, ray_session, store_engine, task_options
 
 
 @dataclass
@@ -49,15 +49,10 @@ def _share(counts: Any) -> float | None:
 
 def compact_store(path: str, refine: bool = True, max_llm_calls: int | None = None) -> dict[str, Any]:
     """Compact one store (runs in a Ray worker, or inline); errors become the row's `error`."""
-    from ..config import Config
-    from ..engine import Engine
-    from ..errors import ExpengineError
-
     started = time.perf_counter()
     row = StoreCompaction(store=Path(path).name, worker_pid=os.getpid())
     try:
-        config = Config.load(Path(path))
-        with Engine(store=path, config=config, embedder=cached_embedder(config.embedder)) as engine:
+        with store_engine(path) as engine:
             report = engine.compact(refine=refine, max_llm_calls=max_llm_calls).to_dict()
             runs = engine.history()
         row.ok = report["status"] == "completed"
@@ -66,10 +61,8 @@ def compact_store(path: str, refine: bool = True, max_llm_calls: int | None = No
         row.cycles = sum(1 for r in runs if r.get("status") == "completed")
         if not row.ok:
             row.error = f"the run ended {report['status']}"
-    except ExpengineError as exc:
-        row.error = exc.message
     except Exception as exc:  # one broken store must not end the fleet's run
-        row.error = f"{type(exc).__name__}: {exc}"
+        row.error = error_text(exc)
     row.seconds = round(time.perf_counter() - started, 3)
     return row.to_dict()
 
@@ -96,7 +89,7 @@ def compact_fleet(
         calls = [lambda p=p: task.remote(str(p), refine, max_llm_calls) for _, p in chosen]
         for index, value in bounded(ray, calls, max_parallel):
             if isinstance(value, Exception):
-                rows[index] = StoreCompaction(store=chosen[index][0], error=f"{type(value).__name__}: {value}"[:500])
+                rows[index] = StoreCompaction(store=chosen[index][0], error=error_text(value)[:500])
             else:
                 rows[index] = StoreCompaction(**value)
     result.stores = [rows[i] for i in range(len(chosen))]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..results import Result
 from . import store_name
-from .runtime import bounded, cached_embedder, ray_session, task_options
+from .runtime import bounded, error_text, ray_session, store_engine, task_options
 
 UNROUTED = "unrouted"
 
@@ -94,9 +94,6 @@ def write_store(path: str, parts: list[tuple[str, Any]]) -> dict[str, Any]:
     """Stage 2, in a worker: store one store's items (file -> items) under its lock, as `ingest` does."""
     import ray
 
-    from ..config import Config
-    from ..engine import Engine
-    from ..errors import ExpengineError
     from ..ingest.pipeline import ingest
 
     started = time.perf_counter()
@@ -105,8 +102,7 @@ def write_store(path: str, parts: list[tuple[str, Any]]) -> dict[str, Any]:
         preread: dict[str, list[Any]] = {}
         for file, ref in parts:
             preread.setdefault(file, []).extend(ray.get(ref))
-        config = Config.load(Path(path))
-        with Engine(store=path, config=config, embedder=cached_embedder(config.embedder)) as engine:
+        with store_engine(path) as engine:
             with engine.session() as store:
                 result = ingest(store, [], preread=preread)
         row.read, row.stored, row.duplicates, row.rejected = (
@@ -115,10 +111,8 @@ def write_store(path: str, parts: list[tuple[str, Any]]) -> dict[str, Any]:
             result.duplicates,
             result.rejected,
         )
-    except ExpengineError as exc:
-        row.error = exc.message
     except Exception as exc:  # one store's failure must not stop the others
-        row.error = f"{type(exc).__name__}: {exc}"
+        row.error = error_text(exc)
     row.seconds = round(time.perf_counter() - started, 3)
     return row.to_dict()
 
@@ -158,7 +152,9 @@ def ingest_fleet(
         rows: dict[int, StoreIngest] = {}
         for index, value in bounded(ray, calls, max_parallel):
             failed = isinstance(value, Exception)
-            rows[index] = StoreIngest(store=names[index], error=f"{value}"[:500]) if failed else StoreIngest(**value)
+            rows[index] = (
+                StoreIngest(store=names[index], error=error_text(value)[:500]) if failed else StoreIngest(**value)
+            )
     result.stores = [rows[i] for i in range(len(names))]
     for row in result.stores:
         result.read += row.read

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from . import require_ray
@@ -52,6 +53,22 @@ def cached_embedder(config: Any) -> Any:
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = LazyEmbedder(config.model_path, batch_size=config.batch_size, model=config.model)
     return _EMBEDDERS[key]
+
+
+def store_engine(path: str | Path, **options: Any) -> Any:
+    """An `Engine` on one store of the fleet: the store's own config, and this process's cached model for it."""
+    from ..config import Config
+    from ..engine import Engine
+
+    config = Config.load(Path(path))
+    return Engine(store=path, config=config, embedder=cached_embedder(config.embedder), **options)
+
+
+def error_text(exc: BaseException) -> str:
+    """What a store's row says of a failure: an expengine error's own message, else its type and text."""
+    from ..errors import ExpengineError
+
+    return exc.message if isinstance(exc, ExpengineError) else f"{type(exc).__name__}: {exc}"
 
 
 def bounded(ray: Any, calls: Iterable[Callable[[], Any]], max_parallel: int) -> Iterator[tuple[int, Any]]:

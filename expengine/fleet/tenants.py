@@ -31,7 +31,7 @@ from ..service.client import FLEET_SERVERS, TOKEN_FILE
 from ..service.edges import ensure_token
 from ..service.server import MAX_BODY_BYTES, Service, error_handlers, json_response, read_body
 from . import check_name, fleet_stores
-from .runtime import cached_embedder
+from .runtime import store_engine
 
 log = logging.getLogger("expengine.serve")
 
@@ -85,16 +85,11 @@ class Tenants:
             return found
 
     def _start(self, name: str) -> Service:
-        from ..config import Config
-        from ..engine import Engine
-
         path = self.served().get(name)
         if path is None:
             raise NotFoundError(f"no store {name!r} is served here", hint="check the name and the shard map")
-        config = Config.load(path)  # stores with the same model share it: loaded once in this process
-        engine = Engine(
-            store=path, config=config, lock_timeout=self.lock_timeout, embedder=cached_embedder(config.embedder)
-        )
+        # stores with the same model share it: loaded once in this process
+        engine = store_engine(path, lock_timeout=self.lock_timeout)
         try:
             engine.store  # noqa: B018  held open (and locked) while it is in the pool
         except LockedError as exc:
