@@ -128,7 +128,7 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
     from expengine.store.reindex import refresh_indexes
 
     started = time.perf_counter()
-    shutil.copytree(base, store, ignore=shutil.ignore_patterns("snapshots", "bench-*.json"))
+    shutil.copytree(base, store, ignore=shutil.ignore_patterns("snapshots", "bench-*.json"), dirs_exist_ok=True)
     with Engine(store=store, embedder=embedder) as engine, engine.session() as db:
         con = db.con
         con.execute("CREATE TEMP TABLE base_records AS SELECT * FROM records")
@@ -247,10 +247,10 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         engine.warm()
         search = timed(engine, lambda e, q: e.query(q, touch=False))
         filters = make_filters(QueryArgs(text="any"))
-        lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters)[0])
-        fused = {q: retrieve(db, q, precomputed.encode([q])[0], filters)[0] for q in queries}
-        duck = timed(db, lambda d, q: rank(d, fused[q], filters))
-        ranked = {q: rank(db, fused[q], filters) for q in queries}
+        lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters))
+        found = {q: retrieve(db, q, precomputed.encode([q])[0], filters) for q in queries}
+        duck = timed(db, lambda d, q: rank(d, found[q].fused, filters, found[q].texts))
+        ranked = {q: rank(db, found[q].fused, filters, found[q].texts) for q in queries}
 
         def expand(d, q: str) -> None:
             vector = precomputed.encode([q])[0]

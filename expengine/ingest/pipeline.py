@@ -9,13 +9,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import pyarrow as pa
-
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import arrow_view, journal_ingest, utcnow
-from ..store.embeddings import EmbedCounts
-from ..store.index import MEMORIES, memory_rows
+from ..store.db import journal_ingest, utcnow
+from ..store.index import MEMORIES
 from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
 from .events import Event, as_text, render
@@ -24,6 +21,7 @@ from .redact import Redactor
 from .remote import absolute_source
 from .rules import assess
 from .scripts import embedder_warning, pick_model
+from .writer import BatchWriter
 
 # events per file read ahead to choose a new store's embedder from all the files of its first ingest
 PRESCAN = 2000
@@ -98,38 +96,47 @@ def ingest(
     }
     ahead = _read_ahead(store, files, read, preread)
 
+    def written(events: int) -> None:
+        pause_for_tests(store.dir, "ingest-batch")
+        if on_progress:
+            on_progress(events)
+
+    writer = BatchWriter(store, result, written)
+
     def flush() -> None:
         if not seen:  # before this ingest's first vectors
             _pick_embedder(store, ahead or words)
-        _store_batch(store, batch, result, redactor, seen, now)
-        pause_for_tests(store.dir, "ingest-batch")
-        if on_progress:
-            on_progress(len(batch))
+        writer.submit(_fresh_rows(store, batch, result, redactor, seen, now), len(batch))
         batch.clear()
 
-    for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
-        _record_file(store, name, now)
-        counts = words.setdefault(name, Counter())
-        items: Iterable[Item] = (
-            preread[name]
-            if preread is not None and file_format != "outcomes"
-            else read_items(name, **{**read, "fmt": file_format})
-        )
-        if file_format == "outcomes":
-            if batch:
-                flush()  # the runs this report grades are in the store before it is read
-            items = _graded_sessions_only(store, list(items), result)
-        for item in items:
-            result.read += 1
-            if item.event is None:
-                _reject(store, result, item, redactor, now)
-                continue
-            count_scripts([render(item.event)], counts)
-            batch.append(item.event)
-            if len(batch) >= BATCH:
-                flush()
-    if batch:
-        flush()
+    try:
+        for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
+            _record_file(store, name, now)
+            counts = words.setdefault(name, Counter())
+            items: Iterable[Item] = (
+                preread[name]
+                if preread is not None and file_format != "outcomes"
+                else read_items(name, **{**read, "fmt": file_format})
+            )
+            if file_format == "outcomes":
+                if batch:
+                    flush()  # the runs this report grades are in the store before it is read
+                writer.drain()
+                items = _graded_sessions_only(store, list(items), result)
+            for item in items:
+                result.read += 1
+                if item.event is None:
+                    _reject(store, result, item, redactor, now)
+                    continue
+                count_scripts([render(item.event)], counts)
+                batch.append(item.event)
+                if len(batch) >= BATCH:
+                    flush()
+        if batch:
+            flush()
+        writer.drain()
+    finally:
+        writer.close()
     if result.stored:
         store.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
@@ -232,9 +239,10 @@ def _redact_event(ev: Event, redactor: Redactor) -> int:
     return total
 
 
-def _store_batch(
+def _fresh_rows(
     store: "Store", events: list[Event], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
-) -> None:
+) -> list[dict]:
+    """The batch's rows, redacted and assessed, without the ids seen in this ingest or stored before."""
     cfg = store.config.ingest
     rows: list[dict] = []
     for ev in events:
@@ -294,40 +302,11 @@ def _store_batch(
             }
         )
     if not rows:
-        return
+        return rows
     existing = _existing_ids(store, [r["id"] for r in rows])
     fresh = [r for r in rows if r["id"] not in existing]
     result.duplicates += len(rows) - len(fresh)
-    if not fresh:
-        return
-    counts = EmbedCounts()
-    vectors = store.embeddings.encode([r["text"] for r in fresh], counts)
-    result.embedded += counts.embedded
-    result.cached_embeddings += counts.cached
-    con = store.con
-    with store.transaction():
-        table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
-        columns = ", ".join(table.column_names)
-        with arrow_view(con, "incoming", table):
-            con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
-            con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
-        for r in fresh:
-            _track_goal(store, r)
-    for r in fresh:
-        if r["kind"] == "feedback" and r["feedback_target"]:
-            from ..store.feedback import apply_feedback
-
-            apply_feedback(
-                store,
-                target=r["feedback_target"],
-                helpful=r["feedback_signal"] == "positive",
-                note=r["feedback_text"],
-                source=r["id"],
-                missing_ok=True,
-            )
-    store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
-    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
-    result.stored += len(fresh)
+    return fresh
 
 
 def _confidence(meta: dict) -> float | None:
@@ -338,43 +317,3 @@ def _confidence(meta: dict) -> float | None:
 def _existing_ids(store: "Store", ids: list[str]) -> set[str]:
     found = store.con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
     return {row[0] for row in found}
-
-
-def _track_goal(store: "Store", r: dict) -> None:
-    """Keep `goals` current: goal records set status; outcome records close an open goal."""
-    con = store.con
-    if r["kind"] == "goal" and r["goal_id"]:
-        con.execute(
-            """
-            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (goal_id) DO UPDATE SET
-                description = COALESCE(goals.description, excluded.description),
-                status = CASE WHEN excluded.updated >= goals.updated THEN excluded.status ELSE goals.status END,
-                long_term = goals.long_term OR excluded.long_term,
-                opened = LEAST(goals.opened, excluded.opened),
-                updated = GREATEST(goals.updated, excluded.updated)
-            """,
-            [
-                r["goal_id"],
-                r["agent"],
-                r["session"],
-                r["goal_description"],
-                r["goal_status"] or "open",
-                bool(r["goal_long_term"]),
-                r["ts"],
-                r["ts"],
-            ],
-        )
-    elif r["kind"] == "outcome" and r["goal_id"] and r["outcome"] in ("success", "failure"):
-        status = "succeeded" if r["outcome"] == "success" else "failed"
-        con.execute(
-            """
-            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
-            VALUES (?, ?, ?, NULL, ?, FALSE, ?, ?)
-            ON CONFLICT (goal_id) DO UPDATE SET
-                status = CASE WHEN goals.status = 'open' THEN excluded.status ELSE goals.status END,
-                updated = GREATEST(goals.updated, excluded.updated)
-            """,
-            [r["goal_id"], r["agent"], r["session"], status, r["ts"], r["ts"]],
-        )

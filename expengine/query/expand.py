@@ -12,6 +12,7 @@ from ..store.index import MEMORIES
 from ..store.reindex import UNIT_EMBEDDED_TEXT
 from ..store.vocabulary import LIVE_SQL
 from .hits import Evidence, Hit
+from .score import record_texts
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -37,9 +38,15 @@ def warm(store: "Store") -> int:
 
 
 def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarray]:
-    """Each distinct source text's vector: LanceDB holds those of active and dormant records (a lookup
-    by id); the embedding cache those of archived ones (reading vectors from DuckDB costs ~1 ms a row)."""
-    indexed = store.index.vectors(MEMORIES, [e.id for e in evidence if e.state in ("active", "dormant")])
+    """Each distinct source text's vector, with the texts `rank` left unread filled in: LanceDB holds
+    both for active and dormant records (one lookup by id); DuckDB the text and the embedding cache the
+    vector of archived ones (reading vectors from DuckDB costs ~1 ms a row)."""
+    texts: dict[str, str] = {}
+    indexed = store.index.vectors(MEMORIES, [e.id for e in evidence if e.state in ("active", "dormant")], texts=texts)
+    unread = [e for e in evidence if not e.text]
+    texts.update(record_texts(store, [e.id for e in unread if e.id not in texts]))
+    for e in unread:
+        e.text = texts.get(e.id, "")
     vectors = {e.text: indexed[e.id] for e in evidence if e.id in indexed}
     rest = list(dict.fromkeys(e.text for e in evidence if e.text not in vectors))
     if rest:

@@ -21,7 +21,9 @@ class ScoreParts:
 @dataclass
 class Evidence:
     """A source record of a unit hit, shown under it: reachable even when dormant or archived.
-    `quoted` means the unit's own line already carries its words, so it gets no line of its own."""
+    `quoted` means the unit's own line already carries its words, so it gets no line of its own.
+    `text` is empty until read: `score.rank` has the texts LanceDB's searches returned, and
+    `expand.attach_evidence` reads the rest for the hits shown."""
 
     id: str
     text: str

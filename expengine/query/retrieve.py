@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -45,22 +45,40 @@ def embed_query(store: "Store", text: str) -> np.ndarray:
         torch.set_num_threads(previous)
 
 
-def _vector_search(store: "Store", name: str, vector: np.ndarray, where: str, limit: int) -> list[tuple[str, float]]:
+# The columns a search returns beyond id and distance/score: a memory candidate's text comes with it, so
+# the DuckDB join (`score.rank`) reads no text (at 100k memories projecting `text` doubled the join).
+_WITH = {MEMORIES: ("text",), UNITS: ()}
+
+
+class Retrieved(NamedTuple):
+    fused: dict[tuple[str, str], float]  # (type, id) → similarity in 0..1
+    vector: np.ndarray
+    best_cosine: float
+    texts: dict[str, str]  # memory candidate id → its text, from the search results
+
+
+def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:
+    return list(zip(*(rows.column(c).to_pylist() for c in ("id", first, *extra)))) if rows.num_rows else []
+
+
+def _vector_search(
+    store: "Store", name: str, vector: np.ndarray, where: str, limit: int, extra: tuple[str, ...] = ()
+) -> list[tuple]:
+    """(id, cosine distance, *extra) of the nearest rows."""
     table = store.index.table(name)
     if table is None:
         return []
     search = table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
     if store.index.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
         search = search.refine_factor(VECTOR_REFINE_FACTOR)
-    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance"]).to_arrow()
-    return list(zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist()))
+    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance", *extra]).to_arrow()
+    return _columns(rows, "_distance", extra)
 
 
-def _text_search(table: Any, words: str, where: str, limit: int) -> list[tuple[str, float]]:
-    """Full-text candidates from a table with a full-text index (`Index.ensure_text_index`)."""
-    rows = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit).select(["id", "_score"])
-    found = rows.to_arrow()
-    return list(zip(found.column("id").to_pylist(), found.column("_score").to_pylist()))
+def _text_search(table: Any, words: str, where: str, limit: int, extra: tuple[str, ...] = ()) -> list[tuple]:
+    """(id, BM25 score, *extra) from a table with a full-text index (`Index.ensure_text_index`)."""
+    search = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit)
+    return _columns(search.select(["id", "_score", *extra]).to_arrow(), "_score", extra)
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -87,20 +105,17 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
-def retrieve(
-    store: "Store", text: str, vector: Any, filters: Filters
-) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
+def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
-    vector; and the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
-    ranks say which is best, never whether anything is close). `vector` is the vector or a callable
-    that computes it: the full-text searches start first, so they run while the query is being embedded."""
+    vector; the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
+    ranks say which is best, never whether anything is close); and the memory candidates' texts.
+    `vector` is the vector or a callable that computes it: the full-text searches start first, so they
+    run while the query is being embedded."""
     with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
         return _retrieve(store, text, vector, filters)
 
 
-def _retrieve(
-    store: "Store", text: str, vector: Any, filters: Filters
-) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
+def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
     limit = store.config.query.candidates
     tables = [
         (t, name, where)
@@ -116,19 +131,33 @@ def _retrieve(
     # indexes are built before the threads start, so a search never writes
     searchable = [(t, name, where) for t, name, where in tables if words and store.index.ensure_text_index(name)]
     text_jobs = [
-        (t, pool.submit(_text_search, store.index.table(name), words, where, limit)) for t, name, where in searchable
+        (t, pool.submit(_text_search, store.index.table(name), words, where, limit, _WITH[name]))
+        for t, name, where in searchable
     ]
     vector = vector() if callable(vector) else vector
-    vector_jobs = [(t, pool.submit(_vector_search, store, name, vector, where, limit)) for t, name, where in tables]
+    vector_jobs = [
+        (t, pool.submit(_vector_search, store, name, vector, where, limit, _WITH[name])) for t, name, where in tables
+    ]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
-    vector_hits = [(d, (t, i)) for t, job in vector_jobs for i, d in job.result()]
+    texts: dict[str, str] = {}
+    vector_hits = []
+    for t, job in vector_jobs:
+        for i, d, *rest in job.result():
+            vector_hits.append((d, (t, i)))
+            if rest:
+                texts[i] = rest[0]
     lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
-        text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
+        text_hits = []
+        for t, job in text_jobs:
+            for i, s, *rest in job.result():
+                text_hits.append((s, (t, i)))
+                if rest:
+                    texts[i] = rest[0]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
-    return _fuse(lists, store.config.query.rrf_k), vector, best_cosine
+    return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts)
 
 
 # sleeping turns looked at when no candidate reaches `query.min_similarity` (`noted_best`)

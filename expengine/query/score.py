@@ -31,7 +31,6 @@ _MEMORY_COLUMNS = (
     "weight",
     "utility",
     "merged_ids",
-    "text",
 )
 _UNIT_COLUMNS = (
     "id",
@@ -101,18 +100,32 @@ def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, d
     return {uid: _newest(ts, ids) for uid, ids in sources.items()}
 
 
-def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) -> list[Hit]:
+def record_texts(store: "Store", ids: list[str]) -> dict[str, str]:
+    """id → text from DuckDB, for the few records whose text did not come with a LanceDB read."""
+    if not ids:
+        return {}
+    return dict(store.con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall())
+
+
+def rank(
+    store: "Store", fused: dict[tuple[str, str], float], filters: Filters, texts: dict[str, str] | None = None
+) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
     of `records` fetches the memory candidates and the unit candidates' sources together: each unit
-    hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`."""
+    hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`. Texts
+    are not read there (projecting `text` doubled the scan at 100k memories): a memory candidate's is
+    in `texts` (the search returned it) or read by id; a source's (`Evidence.text`) is what `texts`
+    holds, the rest filled by `attach_evidence` for the hits shown."""
     now = utcnow()
     base = store.config.query.recency_base
     live = ("active", "dormant") if filters.include_dormant else ("active",)
+    texts = dict(texts or {})
     units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], LIVE_SQL)
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
     records = {r["id"]: r for r in _lookup(store, "records", _MEMORY_COLUMNS, list(wanted), "TRUE")}
-    evidence = {i: Evidence(id=i, text=r["text"], state=r["state"], similarity=0.0) for i, r in records.items()}
+    texts.update(record_texts(store, [i for t, i in fused if t == "memory" and i not in texts and i in records]))
+    evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r["state"], similarity=0.0) for i, r in records.items()}
     hits = []
     for r in records.values():
         if ("memory", r["id"]) not in fused or r["state"] not in live:
@@ -128,7 +141,7 @@ def rank(store: "Store", fused: dict[tuple[str, str], float], filters: Filters) 
             Hit(
                 id=r["id"],
                 type="memory",
-                text=r["text"],
+                text=texts[r["id"]],
                 score=score,
                 parts=parts,
                 source_ids=memory_source_ids(r["id"], r["merged_ids"]),

@@ -118,10 +118,15 @@ def _rounded(hit: Hit) -> Hit:
 
 
 def _shown(
-    store: "Store", fused: dict[tuple[str, str], float], filters: Filters, vector: Any, args: QueryArgs
+    store: "Store",
+    fused: dict[tuple[str, str], float],
+    texts: dict[str, str],
+    filters: Filters,
+    vector: Any,
+    args: QueryArgs,
 ) -> tuple[str, list[Hit]]:
     """The prompt and the hits it holds: the top k ranked (a rule kept a slot), with evidence lines."""
-    top = top_with_unit_slot(store, rank(store, fused, filters), vector, args.k)
+    top = top_with_unit_slot(store, rank(store, fused, filters, texts), vector, args.k)
     if args.expand is None or args.expand:
         attach_evidence(store, top, vector)
     else:
@@ -143,7 +148,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
     filters = make_filters(args)
-    fused, vector, best = retrieve(store, text, lambda: embed_query(store, text), filters)
+    fused, vector, best, texts = retrieve(store, text, lambda: embed_query(store, text), filters)
     projected = project_units(store, text, filters)
     fused.update(projected)
     # in a mixed store, the floor of the encoder that ranked this query (the half its script routes to)
@@ -155,7 +160,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
     relevant = not (judged and best < floor)
-    prompt, kept = _shown(store, fused, filters, vector, args) if relevant else ("", [])
+    prompt, kept = _shown(store, fused, texts, filters, vector, args) if relevant else ("", [])
     result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],

@@ -217,17 +217,22 @@ class Index:
         table = self.table(name)
         return 0 if table is None else table.count_rows(where)
 
-    def vectors(self, name: str, ids: list[str]) -> dict[str, np.ndarray]:
-        """id → stored vector, for those of `ids` the table holds (one filtered read)."""
+    def vectors(self, name: str, ids: list[str], *, texts: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+        """id → stored vector, for those of `ids` the table holds (one filtered read); given `texts`,
+        their texts go there from the same read."""
         table = self.table(name)
         wanted = list(dict.fromkeys(ids))
         if table is None or not wanted:
             return {}
+        columns = ["id", "vector", *(["text"] if texts is not None else [])]
         with self.files.reading():
-            rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
+            rows = table.search().where(lance_in("id", wanted)).select(columns).limit(len(wanted)).to_arrow()
         column = rows.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
-        return dict(zip(rows.column("id").to_pylist(), flat))
+        found = rows.column("id").to_pylist()
+        if texts is not None:
+            texts.update(zip(found, rows.column("text").to_pylist()))
+        return dict(zip(found, flat))
 
     def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
         """Append rows; with `replace`, first delete any with the same ids (a replay after a crash)."""

@@ -1,0 +1,143 @@
+"""Ingest's writes, overlapped with embedding: batch n+1 is embedded on a worker thread while batch n is
+written (DuckDB, then LanceDB), so the encoder does not wait for the writes. Bounded: one batch
+embedding, one being written. Writes stay in order on the calling thread, each batch in its own
+transaction with its `pending_index` rows, so crash healing and replays are as without the overlap;
+a batch embedded but never written leaves only cached vectors behind."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ..store.db import DB_ALIAS, arrow_view
+from ..store.embeddings import EmbedCounts, EmbeddingCache
+from ..store.index import MEMORIES, memory_rows
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+    from .pipeline import IngestResult
+
+
+class BatchWriter:
+    """Takes each batch's fresh rows (`submit`), embeds them on one worker thread through the store's
+    embedding cache (on a cursor of its own: a DuckDB connection is used by one thread at a time) and
+    writes the batch before meanwhile; `drain` writes the last one. `after_write(events)` runs after
+    each batch is written (progress, the kill tests' pause)."""
+
+    def __init__(self, store: "Store", result: "IngestResult", after_write: Callable[[int], None]):
+        self.store, self.result, self.after_write = store, result, after_write
+        self._pool: ThreadPoolExecutor | None = None
+        self._cache: EmbeddingCache | None = None
+        self._pending: tuple[list[dict], int, Future] | None = None
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray, EmbedCounts]:
+        counts = EmbedCounts()
+        assert self._cache is not None
+        return self._cache.encode(texts, counts), counts
+
+    def submit(self, rows: list[dict], events: int) -> None:
+        """Start embedding `rows` (the batch of `events` events, those not stored yet), and write the
+        batch submitted before while it runs."""
+        if self._pool is None:  # made at the first batch: after a new store has picked its embedder
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="expengine-embed")
+            cursor = self.store.con.cursor()
+            cursor.execute(f"USE {DB_ALIAS}")
+            self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, self.store.embeddings.memo)
+        future = self._pool.submit(self._embed, [r["text"] for r in rows]) if rows else None
+        self.drain()
+        self._pending = (rows, events, future) if future is not None else None
+        if future is None:
+            self.after_write(events)
+
+    def drain(self) -> None:
+        """Write the batch still embedding, if any (before an outcomes report is read, and at the end)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            rows, events, future = pending
+            vectors, counts = future.result()
+            self.result.embedded += counts.embedded
+            self.result.cached_embeddings += counts.cached
+            write_batch(self.store, rows, vectors)
+            self.result.stored += len(rows)
+            self.after_write(events)
+
+    def close(self) -> None:
+        """Stop the worker (after `drain`, or when the ingest failed: a batch not written is dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._cache is not None:
+            self._cache.con.close()
+            self._cache = None
+        self._pending = None
+
+
+def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray) -> None:
+    """One batch into DuckDB (records, goals, feedback; `pending_index` marks them until LanceDB has
+    them), then into LanceDB."""
+    con = store.con
+    with store.transaction():
+        table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
+        columns = ", ".join(table.column_names)
+        with arrow_view(con, "incoming", table):
+            con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
+            con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
+        for r in fresh:
+            _track_goal(store, r)
+    for r in fresh:
+        if r["kind"] == "feedback" and r["feedback_target"]:
+            from ..store.feedback import apply_feedback
+
+            apply_feedback(
+                store,
+                target=r["feedback_target"],
+                helpful=r["feedback_signal"] == "positive",
+                note=r["feedback_text"],
+                source=r["id"],
+                missing_ok=True,
+            )
+    store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
+    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
+
+
+def _track_goal(store: "Store", r: dict[str, Any]) -> None:
+    """Keep `goals` current: goal records set status; outcome records close an open goal."""
+    con = store.con
+    if r["kind"] == "goal" and r["goal_id"]:
+        con.execute(
+            """
+            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (goal_id) DO UPDATE SET
+                description = COALESCE(goals.description, excluded.description),
+                status = CASE WHEN excluded.updated >= goals.updated THEN excluded.status ELSE goals.status END,
+                long_term = goals.long_term OR excluded.long_term,
+                opened = LEAST(goals.opened, excluded.opened),
+                updated = GREATEST(goals.updated, excluded.updated)
+            """,
+            [
+                r["goal_id"],
+                r["agent"],
+                r["session"],
+                r["goal_description"],
+                r["goal_status"] or "open",
+                bool(r["goal_long_term"]),
+                r["ts"],
+                r["ts"],
+            ],
+        )
+    elif r["kind"] == "outcome" and r["goal_id"] and r["outcome"] in ("success", "failure"):
+        status = "succeeded" if r["outcome"] == "success" else "failed"
+        con.execute(
+            """
+            INSERT INTO goals (goal_id, agent, session, description, status, long_term, opened, updated)
+            VALUES (?, ?, ?, NULL, ?, FALSE, ?, ?)
+            ON CONFLICT (goal_id) DO UPDATE SET
+                status = CASE WHEN goals.status = 'open' THEN excluded.status ELSE goals.status END,
+                updated = GREATEST(goals.updated, excluded.updated)
+            """,
+            [r["goal_id"], r["agent"], r["session"], status, r["ts"], r["ts"]],
+        )
