@@ -25,6 +25,7 @@ from ..store.embeddings import VectorMemo
 from ..store.index import Index
 from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending
+from ..store.row_memo import RowMemo
 from ..store.store import Store
 from ..store.vectors import check_encoder, record_encoder
 from .explain import Explain
@@ -84,6 +85,7 @@ class Engine(Upkeep, Explain):
         self._held = False
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
+        self._rows = RowMemo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
         self._encoder_written = False  # the open store's encoder record is in store_meta already
@@ -116,6 +118,7 @@ class Engine(Upkeep, Explain):
                     index=self._index,
                     memo=self._memo,
                     host=self._host,
+                    rows=self._rows,
                 )
             except BaseException:
                 self._index = None
@@ -325,6 +328,7 @@ class Engine(Upkeep, Explain):
 
         self.embedder.encode(["warm up", "预热"])  # English and Chinese: a mixed store loads both encoders
         with self.session() as store:
+            store.rows.load(store)
             return warm(store)
 
     def query(self, text: str, **options: Any) -> "QueryResult":

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from ..store.store import Store
     from .pipeline import IngestResult
 
+# off: each batch is embedded, then written (what bench/ingest.py's "serial" rows measure)
+OVERLAP = True
+
 
 class BatchWriter:
     """Takes each batch's fresh rows (`submit`), embeds them on one worker thread through the store's
@@ -47,6 +50,8 @@ class BatchWriter:
             cursor.execute(f"USE {DB_ALIAS}")
             self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, self.store.embeddings.memo)
         future = self._pool.submit(self._embed, [r["text"] for r in rows]) if rows else None
+        if not OVERLAP and future is not None:
+            future.result()
         self.drain()
         self._pending = (rows, events, future) if future is not None else None
         if future is None:

@@ -12,6 +12,7 @@ import numpy as np
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
 from ..store.reindex import UNIT_EMBEDDED_TEXT
+from ..store.row_memo import RECORD_COLUMNS
 from ..store.vocabulary import LIVE_SQL
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
@@ -20,18 +21,6 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 
-_MEMORY_COLUMNS = (
-    "id",
-    "kind",
-    "agent",
-    "category",
-    "state",
-    "ts",
-    "last_access",
-    "weight",
-    "utility",
-    "merged_ids",
-)
 _UNIT_COLUMNS = (
     "id",
     "kind",
@@ -123,7 +112,10 @@ def rank(
     units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], LIVE_SQL)
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
-    records = {r["id"]: r for r in _lookup(store, "records", _MEMORY_COLUMNS, list(wanted), "TRUE")}
+    found = store.rows.lookup(store, list(wanted))  # in memory while the files are unchanged
+    if found is None:
+        found = _lookup(store, "records", RECORD_COLUMNS, list(wanted), "TRUE")
+    records = {r["id"]: r for r in found}
     texts.update(record_texts(store, [i for t, i in fused if t == "memory" and i not in texts and i in records]))
     evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r["state"], similarity=0.0) for i, r in records.items()}
     hits = []

@@ -19,6 +19,7 @@ from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_t
 from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
 from .index import Index
+from .row_memo import RowMemo
 from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
@@ -38,11 +39,12 @@ class Store:
         index: Index | None = None,
         memo: VectorMemo | None = None,
         host: duckdb.DuckDBPyConnection | None = None,
+        rows: RowMemo | None = None,
     ):
-        """`index`, `memo` and `host`: kept from an earlier Store on the same folder (`Engine` between
-        calls), so open tables, vectors already read and the DuckDB instance the file is attached to
-        (`database_host`) are not made again; the index must have been checked against other
-        processes' writes (`Index.forget_changed`)."""
+        """`index`, `memo`, `host` and `rows`: kept from an earlier Store on the same folder (`Engine`
+        between calls), so open tables, vectors and rows already read and the DuckDB instance the file
+        is attached to (`database_host`) are not made again; the index must have been checked against
+        other processes' writes (`Index.forget_changed`; `rows` checks itself)."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
@@ -52,6 +54,7 @@ class Store:
         self.index = index or Index(self.dir / LANCE_DIR)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo)
+        self.rows = rows or RowMemo()  # the records' scoring columns, in memory while the files are unchanged
         self._depth = 0
         self._lent = False  # a `reader` view was made: another thread may hold a cursor on this connection
 

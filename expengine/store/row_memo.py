@@ -1,0 +1,92 @@
+"""The columns a query scores by (state, weight, utility, last access, provenance) for every row of
+`records`, in memory in a warm process (`Engine` keeps one across calls, a server's reader threads
+share it). At 100k memories the DuckDB join that fetched them was the largest step of a warm query
+after LanceDB's searches: it scans the whole table for ~200 ids.
+
+Valid while the database files are unchanged: every commit appends to the WAL or rewrites the
+file (a checkpoint, a restore, another process's writes between this process's calls), so their
+identity, size and modification time are the change counter, and checking it is two `stat` calls.
+Never used inside a transaction (its own writes are not in the files yet). Read again only when two
+lookups in a row see the same files: a stream of writes (queries that touch what they show) keeps
+reading DuckDB instead of reloading the table after every write."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .db import DB_FILE
+
+if TYPE_CHECKING:
+    from .store import Store
+
+# what `query.score.rank` reads of a record (its text comes from LanceDB)
+RECORD_COLUMNS = (
+    "id",
+    "kind",
+    "agent",
+    "category",
+    "state",
+    "ts",
+    "last_access",
+    "weight",
+    "utility",
+    "merged_ids",
+)
+
+
+def files_version(store: "Store") -> tuple[Any, ...]:
+    """What changes with every commit to the store's database: the file's and the WAL's identity,
+    size and modification time."""
+    out: list[Any] = []
+    for name in (DB_FILE, DB_FILE + ".wal"):
+        try:
+            st = os.stat(store.dir / name)
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+class RowMemo:
+    """`columns` of every row of `table` (the first is its id), as of one version of the files."""
+
+    def __init__(self, table: str = "records", columns: tuple[str, ...] = RECORD_COLUMNS):
+        self.table, self.columns = table, columns
+        self._rows: dict[str, tuple] | None = None
+        self._version: tuple[Any, ...] | None = None
+        self._seen: tuple[Any, ...] | None = None  # the version the last lookup saw
+        self._lock = threading.Lock()
+
+    def lookup(self, store: "Store", ids: list[str]) -> list[dict[str, Any]] | None:
+        """The rows of `ids` it holds (as `dict(zip(columns, row))`), or None when it cannot answer
+        now (inside a transaction, or the files changed): then the caller reads DuckDB."""
+        if store._depth:
+            return None
+        version = files_version(store)
+        with self._lock:
+            if self._version != version:
+                stable, self._seen = self._seen == version, version
+                if not stable:
+                    return None
+                self._load(store, version)
+            rows = self._rows
+        assert rows is not None
+        return [dict(zip(self.columns, rows[i])) for i in ids if i in rows]
+
+    def load(self, store: "Store") -> int:
+        """Read the table now (a server at start, `Engine.warm`); how many rows."""
+        if store._depth:
+            return 0
+        version = files_version(store)
+        with self._lock:
+            self._seen = version
+            self._load(store, version)
+            return len(self._rows or ())
+
+    def _load(self, store: "Store", version: tuple[Any, ...]) -> None:
+        cursor = store.con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table}")
+        self._rows = {row[0]: row for row in cursor.fetchall()}
+        self._version = version
