@@ -22,7 +22,6 @@ EVENTS = [
     {
         "id": "m2",
         "ts": "2026-11-30T10:01:00Z",
-        "ts": "2026-11-30T10:01:00Z",
         "agent": "a",
         "session": "s",
         "kind": "message",
