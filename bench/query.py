@@ -249,8 +249,8 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         filters = make_filters(QueryArgs(text="any"))
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters))
         found = {q: retrieve(db, q, precomputed.encode([q])[0], filters) for q in queries}
-        duck = timed(db, lambda d, q: rank(d, found[q].fused, filters, found[q].texts))
-        ranked = {q: rank(db, found[q].fused, filters, found[q].texts) for q in queries}
+        duck = timed(db, lambda d, q: rank(d, found[q].fused, filters, found[q].texts, found[q].cosines))
+        ranked = {q: rank(db, found[q].fused, filters, found[q].texts, found[q].cosines) for q in queries}
 
         def expand(d, q: str) -> None:
             vector = precomputed.encode([q])[0]

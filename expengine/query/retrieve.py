@@ -55,6 +55,7 @@ class Retrieved(NamedTuple):
     vector: np.ndarray
     best_cosine: float
     texts: dict[str, str]  # memory candidate id → its text, from the search results
+    cosines: dict[tuple[str, str], float]  # (type, id) → cosine similarity, for the vector searches' rows
 
 
 def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:
@@ -108,7 +109,8 @@ def _search_pool() -> Any:
 def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
     vector; the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
-    ranks say which is best, never whether anything is close); and the memory candidates' texts.
+    ranks say which is best, never whether anything is close); the memory candidates' texts; and the
+    vector candidates' cosines (what breaks a tie of fused ranks, `score.rank`).
     `vector` is the vector or a callable that computes it: the full-text searches start first, so they
     run while the query is being embedded."""
     with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
@@ -157,7 +159,8 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
                     texts[i] = rest[0]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
-    return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts)
+    cosines = {key: 1.0 - d for d, key in vector_hits}
+    return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts, cosines)
 
 
 # sleeping turns looked at when no candidate reaches `query.min_similarity` (`noted_best`)

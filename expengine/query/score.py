@@ -97,14 +97,22 @@ def record_texts(store: "Store", ids: list[str]) -> dict[str, str]:
 
 
 def rank(
-    store: "Store", fused: dict[tuple[str, str], float], filters: Filters, texts: dict[str, str] | None = None
+    store: "Store",
+    fused: dict[tuple[str, str], float],
+    filters: Filters,
+    texts: dict[str, str] | None = None,
+    cosines: dict[tuple[str, str], float] | None = None,
 ) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
     of `records` fetches the memory candidates and the unit candidates' sources together: each unit
     hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`. Texts
     are not read there (projecting `text` doubled the scan at 100k memories): a memory candidate's is
     in `texts` (the search returned it) or read by id; a source's (`Evidence.text`) is what `texts`
-    holds, the rest filled by `attach_evidence` for the hits shown."""
+    holds, the rest filled by `attach_evidence` for the hits shown. Equal scores (the same fused rank
+    from different lists, and recency ~0 for old records) go to units first, then to the closer
+    vector (`cosines`; a full-text-only candidate has none), then by id: on the mixed demo store the
+    reply a question is about (2nd by vector) lost its top-3 place by id to one of four copies of a
+    line ranked 2nd by full text."""
     now = utcnow()
     base = store.config.query.recency_base
     live = ("active", "dormant") if filters.include_dormant else ("active",)
@@ -169,7 +177,9 @@ def rank(
                 expanded=[evidence[i] for i in sources[u["id"]] if i in evidence],
             )
         )
-    hits.sort(key=lambda h: (-h.score, h.type != "unit", h.id))
+    cosine = cosines or {}
+    # scores equal to the six places a hit shows (`search._rounded`) are a tie
+    hits.sort(key=lambda h: (-round(h.score, 6), h.type != "unit", -cosine.get((h.type, h.id), -1.0), h.id))
     return hits
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.mixed import encoder_of
@@ -62,7 +62,7 @@ from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, ScoreParts
 from .projects import project_units
 from .render import render_prompt
-from .retrieve import embed_query, noted_best, retrieve
+from .retrieve import Retrieved, embed_query, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -117,16 +117,10 @@ def _rounded(hit: Hit) -> Hit:
     return hit
 
 
-def _shown(
-    store: "Store",
-    fused: dict[tuple[str, str], float],
-    texts: dict[str, str],
-    filters: Filters,
-    vector: Any,
-    args: QueryArgs,
-) -> tuple[str, list[Hit]]:
+def _shown(store: "Store", found: Retrieved, filters: Filters, args: QueryArgs) -> tuple[str, list[Hit]]:
     """The prompt and the hits it holds: the top k ranked (a rule kept a slot), with evidence lines."""
-    top = top_with_unit_slot(store, rank(store, fused, filters, texts), vector, args.k)
+    vector = found.vector
+    top = top_with_unit_slot(store, rank(store, found.fused, filters, found.texts, found.cosines), vector, args.k)
     if args.expand is None or args.expand:
         attach_evidence(store, top, vector)
     else:
@@ -148,7 +142,8 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
     filters = make_filters(args)
-    fused, vector, best, texts = retrieve(store, text, lambda: embed_query(store, text), filters)
+    found = retrieve(store, text, lambda: embed_query(store, text), filters)
+    fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters)
     fused.update(projected)
     # in a mixed store, the floor of the encoder that ranked this query (the half its script routes to)
@@ -160,7 +155,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
     relevant = not (judged and best < floor)
-    prompt, kept = _shown(store, fused, texts, filters, vector, args) if relevant else ("", [])
+    prompt, kept = _shown(store, found, filters, args) if relevant else ("", [])
     result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],
