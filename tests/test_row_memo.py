@@ -42,15 +42,17 @@ def test_a_warm_engine_scores_by_another_process_write(make_engine, write_jsonl,
     engine.warm()  # reads the records' columns into memory
     before = _weight(engine)
     with engine.session() as store:
-        assert store.rows.lookup(store, ["m1"]) is not None, "the warm Engine answers from memory"
-        version = files_version(store)
+        assert store.rows.lookup(store.con, store.dir, ["m1"], in_transaction=store.in_transaction) is not None, (
+            "the warm Engine answers from memory"
+        )
+        version = files_version(store.dir)
     script = (
         "import duckdb, sys; con = duckdb.connect(sys.argv[1]); "
         "con.execute(\"UPDATE records SET weight = 40 WHERE id = 'm1'\"); con.close()"
     )
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "store" / "expengine.duckdb")], check=True)
     with engine.session() as store:
-        assert files_version(store) != version
+        assert files_version(store.dir) != version
     after = _weight(engine)
     assert after > before and abs(after - 40 / 41) < 1e-6
 
@@ -60,12 +62,16 @@ def test_a_write_of_its_own_is_seen_by_the_next_query(make_engine, write_jsonl):
     engine.ingest([write_jsonl("a.jsonl", EVENTS)])
     with engine.session() as store:  # held open, as a server holds it
         engine.warm()
-        assert store.rows.lookup(store, ["m1"]) is not None
+        assert store.rows.lookup(store.con, store.dir, ["m1"], in_transaction=store.in_transaction) is not None
         before = _weight(engine)
         store.con.execute("UPDATE records SET weight = 40 WHERE id = 'm1'")
-        assert store.rows.lookup(store, ["m1"]) is None, "the files changed: the next query reads DuckDB"
+        assert store.rows.lookup(store.con, store.dir, ["m1"], in_transaction=store.in_transaction) is None, (
+            "the files changed: the next query reads DuckDB"
+        )
         assert abs(_weight(engine) - 40 / 41) < 1e-6 and before < 40 / 41
         with store.transaction():
             store.con.execute("UPDATE records SET weight = 0 WHERE id = 'm1'")
-            assert store.rows.lookup(store, ["m1"]) is None, "never inside a transaction"
+            assert store.rows.lookup(store.con, store.dir, ["m1"], in_transaction=store.in_transaction) is None, (
+                "never inside a transaction"
+            )
             assert _weight(engine) == 0.0

@@ -328,7 +328,8 @@ class Engine(Upkeep, Explain):
 
         self.embedder.encode(["warm up", "预热"])  # English and Chinese: a mixed store loads both encoders
         with self.session() as store:
-            store.rows.load(store)
+            if not store.in_transaction:
+                store.rows.load(store.con, store.dir)
             return warm(store)
 
     def query(self, text: str, **options: Any) -> "QueryResult":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..errors import RejectedLinesError
 from ..results import Result
 from ..store.db import journal_ingest, utcnow
+from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
 from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
@@ -96,12 +97,15 @@ def ingest(
     }
     ahead = _read_ahead(store, files, read, preread)
 
-    def written(events: int) -> None:
+    def written(events: int, stored: int, counts: EmbedCounts) -> None:
+        result.stored += stored
+        result.embedded += counts.embedded
+        result.cached_embeddings += counts.cached
         pause_for_tests(store.dir, "ingest-batch")
         if on_progress:
             on_progress(events)
 
-    writer = BatchWriter(store, result, written)
+    writer = BatchWriter(store, written)
 
     def flush() -> None:
         if not seen:  # before this ingest's first vectors

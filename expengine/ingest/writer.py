@@ -18,7 +18,6 @@ from ..store.index import MEMORIES, memory_rows
 
 if TYPE_CHECKING:
     from ..store.store import Store
-    from .pipeline import IngestResult
 
 # off: each batch is embedded, then written (what bench/ingest.py's "serial" rows measure)
 OVERLAP = True
@@ -27,11 +26,12 @@ OVERLAP = True
 class BatchWriter:
     """Takes each batch's fresh rows (`submit`), embeds them on one worker thread through the store's
     embedding cache (on a cursor of its own: a DuckDB connection is used by one thread at a time) and
-    writes the batch before meanwhile; `drain` writes the last one. `after_write(events)` runs after
-    each batch is written (progress, the kill tests' pause)."""
+    writes the batch before meanwhile; `drain` writes the last one. `after_write(events, stored, counts)`
+    runs after each batch is written: how many events it held, how many rows it stored, and what the
+    embedding cache did (progress, the counts, the kill tests' pause)."""
 
-    def __init__(self, store: "Store", result: "IngestResult", after_write: Callable[[int], None]):
-        self.store, self.result, self.after_write = store, result, after_write
+    def __init__(self, store: "Store", after_write: Callable[[int, int, EmbedCounts], None]):
+        self.store, self.after_write = store, after_write
         self._pool: ThreadPoolExecutor | None = None
         self._cache: EmbeddingCache | None = None
         self._pending: tuple[list[dict], int, Future] | None = None
@@ -55,7 +55,7 @@ class BatchWriter:
         self.drain()
         self._pending = (rows, events, future) if future is not None else None
         if future is None:
-            self.after_write(events)
+            self.after_write(events, 0, EmbedCounts())
 
     def drain(self) -> None:
         """Write the batch still embedding, if any (before an outcomes report is read, and at the end)."""
@@ -63,11 +63,8 @@ class BatchWriter:
         if pending is not None:
             rows, events, future = pending
             vectors, counts = future.result()
-            self.result.embedded += counts.embedded
-            self.result.cached_embeddings += counts.cached
             write_batch(self.store, rows, vectors)
-            self.result.stored += len(rows)
-            self.after_write(events)
+            self.after_write(events, len(rows), counts)
 
     def close(self) -> None:
         """Stop the worker (after `drain`, or when the ingest failed: a batch not written is dropped)."""

@@ -120,7 +120,8 @@ def rank(
     units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], LIVE_SQL)
     sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
-    found = store.rows.lookup(store, list(wanted))  # in memory while the files are unchanged
+    # in memory while the files are unchanged
+    found = store.rows.lookup(store.con, store.dir, list(wanted), in_transaction=store.in_transaction)
     if found is None:
         found = _lookup(store, "records", RECORD_COLUMNS, list(wanted), "TRUE")
     records = {r["id"]: r for r in found}

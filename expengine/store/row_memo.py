@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from .db import DB_FILE
-
-if TYPE_CHECKING:
-    from .store import Store
 
 # what `query.score.rank` reads of a record (its text comes from LanceDB)
 RECORD_COLUMNS = (
@@ -36,13 +36,13 @@ RECORD_COLUMNS = (
 )
 
 
-def files_version(store: "Store") -> tuple[Any, ...]:
-    """What changes with every commit to the store's database: the file's and the WAL's identity,
+def files_version(folder: Path) -> tuple[Any, ...]:
+    """What changes with every commit to a store's database: the file's and the WAL's identity,
     size and modification time."""
     out: list[Any] = []
     for name in (DB_FILE, DB_FILE + ".wal"):
         try:
-            st = os.stat(store.dir / name)
+            st = os.stat(folder / name)
         except FileNotFoundError:
             out.append(None)
             continue
@@ -60,33 +60,33 @@ class RowMemo:
         self._seen: tuple[Any, ...] | None = None  # the version the last lookup saw
         self._lock = threading.Lock()
 
-    def lookup(self, store: "Store", ids: list[str]) -> list[dict[str, Any]] | None:
+    def lookup(
+        self, con: duckdb.DuckDBPyConnection, folder: Path, ids: list[str], *, in_transaction: bool
+    ) -> list[dict[str, Any]] | None:
         """The rows of `ids` it holds (as `dict(zip(columns, row))`), or None when it cannot answer
-        now (inside a transaction, or the files changed): then the caller reads DuckDB."""
-        if store._depth:
+        now (inside a transaction, or the files in `folder` changed): then the caller reads DuckDB."""
+        if in_transaction:
             return None
-        version = files_version(store)
+        version = files_version(folder)
         with self._lock:
             if self._version != version:
                 stable, self._seen = self._seen == version, version
                 if not stable:
                     return None
-                self._load(store, version)
+                self._load(con, version)
             rows = self._rows
         assert rows is not None
         return [dict(zip(self.columns, rows[i])) for i in ids if i in rows]
 
-    def load(self, store: "Store") -> int:
+    def load(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
         """Read the table now (a server at start, `Engine.warm`); how many rows."""
-        if store._depth:
-            return 0
-        version = files_version(store)
+        version = files_version(folder)
         with self._lock:
             self._seen = version
-            self._load(store, version)
+            self._load(con, version)
             return len(self._rows or ())
 
-    def _load(self, store: "Store", version: tuple[Any, ...]) -> None:
-        cursor = store.con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table}")
+    def _load(self, con: duckdb.DuckDBPyConnection, version: tuple[Any, ...]) -> None:
+        cursor = con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table}")
         self._rows = {row[0]: row for row in cursor.fetchall()}
         self._version = version

@@ -58,6 +58,10 @@ class Store:
         self._depth = 0
         self._lent = False  # a `reader` view was made: another thread may hold a cursor on this connection
 
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._depth)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One DuckDB transaction for the block; nested blocks join the outer one, so a compaction step
