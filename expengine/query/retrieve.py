@@ -106,6 +106,17 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
+def _results(jobs: list[tuple[str, Any]], texts: dict[str, str]) -> list[tuple[float, tuple[str, str]]]:
+    """(distance or score, (type, id)) of each search's rows; the texts that came with them go to `texts`."""
+    found = []
+    for t, job in jobs:
+        for i, value, *rest in job.result():
+            found.append((value, (t, i)))
+            if rest:
+                texts[i] = rest[0]
+    return found
+
+
 def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
     vector; the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
@@ -143,21 +154,10 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     texts: dict[str, str] = {}
-    vector_hits = []
-    for t, job in vector_jobs:
-        for i, d, *rest in job.result():
-            vector_hits.append((d, (t, i)))
-            if rest:
-                texts[i] = rest[0]
+    vector_hits = _results(vector_jobs, texts)
     lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
-        text_hits = []
-        for t, job in text_jobs:
-            for i, s, *rest in job.result():
-                text_hits.append((s, (t, i)))
-                if rest:
-                    texts[i] = rest[0]
-        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
+        lists.append([key for _, key in sorted(_results(text_jobs, texts), key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
     cosines = {key: 1.0 - d for d, key in vector_hits}
     return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts, cosines)
