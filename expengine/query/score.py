@@ -12,7 +12,6 @@ import numpy as np
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
 from ..store.reindex import UNIT_EMBEDDED_TEXT
-from ..store.row_memo import RECORD_COLUMNS
 from ..store.vocabulary import LIVE_SQL
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
@@ -123,37 +122,37 @@ def rank(
     # in memory while the files are unchanged
     found = store.rows.lookup(store.con, store.dir, list(wanted), in_transaction=store.in_transaction)
     if found is None:
-        found = _lookup(store, "records", RECORD_COLUMNS, list(wanted), "TRUE")
-    records = {r["id"]: r for r in found}
+        found = store.rows.read(store.con, list(wanted))
+    records = {r.id: r for r in found}
     texts.update(record_texts(store, [i for t, i in fused if t == "memory" and i not in texts and i in records]))
-    evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r["state"], similarity=0.0) for i, r in records.items()}
+    evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r.state, similarity=0.0) for i, r in records.items()}
     hits = []
     for r in records.values():
-        if ("memory", r["id"]) not in fused or r["state"] not in live:
+        if ("memory", r.id) not in fused or r.state not in live:
             continue
         score, parts = score_parts(
             store,
-            similarity=fused[("memory", r["id"])],
-            weight=r["weight"],
-            utility=r["utility"],
-            recency_value=recency(base, now, r["ts"], r["last_access"]),
+            similarity=fused[("memory", r.id)],
+            weight=r.weight,
+            utility=r.utility,
+            recency_value=recency(base, now, r.ts, r.last_access),
         )
         hits.append(
             Hit(
-                id=r["id"],
+                id=r.id,
                 type="memory",
-                text=texts[r["id"]],
+                text=texts[r.id],
                 score=score,
                 parts=parts,
-                source_ids=memory_source_ids(r["id"], r["merged_ids"]),
-                kind=r["kind"],
-                state=r["state"],
-                agent=r["agent"],
-                category=r["category"],
-                ts=r["ts"],
+                source_ids=memory_source_ids(r.id, r.merged_ids),
+                kind=r.kind,
+                state=r.state,
+                agent=r.agent,
+                category=r.category,
+                ts=r.ts,
             )
         )
-    source_ts = {i: r["ts"] for i, r in records.items()}
+    source_ts = {i: r.ts for i, r in records.items()}
     for u in units:
         score, parts = score_parts(
             store,

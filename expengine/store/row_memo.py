@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import namedtuple
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +56,18 @@ class RowMemo:
 
     def __init__(self, table: str = "records", columns: tuple[str, ...] = RECORD_COLUMNS):
         self.table, self.columns = table, columns
-        self._rows: dict[str, tuple] | None = None
+        self.row: Any = namedtuple("Row", columns)  # type: ignore[misc]  # what `lookup` and `read` return
+        self._rows: dict[str, Any] | None = None
         self._version: tuple[Any, ...] | None = None
         self._seen: tuple[Any, ...] | None = None  # the version the last lookup saw
         self._lock = threading.Lock()
 
     def lookup(
         self, con: duckdb.DuckDBPyConnection, folder: Path, ids: list[str], *, in_transaction: bool
-    ) -> list[dict[str, Any]] | None:
-        """The rows of `ids` it holds (as `dict(zip(columns, row))`), or None when it cannot answer
-        now (inside a transaction, or the files in `folder` changed): then the caller reads DuckDB."""
+    ) -> list[Any] | None:
+        """The rows of `ids` it holds (`row` tuples: no dict per row, a query asks for thousands of
+        unit sources), or None when it cannot answer now (inside a transaction, or the files in
+        `folder` changed): then the caller `read`s DuckDB."""
         if in_transaction:
             return None
         version = files_version(folder)
@@ -76,7 +79,14 @@ class RowMemo:
                 self._load(con, version)
             rows = self._rows
         assert rows is not None
-        return [dict(zip(self.columns, rows[i])) for i in ids if i in rows]
+        return [rows[i] for i in ids if i in rows]
+
+    def read(self, con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[Any]:
+        """The rows of `ids` from DuckDB, as `lookup` gives them."""
+        if not ids:
+            return []
+        sql = f"SELECT {', '.join(self.columns)} FROM {self.table} WHERE {self.columns[0]} IN (SELECT unnest(?))"
+        return [self.row._make(r) for r in con.execute(sql, [ids]).fetchall()]
 
     def load(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
         """Read the table now (a server at start, `Engine.warm`); how many rows."""
@@ -88,5 +98,5 @@ class RowMemo:
 
     def _load(self, con: duckdb.DuckDBPyConnection, version: tuple[Any, ...]) -> None:
         cursor = con.execute(f"SELECT {', '.join(self.columns)} FROM {self.table}")
-        self._rows = {row[0]: row for row in cursor.fetchall()}
+        self._rows = {row[0]: self.row._make(row) for row in cursor.fetchall()}
         self._version = version
