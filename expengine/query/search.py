@@ -21,7 +21,8 @@ How a query is answered:
    utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
 5. The best `k` are kept (equal scores: units first, then the closer vector, then the id). When
    none of them is a rule, the last slot goes to the best-scored rule candidate whose cosine
-   similarity to the query reaches `query.unit_slot_floor`: a rule (how to act) worded unlike the agent's task still reaches it, yet never displaces more than one hit.
+   similarity to the query reaches `query.unit_slot_floor`: a rule (how to act) worded unlike the
+   agent's task still reaches it, yet never displaces more than one hit.
    The token budget keeps room for that rule (or for the best rule already among the `k`), so long
    memories above it cannot push it out.
 6. They are rendered (`render.py`), cut at the token budget, and what the prompt shows is used
