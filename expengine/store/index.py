@@ -225,6 +225,8 @@ class Index:
             return {}
         with self.files.reading():
             rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
+        if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
+            return {}
         column = rows.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
         return dict(zip(rows.column("id").to_pylist(), flat))
