@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
 # (PQ distances are coarse); without one the search is exact and it is not asked for.
 VECTOR_REFINE_FACTOR = 4
+# the candidates closest by cosine that `retrieve` names: the best judges `query.min_similarity`, and all
+# of them are read for lexical evidence (lexical.py)
+NEAREST = 10
 _WORD = re.compile(r"\w+")
 
 
@@ -89,18 +92,19 @@ def _search_pool() -> Any:
 
 def retrieve(
     store: "Store", text: str, vector: Any, filters: Filters
-) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
+) -> tuple[dict[tuple[str, str], float], np.ndarray, list[tuple[float, tuple[str, str]]]]:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
-    vector; and the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
-    ranks say which is best, never whether anything is close). `vector` is the vector or a callable
-    that computes it: the full-text searches start first, so they run while the query is being embedded."""
+    vector; and the `NEAREST` candidates by cosine similarity, closest first, as (cosine, (type, id))
+    (what `query.min_similarity` judges: fused ranks say which is best, never whether anything is
+    close). `vector` is the vector or a callable that computes it: the full-text searches start first,
+    so they run while the query is being embedded."""
     with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
         return _retrieve(store, text, vector, filters)
 
 
 def _retrieve(
     store: "Store", text: str, vector: Any, filters: Filters
-) -> tuple[dict[tuple[str, str], float], np.ndarray, float]:
+) -> tuple[dict[tuple[str, str], float], np.ndarray, list[tuple[float, tuple[str, str]]]]:
     limit = store.config.query.candidates
     tables = [
         (t, name, where)
@@ -127,8 +131,8 @@ def _retrieve(
     if words:
         text_hits = [(s, (t, i)) for t, job in text_jobs for i, s in job.result()]
         lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
-    best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
-    return _fuse(lists, store.config.query.rrf_k), vector, best_cosine
+    nearest = [(1.0 - d, key) for d, key in sorted(vector_hits, key=lambda x: x[0])[:NEAREST]]
+    return _fuse(lists, store.config.query.rrf_k), vector, nearest
 
 
 # sleeping turns looked at when no candidate reaches `query.min_similarity` (`noted_best`)
