@@ -13,7 +13,9 @@ compactions, and each answer's `best_similarity` is kept:
   about music: those count against the floor all the same).
 A floor answers "nothing relevant" exactly when `best_similarity < floor`, so one pass gives every
 floor: the borrowed share it silences, the own questions it silences, and the points of agreement it
-costs (agreeing questions it silences).
+costs (agreeing questions it silences). Each answer's `lexical_evidence` (query/lexical.py) is kept
+too, so the same pass gives every `query.min_lexical` at the default cosine floor (the `lexical_*`
+tables: a question is silenced when it is under either).
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from common import CYCLE_SPACING, RESULTS, machine, table, write_json  # noqa: E
 from memorybank import DEFAULT_DATA, parallel_events, top_ids  # noqa: E402
 from relevance import FLOORS  # noqa: E402
 
-OFF = {"llm.mode": "template", "query.min_similarity": "0"}
+# the floor off; lexical evidence computed (a floor of 0 judges nothing, so it only reports it)
+OFF = {"llm.mode": "template", "query.min_similarity": "0", "query.min_lexical": "0.0001"}
+# `query.min_lexical` values reported, each with the encoder's default cosine floor
+LEXICAL = [0.0, 0.02, 0.03, 0.04, 0.05, 0.08, 0.1, 0.12]
 
 
 def _asked(engine: Any, questions: list[str], silver: list[list[str]], k: int) -> list[dict[str, Any]]:
@@ -38,12 +43,22 @@ def _asked(engine: Any, questions: list[str], silver: list[list[str]], k: int) -
     for question, best in zip(questions, silver):
         result = engine.query(question, k=k, touch=False)
         found = {i for h in result.hits for i in h.source_ids}
-        rows.append({"best_similarity": result.best_similarity, "agrees": bool(best) and best[0] in found})
+        rows.append(
+            {
+                "best_similarity": result.best_similarity,
+                "lexical_evidence": result.lexical_evidence,
+                "agrees": bool(best) and best[0] in found,
+            }
+        )
     return rows
 
 
-def _borrowed(engine: Any, questions: list[str]) -> list[float | None]:
-    return [engine.query(q, k=1, touch=False).best_similarity for q in questions]
+def _borrowed(engine: Any, questions: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for question in questions:
+        result = engine.query(question, k=1, touch=False)
+        rows.append({"best_similarity": result.best_similarity, "lexical_evidence": result.lexical_evidence})
+    return rows
 
 
 def measure(users: list[dict[str, Any]], index: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -75,24 +90,28 @@ def measure(users: list[dict[str, Any]], index: int, args: argparse.Namespace) -
     return out
 
 
-def summarise(stage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarise(stage: list[dict[str, Any]], *, floor: float | None = None) -> list[dict[str, Any]]:
+    """A row per cosine floor (FLOORS), or with `floor` one per `query.min_lexical` (LEXICAL)."""
     own = [r for s in stage for r in s["own"]]
-    irrelevant = [v for s in stage for v in s["irrelevant"]]
+    irrelevant = [r for s in stage for r in s["irrelevant"]]
 
-    def silenced(value: float | None, floor: float) -> bool:
-        return value is None or value < floor
+    def silenced(row: dict[str, Any], cosine: float, lexical: float) -> bool:
+        value, evidence = row["best_similarity"], row["lexical_evidence"]
+        return value is None or value < cosine or (evidence is not None and evidence < lexical)
 
+    grid = [(f, 0.0) for f in FLOORS] if floor is None else [(floor, lexical) for lexical in LEXICAL]
     return [
         {
-            "floor": floor,
-            "irrelevant_share": round(sum(silenced(v, floor) for v in irrelevant) / len(irrelevant), 3),
-            "own_silenced_share": round(sum(silenced(r["best_similarity"], floor) for r in own) / len(own), 3),
+            "floor": cosine,
+            "min_lexical": lexical,
+            "irrelevant_share": round(sum(silenced(r, cosine, lexical) for r in irrelevant) / len(irrelevant), 3),
+            "own_silenced_share": round(sum(silenced(r, cosine, lexical) for r in own) / len(own), 3),
             "agreement": round(sum(r["agrees"] for r in own) / len(own), 3),
             "agreement_cost_points": round(
-                100 * sum(r["agrees"] and silenced(r["best_similarity"], floor) for r in own) / len(own), 2
+                100 * sum(r["agrees"] and silenced(r, cosine, lexical) for r in own) / len(own), 2
             ),
         }
-        for floor in FLOORS
+        for cosine, lexical in grid
     ]
 
 
@@ -111,6 +130,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for index in range(len(users)):
         stores.append(measure(users, index, args))
         print(f"user {index}: done", file=sys.stderr)
+    from expengine.config import Config
+
+    default_floor = Config().query.similarity_floor(stores[0]["encoder"])
     report = {
         "benchmark": "relevance_memorybank",
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
@@ -119,14 +141,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "irrelevant": sum(len(s["before"]["irrelevant"]) for s in stores),
         "before": summarise([s["before"] for s in stores]),
         "after": summarise([s["after"] for s in stores]),
+        "lexical_before": summarise([s["before"] for s in stores], floor=default_floor),
+        "lexical_after": summarise([s["after"] for s in stores], floor=default_floor),
         "stores": stores,
     }
     write_json(args.out, report)
-    for stage in ("before", "after"):
+    for stage in ("before", "after", "lexical_before", "lexical_after"):
         print(f"\n{stage} compaction ({report['encoder']}, {machine()}):\n")
         rows = [
             [
-                r["floor"],
+                r["floor"] if not stage.startswith("lexical") else r["min_lexical"],
                 f"{100 * r['irrelevant_share']:.0f}%",
                 f"{100 * r['own_silenced_share']:.1f}%",
                 r["agreement"],
@@ -134,7 +158,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ]
             for r in report[stage]
         ]
-        headers = ["min_similarity", "borrowed 'nothing relevant'", "own silenced", "agreement@k", "cost (points)"]
+        first = "min_lexical (at the default floor)" if stage.startswith("lexical") else "min_similarity"
+        headers = [first, "borrowed 'nothing relevant'", "own silenced", "agreement@k", "cost (points)"]
         print(table(headers, rows))
     print(f"results: {args.out}")
     return report

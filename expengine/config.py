@@ -194,16 +194,30 @@ class QueryConfig:
     min_similarity: dict[str, float] = field(
         default_factory=lambda: {"all-MiniLM-L6-v2": 0.455, "use-multilingual-v3": 0.22, "*": 0.0}
     )
+    # and, where the floor is on, below this lexical evidence (query/lexical.py: the idf-weighted share
+    # of a Han query's bigrams and Latin words that its best nearest candidate holds) nothing is
+    # relevant either; per encoder as above. Off (0) by default: on MemoryBank it silences a stranger's
+    # question more often than the multilingual cosines do, but also own questions worded unlike
+    # the store (a paraphrase shares few characters), so no value met both targets (docs/benchmarks.md)
+    min_lexical: dict[str, float] = field(default_factory=lambda: {"*": 0.0})
     # the query log (what each query showed, for outcome credit) keeps this many days
     log_days: float = 90.0
 
     def similarity_floor(self, encoder: str) -> float:
         """`min_similarity` for the store's encoder: its own entry, its model's (an int8 variant is
         named `<model>+int8`), else "*"."""
-        for name in (encoder, encoder.split("+", 1)[0]):
-            if name in self.min_similarity:
-                return self.min_similarity[name]
-        return self.min_similarity.get("*", 0.0)
+        return _per_encoder(self.min_similarity, encoder)
+
+    def lexical_floor(self, encoder: str) -> float:
+        """`min_lexical` for the store's encoder, read as `similarity_floor` reads its table."""
+        return _per_encoder(self.min_lexical, encoder)
+
+
+def _per_encoder(table: dict[str, float], encoder: str) -> float:
+    for name in (encoder, encoder.split("+", 1)[0]):
+        if name in table:
+            return table[name]
+    return table.get("*", 0.0)
 
 
 @dataclass

@@ -24,6 +24,26 @@ def normalized(text: str | None) -> str:
     return " ".join((text or "").lower().split())
 
 
+HAN = re.compile(r"[\u3400-\u9fff]")
+# A run of Han characters, or of Latin letters: the pieces `grams` cuts
+_HAN_OR_LATIN = re.compile(r"[\u3400-\u9fff]+|[A-Za-z]+")
+
+
+def grams(text: str | None) -> set[str]:
+    """What lexical evidence compares (query/lexical.py): the character bigrams of each run of Han
+    characters (a lone character as itself; Chinese has no spaces, and bigrams match words without a
+    dictionary) and the Latin words, lower case. Digits are left out: every day of a conversation has
+    a date, so "4月30号" says nothing about whose conversation it is."""
+    found: set[str] = set()
+    for match in _HAN_OR_LATIN.finditer(text or ""):
+        run = match.group()
+        if run.isascii():
+            found.add(run.lower())
+        else:
+            found.update({run[i : i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run})
+    return found
+
+
 # Words per script, as a model reads them: a run of letters of one script is one word, and so is each
 # CJK character (Chinese has no spaces), so English tool names and JSON keys in a Chinese log do not
 # outweigh its sentences (ingest/scripts.py decides the embedder from these counts).

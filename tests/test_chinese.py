@@ -52,6 +52,25 @@ def test_chinese_store_takes_multilingual_embedder_and_finds_paraphrase(tmp_path
         assert engine.embedder.name == "use-multilingual-v3"
 
 
+def test_lexical_evidence_silences_a_strangers_question_the_cosine_lets_through(tmp_path: Path) -> None:
+    """`query.min_lexical` (off by default): a question about a trip this store never heard of is as
+    close by cosine as the store's own paraphrase, yet none of its words are in the store."""
+    log = write_log(tmp_path / "zh.jsonl", ZH)
+    with Engine(store=tmp_path / "s", overrides={"query.min_lexical": '{"use-multilingual-v3": 0.05}'}) as engine:
+        engine.ingest([str(log)])
+        floor = engine.config.query.similarity_floor("use-multilingual-v3")
+        own = engine.query("你推荐的那部太空电影叫什么名字", k=1, touch=False)
+        assert own.relevant and own.hits[0].id == "r0" and own.lexical_evidence >= 0.05
+        stranger = engine.query("我最近去厦门旅游了，厦门我最喜欢的景点是？", k=1, touch=False)
+        assert stranger.best_similarity >= floor  # the cosine alone would answer it
+        assert not stranger.relevant and stranger.hits == [] and stranger.lexical_evidence < 0.05
+        english = engine.query("the sci-fi film I recommended", k=1, touch=False)  # across languages
+        assert english.lexical_evidence == 1.0 and english.relevant == (english.best_similarity >= floor)
+    with Engine(store=tmp_path / "s") as engine:  # off by default: the cosine floor alone judges
+        result = engine.query("我最近去厦门旅游了，厦门我最喜欢的景点是？", k=1, touch=False)
+        assert result.relevant and result.lexical_evidence is None
+
+
 def test_chinese_full_text_search_finds_a_word_inside_a_clause(tmp_path: Path) -> None:
     log = write_log(tmp_path / "zh.jsonl", ZH)
     with Engine(store=tmp_path / "s") as engine:

@@ -75,3 +75,6 @@ def test_the_similarity_floor_is_per_encoder_and_one_number_means_every_encoder(
         Config.from_dict({"query": {"min_similarity": "high"}})
     with pytest.raises(InputError, match="query.min_similarity must be at least 0"):
         Config().with_overrides({"query.min_similarity": '{"all-MiniLM-L6-v2": -0.1}'})
+    assert query.lexical_floor("use-multilingual-v3") == 0.0  # lexical evidence: off unless asked for
+    lexical = Config().with_overrides({"query.min_lexical": "0.05"}).query
+    assert lexical.lexical_floor("use-multilingual-v3+int8") == 0.05 == lexical.lexical_floor("all-MiniLM-L6-v2")

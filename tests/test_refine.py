@@ -733,6 +733,30 @@ def test_refinement_waits_out_the_observation_window_before_archiving_sources(st
     assert reason == "purge: refined into a unit, untouched for 72.0 h"
 
 
+def test_sources_waiting_out_the_window_leave_lancedb_and_one_woken_returns(store):
+    """Marked sources are kept in DuckDB but out of LanceDB (their words would move the full-text
+    statistics of what stays); a rebuild leaves them out too, and one woken is indexed again."""
+    from expengine.store.index import MEMORIES
+    from expengine.store.reindex import rebuild
+    from expengine.store.state import set_state
+
+    store.store.config.refine.observe_sources = True
+    ids = weather_ids(store)
+    set_clusters(store, {"weather": ids}, "bot")
+    store.refine(run_id="r1")
+    index = store.store.index
+    states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
+    marked = sorted(i for i, s in states.items() if s == "dormant")
+    kept = sorted(i for i, s in states.items() if s == "active")
+    assert marked and kept and index.vectors(MEMORIES, marked) == {}
+    assert set(index.vectors(MEMORIES, kept)) == set(kept)
+    rebuild(store.store)
+    assert index.vectors(MEMORIES, marked) == {} and set(index.vectors(MEMORIES, kept)) == set(kept)
+    assert set_state(store.store, [marked[0]], "active", reason="revived by why") == 1
+    assert set(index.vectors(MEMORIES, marked)) == {marked[0]}
+    assert index.count(MEMORIES, f"id = '{marked[0]}' AND state = 'active'") == 1
+
+
 def test_by_default_a_rules_sources_are_archived_at_once(store):
     assert store.store.config.refine.observe_sources is False
     set_clusters(store, {"weather": weather_ids(store)}, "bot")

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 EXAMPLES = 5
-# The reason refinement marks a rule's process sources with: purge archives them once the observation
-# window has passed without a query touching them (mark → observe → clean), whatever their weight.
-ARCHIVE_AFTER_WINDOW = "refined into"
 EXAMPLE_CHARS = 120
 
 

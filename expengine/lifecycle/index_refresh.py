@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 def planned_indexes(store: "Store") -> dict[str, dict[str, bool]]:
     """What `refresh_indexes` would report, from DuckDB alone (a dry run's copy has no LanceDB)."""
     from ..store.index import MEMORIES, UNITS
-    from ..store.vocabulary import LIVE_SQL
+    from ..store.vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
 
     con, above = store.con, store.config.query.index_above
     rows = {
-        MEMORIES: con.execute("SELECT count(*) FROM records WHERE state IN ('active', 'dormant')").fetchall()[0][0],
+        MEMORIES: con.execute(f"SELECT count(*) FROM records WHERE {INDEXED_RECORDS_SQL}").fetchall()[0][0],
         UNITS: con.execute(f"SELECT count(*) FROM units WHERE {LIVE_SQL}").fetchall()[0][0],
     }
     return {name: {"vector_index": n >= above, "text_index": n > 0} for name, n in rows.items()}

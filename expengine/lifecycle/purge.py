@@ -24,7 +24,8 @@ from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
-from .common import ARCHIVE_AFTER_WINDOW, examples, sql_float
+from ..store.vocabulary import OBSERVED_SQL
+from .common import examples, sql_float
 from .snapshot import forget_in_snapshots, list_snapshots
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def purge(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.d
     cfg = store.config.decay
     now = now or utcnow()
     cutoff = now - dt.timedelta(hours=cfg.observation_window_hours)
-    refined = f"state_reason LIKE '{ARCHIVE_AFTER_WINDOW} %'"
+    refined = OBSERVED_SQL
     light = (
         f"state = 'dormant' AND NOT pinned AND NOT protected AND (weight < {sql_float(cfg.theta_purge)} OR {refined})"
     )

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
 # (PQ distances are coarse); without one the search is exact and it is not asked for.
 VECTOR_REFINE_FACTOR = 4
+# the candidates closest by cosine that are read for lexical evidence (lexical.py)
+NEAREST = 10
 _WORD = re.compile(r"\w+")
 
 
@@ -56,6 +58,11 @@ class Retrieved(NamedTuple):
     best_cosine: float
     texts: dict[str, str]  # memory candidate id → its text, from the search results
     cosines: dict[tuple[str, str], float]  # (type, id) → cosine similarity, for the vector searches' rows
+
+
+def nearest(cosines: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
+    """The `NEAREST` vector candidates, closest first."""
+    return sorted(cosines, key=lambda key: -cosines[key])[:NEAREST]
 
 
 def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:

@@ -33,7 +33,10 @@ How a query is answered:
 When no candidate's cosine similarity reaches `query.min_similarity` (its entry for the encoder that
 ranked the query), and no sleeping turn that a live note stands for does either (`retrieve.noted_best`:
 a note rewrites its turn), nothing is relevant: the answer has no hits and an empty prompt
-(`relevant` false), nothing is reinforced, and the log records that the query showed nothing.
+(`relevant` false), nothing is reinforced, and the log records that the query showed nothing. Where
+the encoder has a `query.min_lexical` (the multilingual one), the query is also irrelevant when its
+nearest candidates hold too little of its words (lexical.py: cosines alone do not tell a stranger's
+question from the user's own there).
 Units-only queries (`kind` rule or fact) skip the floor, and so does a query that names a project the
 store has rules for.
 
@@ -61,9 +64,10 @@ from .args import QueryArgs
 from .expand import attach_evidence
 from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, ScoreParts
+from .lexical import lexical_evidence
 from .projects import project_units
 from .render import render_prompt
-from .retrieve import Retrieved, embed_query, noted_best, retrieve
+from .retrieve import Retrieved, embed_query, nearest, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -147,15 +151,17 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters)
     fused.update(projected)
-    # in a mixed store, the floor of the encoder that ranked this query (the half its script routes to)
-    floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
+    # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
+    encoder = encoder_of(store.embeddings.name, text)
+    floor, lexical_floor = store.config.query.similarity_floor(encoder), store.config.query.lexical_floor(encoder)
+    lexical = lexical_evidence(store, text, nearest(found.cosines)) if lexical_floor > 0 else None
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
     # project the store has rules for (a short task title is far from every record, yet about that project)
     judged = floor > 0 and filters.search_memories and not projected
     if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
-    relevant = not (judged and best < floor)
+    relevant = not (judged and (best < floor or (lexical is not None and lexical < lexical_floor)))
     prompt, kept = _shown(store, found, filters, args) if relevant else ("", [])
     result = QueryResult(
         query=text,
@@ -166,6 +172,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         took_ms=round((time.perf_counter() - started) * 1000, 2),
         relevant=relevant,
         best_similarity=round(best, 4) if fused else None,
+        lexical_evidence=None if lexical is None else round(lexical, 4),
         session=args.session,
         goal_id=args.goal_id,
     )

@@ -227,6 +227,8 @@ class Index:
         columns = ["id", "vector", *(["text"] if texts is not None else [])]
         with self.files.reading():
             rows = table.search().where(lance_in("id", wanted)).select(columns).limit(len(wanted)).to_arrow()
+        if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
+            return {}
         column = rows.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
         found = rows.column("id").to_pylist()

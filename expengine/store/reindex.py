@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
-from .vocabulary import LIVE_SQL
+from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
 
 if TYPE_CHECKING:
     from .store import Store
 
 CHUNK = 2000
-INDEXED_STATES = ("active", "dormant")
 # The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
 # its vector is its condition (the typical requests of its intent); full-text search still sees its
 # whole text (tools, arguments). Every other unit embeds its text.
@@ -48,7 +47,7 @@ def rebuild(store: "Store") -> dict[str, int]:
     """Every row is read from DuckDB (and embedded) before the old index is dropped: a damaged database
     fails here, with the index it would have replaced still whole."""
     index = store.index
-    batches = list(_memory_batches(store, f"state IN {INDEXED_STATES}"))
+    batches = list(_memory_batches(store, INDEXED_RECORDS_SQL))
     units = unit_rows(store, LIVE_SQL)
     index.drop(MEMORIES)
     index.drop(UNITS)
@@ -73,7 +72,7 @@ def index_pending(store: "Store") -> None:
     """Re-add what DuckDB committed but LanceDB may lack (`add` replaces by id, so no duplicates), and
     delete what DuckDB no longer indexes (a `forget` killed before it reached LanceDB)."""
     for name, target, table, indexed in (
-        (MEMORIES, "memory", "records", f"state IN {INDEXED_STATES}"),
+        (MEMORIES, "memory", "records", INDEXED_RECORDS_SQL),
         (UNITS, "unit", "units", LIVE_SQL),
     ):
         gone = store.con.execute(
@@ -82,7 +81,7 @@ def index_pending(store: "Store") -> None:
             [target],
         ).fetchall()
         store.index.delete(name, [r[0] for r in gone])
-    where = f"id IN (SELECT id FROM pending_index WHERE target = 'memory') AND state IN {INDEXED_STATES}"
+    where = f"id IN (SELECT id FROM pending_index WHERE target = 'memory') AND {INDEXED_RECORDS_SQL}"
     for batch in _memory_batches(store, where):
         store.index.add(MEMORIES, batch, replace=True)
     units = unit_rows(store, f"id IN (SELECT id FROM pending_index WHERE target = 'unit') AND {LIVE_SQL}")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .db import utcnow
 from .index import MEMORIES
+from .vocabulary import ARCHIVE_AFTER_WINDOW, INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
     from .store import Store
@@ -23,7 +24,8 @@ def set_state(
     run_id: str | None = None,
     now: dt.datetime | None = None,
 ) -> int:
-    """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB.
+    """Move records to `state` (active / dormant / archived) and say why; archived leaves LanceDB, and
+    so does a rule's source marked to wait out the observation window; one woken from either returns.
 
     Returns how many records changed. Pinned records never leave `active`. `now` stamps `marked_at` and
     the history (a cycle passes its clock, so a faked clock moves the purge window too).
@@ -34,7 +36,8 @@ def set_state(
     con = store.con
     previous = dict(
         con.execute(
-            "SELECT id, state FROM records WHERE id IN (SELECT unnest(?)) AND state <> ? AND (NOT pinned OR ? = 'active')",
+            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE id IN (SELECT unnest(?)) AND state <> ? "
+            "AND (NOT pinned OR ? = 'active')",
             [list(ids), state, state],
         ).fetchall()
     )
@@ -49,11 +52,11 @@ def set_state(
         [state, reason, state, now, changed],
     )
     con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
-    if state == "archived":
-        store.index.delete(MEMORIES, changed)
+    if state == "archived" or (state == "dormant" and reason.startswith(f"{ARCHIVE_AFTER_WINDOW} ")):
+        store.index.delete(MEMORIES, changed)  # archived, or waiting out the observation window
         return len(changed)
-    revived = [i for i in changed if previous[i] == "archived"]
-    store.index.update(MEMORIES, [i for i in changed if previous[i] != "archived"], {"state": state})
+    revived = [i for i in changed if previous[i]]  # archived, or marked: not in LanceDB
+    store.index.update(MEMORIES, [i for i in changed if not previous[i]], {"state": state})
     if revived:
         from .reindex import index_pending
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.db import json_ids
 from ...store.state import set_state
-from ..common import ARCHIVE_AFTER_WINDOW
+from ...store.vocabulary import ARCHIVE_AFTER_WINDOW
 from .facts import speaker_and_text
 from .mine import LESSON_CATEGORIES
 from .templates import DIGEST_ATTRIBUTE
