@@ -2,7 +2,7 @@
 stores with `fleet compact` (2 Ray workers) against the serial loop, and the tenancy check of
 `serve --root`. Ray is local (2 CPUs); the machine is shared, so the speed-ups are lower bounds.
 
-    nice -n 10 python bench/fleet.py --stores 12 --docs docs/benchmarks.md
+    nice -n 10 python bench/fleet.py --stores 40 --synthetic 100000 --docs docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from common import REPO, RESULTS, SHARED_DATA, english_logs, finish_args, load_embedder, machine, publish, table
+
+sys.path.insert(0, str(REPO / "scripts"))  # kill_test: the kill tests' store invariants and worker kill
 
 SAMPLE_LOGS = REPO / "sample_logs"
 TAU_RUNS = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -73,9 +75,10 @@ def synthetic_logs(folder: Path, n: int, *, agents: int = 20, files: int = 8, se
 
 def backfill(tmp: Path, embedder: Any, *, synthetic: int = 0) -> dict[str, Any]:
     """Every English sample log (and `synthetic` records more, with the shared tau-bench runs): one
-    plain `ingest` into one store, then `fleet ingest --by agent`."""
+    plain `ingest` into one store, then `fleet ingest --by agent` with each runner (plain Ray tasks,
+    and the Ray Data pipeline), each into a new root."""
     from expengine import Engine
-    from expengine.fleet.ingest import ingest_fleet
+    from expengine.fleet.ingest import RUNNERS, ingest_fleet
 
     files = [str(p) for p in english_logs(SAMPLE_LOGS)]
     if synthetic:
@@ -86,22 +89,53 @@ def backfill(tmp: Path, embedder: Any, *, synthetic: int = 0) -> dict[str, Any]:
     with Engine(store=tmp / "plain", embedder=embedder) as engine:
         plain = engine.ingest(files)
     plain_s = time.perf_counter() - started
-    fleet = ingest_fleet(files, root=tmp / "by-agent", by="agent", max_parallel=2)
-    return {
+    plain_rate = plain.read / plain_s
+    report: dict[str, Any] = {
         "records": plain.read,
-        "plain": {"seconds": round(plain_s, 2), "records_per_s": round(plain.read / plain_s, 1)},
-        "fleet": {"seconds": fleet.seconds, "records_per_s": fleet.records_per_s, "stores": len(fleet.stores)},
-        "ratio": round(fleet.records_per_s / (plain.read / plain_s), 3),
+        "plain": {"seconds": round(plain_s, 2), "records_per_s": round(plain_rate, 1)},
     }
+    for runner in RUNNERS:
+        fleet = ingest_fleet(files, root=tmp / f"by-agent-{runner}", by="agent", max_parallel=2, runner=runner)
+        report[runner] = {
+            "seconds": fleet.seconds,
+            "records_per_s": fleet.records_per_s,
+            "stores": len(fleet.stores),
+            "stored": fleet.stored,
+            "failed": fleet.failed,
+            "ratio": round(fleet.records_per_s / plain_rate, 3),
+        }
+    return report
+
+
+def store_ids(root: Path) -> dict[str, set[str]]:
+    """Each store's record ids, read from its DuckDB file."""
+    import duckdb
+
+    from expengine.fleet import fleet_stores
+
+    ids = {}
+    for name, path in fleet_stores(root).items():
+        con = duckdb.connect(str(path / "expengine.duckdb"), read_only=True)
+        try:
+            ids[name] = {r[0] for r in con.execute("SELECT id FROM records").fetchall()}
+        finally:
+            con.close()
+    return ids
 
 
 def compaction(tmp: Path, stores: int, embedder: Any) -> dict[str, Any]:
+    """`stores` stores made from the sample logs, compacted one after another in this process and
+    then by `fleet compact` with 2 workers (a copy of the same stores). Also returns the logs and
+    each store's ids, for the fault runs."""
     from expengine import Engine
     from expengine.fleet.compact import compact_fleet
     from expengine.fleet.ingest import ingest_fleet
 
-    made = ingest_fleet([str(p) for p in store_logs(tmp / "sessions", stores)], root=tmp / "serial", by="agent")
-    shutil.copytree(tmp / "serial", tmp / "fleet", symlinks=True)
+    logs = [str(p) for p in store_logs(tmp / "sessions", stores)]
+    made = ingest_fleet(logs, root=tmp / "serial", by="agent")
+    for name in ("fleet", "faults"):
+        shutil.copytree(tmp / "serial", tmp / name, symlinks=True)
+    ids = store_ids(tmp / "serial")
     started = time.perf_counter()
     for row in made.stores:
         with Engine(store=tmp / "serial" / row.store, embedder=embedder) as engine:
@@ -119,7 +153,82 @@ def compaction(tmp: Path, stores: int, embedder: Any) -> dict[str, Any]:
         "per_store_s": round(serial_s / max(len(made.stores), 1), 3),
         "mean_hot_share_after": round(sum(hot) / len(hot), 4) if hot else None,
         "root": tmp / "fleet",
+        "logs": logs,
+        "ids": ids,
     }
+
+
+def faults(tmp: Path, logs: list[str], ids: dict[str, set[str]], embedder: Any) -> dict[str, Any]:
+    """SIGKILL a Ray worker (by the pid it writes at the pause point) in the middle of one store's
+    `fleet compact`, then of one store's `fleet ingest` write; Ray retries the task. Then every store
+    must be compacted exactly once (the killed one's first run rolled back), hold exactly its records
+    once with the kill test's invariants (`check_store`), and a rerun of the backfill store nothing."""
+    from kill_test import check_store, kill_paused_worker
+
+    from expengine import Engine
+    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.ingest import ingest_fleet
+    from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
+
+    def paused(root: Path, point: str, victim: str) -> Path:
+        for name in ids:  # the hook pauses once per marker: every store but the victim runs straight through
+            if name != victim:
+                (root / name).mkdir(parents=True, exist_ok=True)
+                (root / name / (PAUSE_MARKER + point)).write_text("")
+        return root / victim / (PAUSE_MARKER + point)
+
+    def unpause(root: Path, point: str) -> None:
+        for name in ids:
+            (root / name / (PAUSE_MARKER + point)).unlink(missing_ok=True)
+
+    victim = sorted(ids)[len(ids) // 2]
+    root = tmp / "faults"
+    marker = paused(root, "decay", victim)
+    started = time.perf_counter()
+    killed, compacted = kill_paused_worker(
+        lambda: compact_fleet(root, max_parallel=2, refine=False, worker_env={PAUSE_ENV: "decay"}), marker
+    )
+    compact_s = time.perf_counter() - started
+    unpause(root, "decay")
+    problems = {n: p for n in ids if (p := check_store(root / n, ids[n], embedder))}
+    once = 0
+    for name in ids:
+        with Engine(store=root / name, embedder=embedder) as engine:
+            statuses = [r["status"] for r in engine.history()]
+        once += statuses == (["rolled_back", "completed"] if name == victim else ["completed"])
+    compact_report = {
+        "stores": len(ids),
+        "killed_pid": killed,
+        "victim": victim,
+        "failed": compacted.failed,
+        "compacted_once": once,
+        "invariant_problems": problems,
+        "seconds": round(compact_s, 2),
+    }
+
+    root = tmp / "faults-ingest"
+    marker = paused(root, "ingest-batch", victim)
+    started = time.perf_counter()
+    killed, filled = kill_paused_worker(
+        lambda: ingest_fleet(logs, root=root, by="agent", worker_env={PAUSE_ENV: "ingest-batch"}), marker
+    )
+    ingest_s = time.perf_counter() - started
+    unpause(root, "ingest-batch")
+    again = ingest_fleet(logs, root=root, by="agent")
+    problems = {n: p for n in ids if (p := check_store(root / n, ids[n], embedder))}
+    ingest_report = {
+        "stores": len(ids),
+        "killed_pid": killed,
+        "victim": victim,
+        "failed": filled.failed,
+        "stored": filled.stored,
+        "rerun_stored": again.stored,
+        "rerun_duplicates": again.duplicates,
+        "expected": sum(map(len, ids.values())),
+        "invariant_problems": problems,
+        "seconds": round(ingest_s, 2),
+    }
+    return {"compact": compact_report, "ingest": ingest_report}
 
 
 def tenancy(root: Path) -> dict[str, Any]:
@@ -151,9 +260,21 @@ def tenancy(root: Path) -> dict[str, Any]:
     return {"tenants": len(names), "own_ok": own, "cross_requests": pairs, "cross_403": cross_403}
 
 
+def fault_text(broken: dict[str, Any]) -> str:
+    c, i = broken["compact"], broken["ingest"]
+    return (
+        f"Faults: a Ray worker SIGKILLed (by pid) in the middle of compacting `{c['victim']}`: "
+        f"{c['compacted_once']}/{c['stores']} stores compacted exactly once (the killed run rolled back, "
+        f"then completed), {c['failed']} failed, stores with broken invariants: {len(c['invariant_problems'])}. "
+        f"Killed while writing `{i['victim']}` in `fleet ingest` (tasks runner): {i['failed']} failed; "
+        f"the rerun stored {i['rerun_stored']} and found {i['rerun_duplicates']}/{i['expected']} already there; "
+        f"stores with missing, extra or duplicated records or broken invariants: {len(i['invariant_problems'])}."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stores", type=int, default=12, help="stores to compact (default: %(default)s)")
+    parser.add_argument("--stores", type=int, default=40, help="stores to compact (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
     parser.add_argument("--docs", type=Path, help="rewrite the fleet section of this Markdown file")
     parser.add_argument(
@@ -172,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             filled = backfill(Path(tmp), embedder, synthetic=args.synthetic)
             compacted = compaction(Path(tmp), args.stores, embedder)
             tenants = tenancy(compacted.pop("root"))
+            broken = faults(Path(tmp), compacted.pop("logs"), compacted.pop("ids"), embedder)
     finally:
         ray.shutdown()
     report = {
@@ -181,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         "backfill": filled,
         "compaction": compacted,
         "tenancy": tenants,
+        "faults": broken,
     }
     text = "\n".join(
         [
@@ -190,18 +313,20 @@ def main(argv: list[str] | None = None) -> int:
             "not counted below). The 2 cores are shared with other work, so the parallel figures are lower bounds.",
             "",
             table(
-                ["measure", "plain / serial", "fleet (2 workers)", "ratio"],
+                ["measure", "plain / serial", "fleet, tasks", "fleet, Ray Data", "ratio (tasks / data)"],
                 [
                     [
                         f"backfill, {filled['records']} records (records/s)",
                         filled["plain"]["records_per_s"],
-                        filled["fleet"]["records_per_s"],
-                        filled["ratio"],
+                        filled["tasks"]["records_per_s"],
+                        filled["data"]["records_per_s"],
+                        f"{filled['tasks']['ratio']} / {filled['data']['ratio']}",
                     ],
                     [
                         f"compaction of {compacted['stores']} stores (s)",
                         compacted["serial_s"],
                         compacted["fleet_s"],
+                        "",
                         compacted["speedup"],
                     ],
                 ],
@@ -209,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Tenancy: {tenants['tenants']} tenants, own reads answered {tenants['own_ok']}/{tenants['tenants']}, "
             f"cross-tenant reads refused with 403 {tenants['cross_403']}/{tenants['cross_requests']}.",
+            "",
+            fault_text(broken),
         ]
     )
     publish(report, args, section="fleet", text=text, echo=not args.quiet)

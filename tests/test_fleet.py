@@ -4,11 +4,7 @@ down at its end), and the fleet commands' reports and exit codes."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-import threading
-import time
 
 import pytest
 from fleet_helpers import NAMES, make_fleet
@@ -28,21 +24,10 @@ def local_ray():
 
 
 def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
-    """Run the fleet command `run` on a thread; when a worker writes its pid to `marker` (the pause hook),
-    SIGKILL it. Returns the killed pid and the command's rows by store, once Ray's retry finished it."""
-    reports = []
-    driver = threading.Thread(target=lambda: reports.append(run()))
-    driver.start()
-    deadline = time.monotonic() + 240
-    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid; then it blocks
-        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
-        time.sleep(0.05)
-    killed = int(marker.read_text())
-    os.kill(killed, signal.SIGKILL)
-    driver.join(timeout=300)
-    assert not driver.is_alive() and reports
-    rows = {r.store: r for r in reports[0].stores}
-    assert reports[0].failed == 0, rows
+    """`kill_test.kill_paused_worker`, and the command's rows by store (none failed)."""
+    killed, report = load_kill_test().kill_paused_worker(run, marker, timeout=240)
+    rows = {r.store: r for r in report.stores}
+    assert report.failed == 0, rows
     return killed, rows
 
 

@@ -5,59 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
-from fleet_helpers import make_fleet
+from fleet_helpers import make_fleet, moto_server
 from test_cli_usage import run_main
 
 boto3 = pytest.importorskip("boto3", reason="moto and boto3 come with the test extra: pip install -e '.[test]'")
 pytest.importorskip("moto", reason="moto comes with the test extra: pip install -e '.[test]'")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    """moto's S3 server and the AWS variables that point boto3 and pyarrow at it, with a bucket."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out
-        )
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # until it accepts connections
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"]).create_bucket(Bucket="fleet")
-        yield boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
-    finally:
-        os.kill(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        for key, value in saved.items():
-            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    """moto's S3 server and the AWS variables that point boto3, pyarrow and LanceDB at it, with a bucket."""
+    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log", bucket="fleet") as client:
+        yield client
 
 
 def test_snapshot_to_s3_and_restore_from_it(tmp_path, embedder, s3, monkeypatch, capsys):
@@ -201,6 +162,11 @@ def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
         hits = engine.query("zeppelin voucher", k=3, touch=False).to_dict()["hits"]
         assert "alpha-late" not in [h["id"] for h in hits]  # gone from DuckDB and from the index on S3
         assert [h["id"] for h in engine.query("book a flight", k=5, touch=False).to_dict()["hits"]]
+        gone = sorted(lines, key=lambda e: e["id"])[0]["id"]
+        engine.forget(ids=[gone])  # scrubbed from the tables on S3 (compacted, old versions dropped) too
+        with engine.session() as store:
+            left = store.index.table("memories").search().select(["id"]).limit(100).to_arrow().column("id").to_pylist()
+        assert gone not in left and len(left) == after.indexed_memories - 1
 
 
 def test_fleet_ingest_puts_each_new_stores_index_under_the_index_root(tmp_path, embedder, s3):
