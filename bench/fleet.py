@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -288,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ray_start = time.perf_counter() - started
+    load_before = os.getloadavg()[1]
     try:
         with tempfile.TemporaryDirectory(prefix="expengine-fleet-bench-") as tmp:
             filled = backfill(Path(tmp), embedder, synthetic=args.synthetic)
@@ -296,8 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             broken = faults(Path(tmp), compacted.pop("logs"), compacted.pop("ids"), embedder)
     finally:
         ray.shutdown()
+    load = [round(load_before, 1), round(os.getloadavg()[1], 1)]
     report = {
         "machine": machine(),
+        "load_5min": load,
         "command": args.command,
         "ray_start_s": round(ray_start, 2),
         "backfill": filled,
@@ -310,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             "## Fleet (bench/fleet.py)",
             "",
             f"`{args.command}` on {report['machine']}, local Ray with 2 CPUs (started in {ray_start:.1f} s, "
-            "not counted below). The 2 cores are shared with other work, so the parallel figures are lower bounds.",
+            f"not counted below). The 2 cores are shared with other work (5-minute load {load[0]} at the start, "
+            f"{load[1]} at the end), so the parallel figures are lower bounds.",
             "",
             table(
                 ["measure", "plain / serial", "fleet, tasks", "fleet, Ray Data", "ratio (tasks / data)"],

@@ -60,16 +60,17 @@ def redact_rows(batch: dict[str, np.ndarray], *, root: str) -> dict[str, np.ndar
     from ..ingest.pipeline import redact_event
     from ..ingest.redact import Redactor
 
-    configs: dict[str, Any] = {}
+    stores: dict[str, Any] = {}  # store -> its [ingest] config and redactor
     items, texts = [], []
     for name, blob in zip(batch["store"], batch["item"]):
-        cfg = configs.get(name)
-        if cfg is None:
-            cfg = configs[name] = Config.load(Path(root) / name).ingest
+        if name not in stores:
+            cfg = Config.load(Path(root) / name).ingest
+            stores[name] = (cfg, Redactor(enabled=cfg.redact))
+        cfg, redactor = stores[name]
         item = pickle.loads(blob)
         text = ""
         if item.event is not None:
-            item.redacted = redact_event(item.event, Redactor(enabled=cfg.redact))
+            item.redacted = redact_event(item.event, redactor)
             text = render(item.event)[: cfg.max_content_chars]
         items.append(pickle.dumps(item))
         texts.append(text)

@@ -8,8 +8,9 @@
    worker's embedding model loaded once and kept for the next store it gets. Lines that do not parse
    are rejects of the store their raw JSON names, else of `unrouted`, kept as `ingest` keeps them.
 
-Ids are content hashes (or the event's own id), so running it again stores nothing twice. Not Ray
-Data: the routing is a shuffle by store that plain tasks do in two steps (see docs/scale.md)."""
+Ids are content hashes (or the event's own id), so running it again stores nothing twice. This is
+`--runner tasks`, the default; `--runner data` does the same as one Ray Data pipeline (`fleet.dataflow`),
+whose shuffle does not pass through the driver (see docs/scale.md for when each is the one to use)."""
 
 from __future__ import annotations
 
