@@ -22,7 +22,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
-SHARED_DATA = REPO.parent / "shared" / "data"
+# beside the repository (/work/shared/data for /work/main); EXPENGINE_SHARED_DATA for a worktree elsewhere
+SHARED_DATA = Path(os.environ.get("EXPENGINE_SHARED_DATA") or REPO.parent / "shared" / "data")
 RESULTS = REPO / "bench" / "results"
 # A compaction runs nightly from cron; cycles are this far apart on the clock passed to `compact`,
 # so each one is due to re-cluster (cluster.interval_hours is 24 h by default).

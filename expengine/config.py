@@ -247,6 +247,18 @@ class SnapshotConfig:
 
 
 @dataclass
+class IndexConfig:
+    """Where the store's LanceDB tables (the derived index) live: "" is the store's own `lance/` folder;
+    an object-storage URI (`s3://bucket/prefix/name`) puts them there. DuckDB stays in the store folder.
+    Credentials come from the environment (AWS_ACCESS_KEY_ID, ... or the instance's role), never from
+    this file, which travels with the store."""
+
+    uri: str = ""
+    endpoint: str = ""  # an S3-compatible server (http://host:port); "" takes AWS_ENDPOINT_URL
+    region: str = ""  # "" takes AWS_REGION or AWS_DEFAULT_REGION
+
+
+@dataclass
 class Config:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -261,6 +273,7 @@ class Config:
     ingest: IngestConfig = field(default_factory=IngestConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -218,6 +218,28 @@ def kill_after(cmd: list[str], store: Path, delay: float) -> tuple[bool, bool, f
     return True, fingerprint(store) != before, delay
 
 
+def kill_paused_worker(run: Any, marker: Path, timeout: float = 300.0) -> tuple[int, Any]:
+    """Run the fleet command `run` on a thread; when a Ray worker writes its pid to `marker` (the pause
+    hook, `EXPENGINE_TEST_PAUSE_AFTER`), SIGKILL it. Returns the killed pid and the command's report,
+    once Ray's retry of the killed task finished it (the tests and bench/fleet.py's fault runs)."""
+    import threading
+
+    reports: list[Any] = []
+    driver = threading.Thread(target=lambda: reports.append(run()))
+    driver.start()
+    deadline = time.monotonic() + timeout
+    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid; then it blocks
+        if not driver.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"no worker reached the pause point {marker.name}")
+        time.sleep(0.05)
+    killed = int(marker.read_text())
+    os.kill(killed, signal.SIGKILL)
+    driver.join(timeout=timeout)
+    if driver.is_alive() or not reports:
+        raise RuntimeError("the fleet command did not finish after its worker was killed")
+    return killed, reports[0]
+
+
 def check_store(store: Path, expected_ids: set[str], embedder: Any = None) -> list[str]:
     """What is wrong with a store at rest, read straight from its files (nothing healed first), then a query.
 

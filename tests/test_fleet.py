@@ -4,11 +4,7 @@ down at its end), and the fleet commands' reports and exit codes."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-import threading
-import time
 
 import pytest
 from fleet_helpers import NAMES, make_fleet
@@ -28,21 +24,10 @@ def local_ray():
 
 
 def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
-    """Run the fleet command `run` on a thread; when a worker writes its pid to `marker` (the pause hook),
-    SIGKILL it. Returns the killed pid and the command's rows by store, once Ray's retry finished it."""
-    reports = []
-    driver = threading.Thread(target=lambda: reports.append(run()))
-    driver.start()
-    deadline = time.monotonic() + 240
-    while not (marker.exists() and marker.read_text().strip()):  # the worker's pid; then it blocks
-        assert driver.is_alive() and time.monotonic() < deadline, "the worker never reached the pause point"
-        time.sleep(0.05)
-    killed = int(marker.read_text())
-    os.kill(killed, signal.SIGKILL)
-    driver.join(timeout=300)
-    assert not driver.is_alive() and reports
-    rows = {r.store: r for r in reports[0].stores}
-    assert reports[0].failed == 0, rows
+    """`kill_test.kill_paused_worker`, and the command's rows by store (none failed)."""
+    killed, report = load_kill_test().kill_paused_worker(run, marker, timeout=240)
+    rows = {r.store: r for r in report.stores}
+    assert report.failed == 0, rows
     return killed, rows
 
 
@@ -117,7 +102,8 @@ def test_fleet_commands_report_per_store_and_in_total(monkeypatch, capsys, tmp_p
     assert [s["store"] for s in broken["stores"] if "error" in s] == ["gamma"]
 
 
-def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray):
+@pytest.mark.parametrize("runner", ["tasks", "data"])
+def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray, runner):
     import gzip
 
     from fleet_helpers import fleet_lines
@@ -136,7 +122,7 @@ def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, 
     with gzip.open(logs / "rest.jsonl.gz", "wt", encoding="utf-8") as gz:
         gz.write("\n".join(map(json.dumps, alpha[10:] + beta[10:])) + "\n")
     root = tmp_path / "fleet"
-    first = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    first = ingest_fleet([str(logs)], root=root, max_parallel=2, runner=runner)
     rows = {r.store: r for r in first.stores}
     assert sorted(rows) == ["alpha", "beta", "unrouted"] and first.failed == 0 and first.files == 2
     assert rows["alpha"].stored == len(alpha) and rows["beta"].stored == len(beta)
@@ -150,11 +136,12 @@ def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, 
             if name == "alpha":
                 text = " ".join(str(r.get("content")) for r in stored)
                 assert "mallory@example.com" not in text and "[REDACTED:EMAIL]" in text
-    again = ingest_fleet([str(logs)], root=root, max_parallel=2)
+    again = ingest_fleet([str(logs)], root=root, max_parallel=2, runner=runner)
     assert again.stored == 0 and again.duplicates == first.stored and again.failed == 0
 
 
-def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embedder, local_ray):
+@pytest.mark.parametrize("runner", ["tasks", "data"])
+def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embedder, local_ray, runner):
     """SIGKILL the worker that writes alpha after its first batch is committed: Ray runs the store's
     task again, which stores the rest (the first batch counts as duplicates), and a rerun of the whole
     backfill stores nothing."""
@@ -175,7 +162,9 @@ def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embed
     (root / "beta").mkdir(parents=True)
     (root / "beta" / marker.name).write_text("")  # the hook pauses once per marker: beta runs straight through
     env = {PAUSE_ENV: "ingest-batch"}
-    _, rows = kill_the_paused_worker(lambda: ingest_fleet([str(source)], root=root, worker_env=env), marker)
+    _, rows = kill_the_paused_worker(
+        lambda: ingest_fleet([str(source)], root=root, worker_env=env, runner=runner), marker
+    )
     assert rows["alpha"].stored == 150 and rows["alpha"].duplicates == BATCH  # the retry's view
     assert rows["beta"].stored == 40
     (root / "alpha" / marker.name).unlink()
@@ -184,5 +173,5 @@ def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embed
     for name in ("alpha", "beta"):
         expected = {e["id"] for e in events if e["agent"] == name}
         assert kill_test.check_store(root / name, expected, embedder) == []  # every id once, indexed, healed
-    again = ingest_fleet([str(source)], root=root)
+    again = ingest_fleet([str(source)], root=root, runner=runner)
     assert again.stored == 0 and again.duplicates == len(events) and again.failed == 0

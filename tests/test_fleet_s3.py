@@ -5,59 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
-from fleet_helpers import make_fleet
+from fleet_helpers import make_fleet, moto_server
 from test_cli_usage import run_main
 
 boto3 = pytest.importorskip("boto3", reason="moto and boto3 come with the test extra: pip install -e '.[test]'")
 pytest.importorskip("moto", reason="moto comes with the test extra: pip install -e '.[test]'")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    """moto's S3 server and the AWS variables that point boto3 and pyarrow at it, with a bucket."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out
-        )
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # until it accepts connections
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"]).create_bucket(Bucket="fleet")
-        yield boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
-    finally:
-        os.kill(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        for key, value in saved.items():
-            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    """moto's S3 server and the AWS variables that point boto3, pyarrow and LanceDB at it, with a bucket."""
+    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log", bucket="fleet") as client:
+        yield client
 
 
 def test_snapshot_to_s3_and_restore_from_it(tmp_path, embedder, s3, monkeypatch, capsys):
@@ -137,3 +98,106 @@ def test_logs_on_s3_are_ingested_and_backfilled_per_store(tmp_path, embedder, s3
 
     code, out, err = run_main(monkeypatch, capsys, ["--store", str(tmp_path / "two"), "ingest", "s3://fleet/none/"])
     assert code == 2 and out == "" and "no such object or prefix: s3://fleet/none/" in err and "Traceback" not in err
+
+
+def lance_objects(s3, prefix: str) -> list[str]:
+    listed = s3.list_objects_v2(Bucket="fleet", Prefix=prefix)
+    return sorted(o["Key"] for o in listed.get("Contents", []))
+
+
+def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
+    """`[index] uri = "s3://..."`: ingest, the hybrid query (vectors and the full-text index), compaction
+    (whose cleanup leaves one version of each table), a snapshot and its restore (the index rebuilt from
+    the restored DuckDB) all work with the tables on S3; DuckDB and the snapshots stay local."""
+    from fleet_helpers import fleet_lines
+
+    from expengine import Engine
+    from expengine.store.db import LANCE_DIR
+    from expengine.store.reindex import REBUILD_PENDING
+
+    lines = fleet_lines("alpha")
+    log = tmp_path / "alpha.jsonl"
+    log.write_text("\n".join(map(json.dumps, lines)) + "\n", encoding="utf-8")
+    later = tmp_path / "later.jsonl"
+    extra = {"id": "alpha-late", "ts": "2026-03-02T09:00:00Z", "kind": "message", "role": "user", "agent": "alpha"}
+    extra["content"] = "the zeppelin voucher was lost"
+    later.write_text(json.dumps(extra) + "\n", encoding="utf-8")
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    answers = {}
+    for store in (local, remote):
+        store.mkdir(exist_ok=True)
+        if store == remote:
+            (store / "config.toml").write_text('[index]\nuri = "s3://fleet/index/alpha"\n', encoding="utf-8")
+        with Engine(store=store, embedder=embedder) as engine:
+            assert engine.ingest([str(log)]).stored == len(lines)
+            answers[store] = [h["id"] for h in engine.query("book a flight", k=5, touch=False).to_dict()["hits"]]
+    assert answers[remote] == answers[local] and answers[remote]
+    assert not (remote / LANCE_DIR).exists()
+    assert any(k.startswith("index/alpha/memories.lance/_indices/") for k in lance_objects(s3, "index/alpha/"))
+
+    with Engine(store=remote, embedder=embedder) as engine:
+        report = engine.compact(refine=False).to_dict()
+        assert report["status"] == "completed"
+        manifests: dict[str, int] = {}
+        for key in lance_objects(s3, "index/alpha/"):
+            if "/_versions/" in key and key.endswith(".manifest"):
+                table = key.split("/")[2]
+                manifests[table] = manifests.get(table, 0) + 1
+        assert manifests.get("memories.lance") == 1 and set(manifests.values()) == {1}, (
+            manifests
+        )  # old versions cleaned
+        stats = engine.stats()
+        assert stats.indexed_memories == stats.active + stats.dormant
+        snapshot = engine.snapshot().id
+        assert not (remote / "snapshots" / snapshot / LANCE_DIR).exists()
+        engine.ingest([str(later)])
+        assert engine.stats().indexed_memories == stats.indexed_memories + 1
+        assert "alpha-late" in [h["id"] for h in engine.query("zeppelin voucher", k=3, touch=False).to_dict()["hits"]]
+        engine.restore(snapshot)
+        after = engine.stats()
+        assert (after.raw, after.indexed_memories, after.indexed_units) == (
+            stats.raw,
+            stats.indexed_memories,
+            stats.indexed_units,
+        )
+        hits = engine.query("zeppelin voucher", k=3, touch=False).to_dict()["hits"]
+        assert "alpha-late" not in [h["id"] for h in hits]  # gone from DuckDB and from the index on S3
+        assert [h["id"] for h in engine.query("book a flight", k=5, touch=False).to_dict()["hits"]]
+        gone = sorted(lines, key=lambda e: e["id"])[0]["id"]
+        engine.forget(ids=[gone])  # scrubbed from the tables on S3 (compacted, old versions dropped) too
+        with engine.session() as store:
+            left = store.index.table("memories").search().select(["id"]).limit(100).to_arrow().column("id").to_pylist()
+        assert gone not in left and len(left) == after.indexed_memories - 1
+        with engine.session() as store:  # as a restore killed after its swap, before its rebuild, leaves it
+            (remote / REBUILD_PENDING).write_text("")
+            store.index.drop("memories")
+        assert engine.stats().indexed_memories == len(left) and not (remote / REBUILD_PENDING).exists()
+
+
+def test_fleet_ingest_puts_each_new_stores_index_under_the_index_root(tmp_path, embedder, s3):
+    from fleet_helpers import fleet_lines
+
+    pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
+    from expengine import Engine
+    from expengine.config import Config
+    from expengine.fleet.ingest import ingest_fleet
+
+    log = tmp_path / "logs.jsonl"
+    alpha, beta = fleet_lines("alpha"), fleet_lines("beta")
+    log.write_text("\n".join(map(json.dumps, alpha + beta)) + "\n", encoding="utf-8")
+    root = tmp_path / "fleet"
+    aws = {
+        k: os.environ[k]
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")
+    }
+    report = ingest_fleet([str(log)], root=root, index_root="s3://fleet/idx/", worker_env=aws)
+    assert report.failed == 0 and report.stored == len(alpha + beta)
+    for name in ("alpha", "beta"):
+        assert Config.load(root / name).index.uri == f"s3://fleet/idx/{name}"
+        assert lance_objects(s3, f"idx/{name}/memories.lance/")
+    with Engine(store=root / "beta", embedder=embedder) as engine:
+        assert engine.stats().indexed_memories == len(beta)
+    moved = ingest_fleet([str(log)], root=root, index_root="s3://fleet/other", worker_env=aws)
+    errors = {r.store: r.error for r in moved.stores}
+    assert moved.failed == 2 and moved.stored == 0, errors  # refused per store, nothing moved or written
+    assert "keeps its index at s3://fleet/idx/alpha, not at s3://fleet/other/alpha" in errors["alpha"]

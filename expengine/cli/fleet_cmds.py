@@ -99,12 +99,27 @@ def ingest(
     fmt: str = typer.Option("auto", "--format", help="Input format, as `ingest --format`."),
     max_parallel: int = PARALLEL,
     address: Optional[str] = ADDRESS,
+    index_root: Optional[str] = typer.Option(
+        None, "--index-root", help="Keep each new store's LanceDB at URI/<name> (s3://bucket/prefix)."
+    ),
+    runner: str = typer.Option(
+        "tasks", "--runner", help="tasks (plain Ray tasks) or data (one Ray Data pipeline, embedding on an actor pool)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Backfill: read and route on Ray, then store each store's records under its lock. Safe to rerun."""
     from ..fleet.ingest import ingest_fleet
 
-    report = ingest_fleet(sources, root=root, by=by, fmt=fmt, max_parallel=max_parallel, address=address)
+    report = ingest_fleet(
+        sources,
+        root=root,
+        by=by,
+        fmt=fmt,
+        max_parallel=max_parallel,
+        address=address,
+        index_root=index_root,
+        runner=runner,
+    )
     if as_json:
         emit_json(report)
     else:

@@ -8,12 +8,12 @@
    worker's embedding model loaded once and kept for the next store it gets. Lines that do not parse
    are rejects of the store their raw JSON names, else of `unrouted`, kept as `ingest` keeps them.
 
-Ids are content hashes (or the event's own id), so running it again stores nothing twice. Not Ray
-Data: the routing is a shuffle by store that plain tasks do in two steps (see docs/scale.md)."""
+Ids are content hashes (or the event's own id), so running it again stores nothing twice. This is
+`--runner tasks`, the default; `--runner data` does the same as one Ray Data pipeline (`fleet.dataflow`),
+whose shuffle does not pass through the driver (see docs/scale.md for when each is the one to use)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,21 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..results import Result
-from . import store_name
-from .runtime import bounded, error_text, ray_session, store_engine, task_options
+from .runtime import bounded, error_text, ray_session, task_options
+from .writes import StoreIngest, route_key, store_items
 
-UNROUTED = "unrouted"
-
-
-@dataclass
-class StoreIngest(Result):
-    store: str
-    read: int = 0
-    stored: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-    seconds: float = 0.0
-    error: str | None = None
+RUNNERS = ("tasks", "data")
 
 
 @dataclass
@@ -50,23 +39,6 @@ class FleetIngest(Result):
     failed: int = 0
     seconds: float = 0.0
     records_per_s: float = 0.0
-
-
-def route_key(item: Any, by: str) -> str:
-    """The store an item belongs to: the event's `by` field (a top-level one, else one in `meta`), or
-    for a reject the field of its raw JSON when it has one."""
-    event = item.event
-    if event is not None:
-        value = getattr(event, by, None)
-        if value is None and isinstance(event.meta, dict):
-            value = event.meta.get(by)
-    else:
-        try:
-            raw = json.loads(item.raw or "")
-        except ValueError:
-            raw = None
-        value = raw.get(by) if isinstance(raw, dict) else None
-    return UNROUTED if value in (None, "") else store_name(value)
 
 
 def read_and_route(path: str, by: str, fmt: str) -> dict[str, list[Any]]:
@@ -90,31 +62,14 @@ def read_and_route(path: str, by: str, fmt: str) -> dict[str, list[Any]]:
     return routed
 
 
-def write_store(path: str, parts: list[tuple[str, Any]]) -> dict[str, Any]:
+def write_store(path: str, parts: list[tuple[str, Any]], index_root: str | None = None) -> dict[str, Any]:
     """Stage 2, in a worker: store one store's items (file -> items) under its lock, as `ingest` does."""
     import ray
 
-    from ..ingest.pipeline import ingest
-
-    started = time.perf_counter()
-    row = StoreIngest(store=Path(path).name)
-    try:
-        preread: dict[str, list[Any]] = {}
-        for file, ref in parts:
-            preread.setdefault(file, []).extend(ray.get(ref))
-        with store_engine(path) as engine:
-            with engine.session() as store:
-                result = ingest(store, [], preread=preread)
-        row.read, row.stored, row.duplicates, row.rejected = (
-            result.read,
-            result.stored,
-            result.duplicates,
-            result.rejected,
-        )
-    except Exception as exc:  # one store's failure must not stop the others
-        row.error = error_text(exc)
-    row.seconds = round(time.perf_counter() - started, 3)
-    return row.to_dict()
+    preread: dict[str, list[Any]] = {}
+    for file, ref in parts:
+        preread.setdefault(file, []).extend(ray.get(ref))
+    return store_items(Path(path), preread, index_root).to_dict()
 
 
 def ingest_fleet(
@@ -126,9 +81,17 @@ def ingest_fleet(
     max_parallel: int = 2,
     address: str | None = None,
     worker_env: dict[str, str] | None = None,
+    index_root: str | None = None,
+    runner: str = "tasks",
 ) -> FleetIngest:
     """Backfill the stores under `root` from `sources` (see the module's docstring); `worker_env` as in
-    `compact_fleet`."""
+    `compact_fleet`. `index_root` (`s3://bucket/prefix`): a new store keeps its LanceDB at
+    `<index_root>/<name>` (`place_index`). `runner`: "tasks" (plain Ray tasks, the two stages above) or
+    "data" (one Ray Data pipeline, `fleet.dataflow`)."""
+    if runner not in RUNNERS:
+        from ..errors import InputError
+
+        raise InputError(f"unknown runner {runner!r}", hint=f"use one of {', '.join(RUNNERS)}")
     from ..ingest.readers import expand_paths
     from ..ingest.remote import absolute_source
 
@@ -138,24 +101,22 @@ def ingest_fleet(
     files = [absolute_source(f) for f in expand_paths(sources)]
     result = FleetIngest(root=str(base), files=len(files))
     with ray_session(address) as ray:
-        reader = ray.remote(read_and_route).options(**task_options(worker_env))
-        by_store: dict[str, list[tuple[str, Any]]] = {}
-        reads = [partial(reader.remote, f, by, fmt) for f in files]
-        for index, routed in bounded(ray, reads, max_parallel):
-            if isinstance(routed, Exception):
-                raise routed
-            for name, items in routed.items():
-                by_store.setdefault(name, []).append((files[index], ray.put(items)))
-        writer = ray.remote(write_store).options(**task_options(worker_env))
-        names = sorted(by_store)
-        calls = [partial(writer.remote, str(base / n), by_store[n]) for n in names]
-        rows: dict[int, StoreIngest] = {}
-        for index, value in bounded(ray, calls, max_parallel):
-            failed = isinstance(value, Exception)
-            rows[index] = (
-                StoreIngest(store=names[index], error=error_text(value)[:500]) if failed else StoreIngest(**value)
+        if runner == "data":
+            from .dataflow import ingest_dataset
+
+            stores = ingest_dataset(
+                ray,
+                files,
+                root=base,
+                by=by,
+                fmt=fmt,
+                max_parallel=max_parallel,
+                worker_env=worker_env,
+                index_root=index_root,
             )
-    result.stores = [rows[i] for i in range(len(names))]
+            result.stores = [StoreIngest(**row) for row in stores]
+        else:
+            result.stores = _ingest_tasks(ray, files, base, by, fmt, max_parallel, worker_env, index_root)
     for row in result.stores:
         result.read += row.read
         result.stored += row.stored
@@ -165,3 +126,32 @@ def ingest_fleet(
     result.seconds = round(time.perf_counter() - started, 3)
     result.records_per_s = round(result.read / result.seconds, 1) if result.seconds else 0.0
     return result
+
+
+def _ingest_tasks(
+    ray: Any,
+    files: list[str],
+    base: Path,
+    by: str,
+    fmt: str,
+    max_parallel: int,
+    worker_env: dict[str, str] | None,
+    index_root: str | None,
+) -> list[StoreIngest]:
+    """The two stages of plain tasks (see the module's docstring); one row per store."""
+    reader = ray.remote(read_and_route).options(**task_options(worker_env))
+    by_store: dict[str, list[tuple[str, Any]]] = {}
+    reads = [partial(reader.remote, f, by, fmt) for f in files]
+    for index, routed in bounded(ray, reads, max_parallel):
+        if isinstance(routed, Exception):
+            raise routed
+        for name, items in routed.items():
+            by_store.setdefault(name, []).append((files[index], ray.put(items)))
+    writer = ray.remote(write_store).options(**task_options(worker_env))
+    names = sorted(by_store)
+    calls = [partial(writer.remote, str(base / n), by_store[n], index_root) for n in names]
+    rows: dict[int, StoreIngest] = {}
+    for index, value in bounded(ray, calls, max_parallel):
+        failed = isinstance(value, Exception)
+        rows[index] = StoreIngest(store=names[index], error=error_text(value)[:500]) if failed else StoreIngest(**value)
+    return [rows[i] for i in range(len(names))]

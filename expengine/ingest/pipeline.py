@@ -86,7 +86,7 @@ def ingest(
     now = utcnow()
     seen: set[str] = set()
     words: dict[str, Counter[str]] = {}
-    batch: list[Event] = []
+    batch: list[Item] = []
 
     read: dict[str, Any] = {
         "fmt": fmt,
@@ -133,7 +133,7 @@ def ingest(
                     _reject(store, result, item, redactor, now)
                     continue
                 count_scripts([render(item.event)], counts)
-                batch.append(item.event)
+                batch.append(item)
                 if len(batch) >= BATCH:
                     flush()
         if batch:
@@ -224,7 +224,7 @@ def _reject(store: "Store", result: IngestResult, item: Item, redactor: Redactor
     )
 
 
-def _redact_event(ev: Event, redactor: Redactor) -> int:
+def redact_event(ev: Event, redactor: Redactor) -> int:
     """Every field that holds what the agent said or saw, at any depth; ids, agents and sessions stay as given."""
     total = 0
     for attr in (
@@ -244,13 +244,16 @@ def _redact_event(ev: Event, redactor: Redactor) -> int:
 
 
 def _fresh_rows(
-    store: "Store", events: list[Event], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
+    store: "Store", items: list[Item], result: IngestResult, redactor: Redactor, seen: set[str], now: dt.datetime
 ) -> list[dict]:
-    """The batch's rows, redacted and assessed, without the ids seen in this ingest or stored before."""
+    """The batch's rows, redacted (unless a runner redacted them already) and assessed, without the ids
+    seen in this ingest or stored before."""
     cfg = store.config.ingest
     rows: list[dict] = []
-    for ev in events:
-        redactions = _redact_event(ev, redactor)
+    for item in items:
+        ev = item.event
+        assert ev is not None
+        redactions = redact_event(ev, redactor) if item.redacted is None else item.redacted
         chash = ev.content_hash()
         rid = ev.id or chash
         if rid in seen:

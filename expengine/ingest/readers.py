@@ -36,6 +36,8 @@ class Item:
     event: Event | None = None
     error: str | None = None
     raw: str | None = None
+    # the event was redacted already, this many times (a fleet's prepare stage, `redact_event`); None: not yet
+    redacted: int | None = None
 
 
 def expand_paths(paths: list[str]) -> list[str]:

@@ -25,6 +25,7 @@ from ..store import units
 from ..store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR, ingested_since, link_tree, unreadable, utcnow
 from ..store.embeddings import carry_cache
 from ..store.index import MEMORIES, UNITS, Index
+from ..store.reindex import REBUILD_PENDING, heal_pending
 from ..store.scrub import rewrite_database, scrub_index
 
 if TYPE_CHECKING:
@@ -144,7 +145,9 @@ def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
     leaves whole files: both are copied beside their targets first, then renamed into place, LanceDB
     before DuckDB. Until the DuckDB file is swapped, it still holds the interrupted run as 'running',
     so the next compaction restores again. `keep_cache`: the replaced database's cached vectors go into
-    the copy (a snapshot holds none, `Store.copy_files`); not from a damaged one."""
+    the copy (a snapshot holds none, `Store.copy_files`); not from a damaged one. A snapshot of a store
+    whose index is on object storage has no LanceDB folder: the index is marked to be rebuilt from the
+    restored DuckDB (`REBUILD_PENDING`, done when the store is next opened, or at once by a restore)."""
     db_path, lance = store_dir / DB_FILE, store_dir / LANCE_DIR
     new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + n) for n in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
     for leftover in (new_lance, old_lance):  # from a restore killed midway
@@ -154,6 +157,8 @@ def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
         carry_cache(db_path, new_db)
     if (source / LANCE_DIR).exists():
         link_tree(source / LANCE_DIR, new_lance)  # shared with the snapshot: Lance only adds files
+    else:
+        (store_dir / REBUILD_PENDING).touch()
     if lance.exists():
         lance.rename(old_lance)
     if new_lance.exists():
@@ -176,6 +181,7 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     store.close()
     _swap_in(source, store.dir, keep_cache=True)
     store.reopen()
+    heal_pending(store)  # an index on object storage is rebuilt from the restored DuckDB now
     known = {r[0] for r in store.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
     for run in runs:
@@ -207,14 +213,15 @@ def forget_in_snapshots(
     done = 0
     for info in list_snapshots(store):
         folder = snapshot_root(store) / info.id
-        index = Index(folder / LANCE_DIR)
         con = duckdb.connect(str(folder / DB_FILE))
         try:
             con.execute("BEGIN")
             _, emptied = forget_rows(con, targets)
-            index.delete(MEMORIES, targets)
-            units.unindex(index, emptied)
-            scrub_index(index, [MEMORIES, UNITS])
+            if (folder / LANCE_DIR).exists():  # none in a snapshot of an index on object storage
+                index = Index(folder / LANCE_DIR)
+                index.delete(MEMORIES, targets)
+                units.unindex(index, emptied)
+                scrub_index(index, [MEMORIES, UNITS])
             con.execute("COMMIT")
             counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
         finally:

@@ -127,6 +127,22 @@ class EmbeddingCache:
         wanted = list(dict.fromkeys(text_hash(t) for t in texts))[: self.memo.capacity]
         return len(self._read(self.name, wanted)) if wanted else 0
 
+    def seed(self, model: str, texts: list[str], vectors: np.ndarray) -> int:
+        """Cache vectors embedded elsewhere (a fleet's embedding actors) when `model` is this cache's, so
+        that `encode` finds them; how many texts. Another model's vectors are not this store's: none taken."""
+        if self.halves is not None or model != self.name or not texts:
+            return 0
+        fresh = dict(zip((text_hash(t) for t in texts), np.asarray(vectors, dtype=np.float32)))
+        table = pa.table(
+            {"text_hash": list(fresh), "model": [model] * len(fresh), "vector": [v.tolist() for v in fresh.values()]}
+        )
+        with arrow_view(self.con, "seeded", table):
+            self.con.execute(
+                "INSERT INTO embeddings SELECT text_hash, model, vector FROM seeded ON CONFLICT DO NOTHING"
+            )
+        self.memo.put(model, fresh)
+        return len(fresh)
+
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
         read = {

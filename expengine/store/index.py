@@ -102,6 +102,29 @@ def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return rows.set_column(at, pa.field("vector", wanted), rows.column(at).cast(wanted))
 
 
+def storage_options(endpoint: str = "", region: str = "") -> dict[str, str]:
+    """LanceDB's options for an index on S3: the endpoint and region given, else the usual AWS variables
+    (AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION), and the keys from AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN when set (else Lance's own chain: profile, instance role)."""
+    env = os.environ
+    endpoint = endpoint or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or ""
+    region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+    options = {
+        key: value
+        for key, value in (
+            ("aws_endpoint", endpoint),
+            ("aws_region", region),
+            ("aws_access_key_id", env.get("AWS_ACCESS_KEY_ID", "")),
+            ("aws_secret_access_key", env.get("AWS_SECRET_ACCESS_KEY", "")),
+            ("aws_session_token", env.get("AWS_SESSION_TOKEN", "")),
+        )
+        if value
+    }
+    if endpoint.startswith("http://"):
+        options["allow_http"] = "true"  # a local S3-compatible server (MinIO, moto)
+    return options
+
+
 class FileGuard:
     """Searches in flight against the deletion of old table versions' files (`Index.drop_old_versions`).
 
@@ -161,8 +184,13 @@ class Index:
     `remember_versions` before letting go and `forget_changed` after taking the lock again reopen
     only the tables whose version files changed meanwhile."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, location: str | Path, storage_options: dict[str, str] | None = None):
+        """`location`: a local folder, or an object-storage URI (`s3://bucket/prefix`) reached with
+        `storage_options` (see `storage_options`)."""
+        self.uri = str(location)
+        self.remote = "://" in self.uri
+        self.path = Path(location)  # the local folder (of a local index only)
+        self.storage_options = dict(storage_options or {})
         self._db: Any = None
         self._tables: dict[str, Any] = {}
         self._vector_indexed: dict[str, bool] = {}
@@ -178,7 +206,7 @@ class Index:
         if self._db is None:
             from .lance_import import import_lancedb
 
-            self._db = import_lancedb().connect(str(self.path))
+            self._db = import_lancedb().connect(self.uri, storage_options=self.storage_options or None)
         return self._db
 
     def table(self, name: str) -> Any | None:
@@ -192,7 +220,10 @@ class Index:
 
     def _versions(self, name: str) -> Any:
         """What changes with every commit to a table: its version folder (a dropped and remade table gets a
-        new one) and the manifest names in it (each commit adds one, a cleanup removes some)."""
+        new one) and the manifest names in it (each commit adds one, a cleanup removes some). On object
+        storage that would be a listing per call: a remote table is reopened each time instead."""
+        if self.remote:
+            return object()  # equal to nothing: `forget_changed` reopens it
         folder = self.path / f"{name}.lance" / "_versions"
         try:
             return os.stat(folder).st_ino, frozenset(os.listdir(folder))

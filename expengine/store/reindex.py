@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from .store import Store
 
 CHUNK = 2000
+# A restore put a snapshot's DuckDB in place, and the index (on object storage: a snapshot holds no copy
+# of it) is to be rebuilt from it; written before the swap, removed once rebuilt, so a kill in between
+# rebuilds at the next open
+REBUILD_PENDING = ".index-rebuild"
 # The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
 # its vector is its condition (the typical requests of its intent); full-text search still sees its
 # whole text (tools, arguments). Every other unit embeds its text.
@@ -63,7 +67,11 @@ def rebuild(store: "Store") -> dict[str, int]:
 
 
 def heal_pending(store: "Store") -> None:
-    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened)."""
+    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened), and
+    a rebuild a restore left to do (`REBUILD_PENDING`)."""
+    if (store.dir / REBUILD_PENDING).exists():
+        rebuild(store)
+        (store.dir / REBUILD_PENDING).unlink()
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         index_pending(store)
 

@@ -18,12 +18,20 @@ from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
 from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, link_tree, open_database, utcnow
 from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
-from .index import Index
+from .index import Index, storage_options
 from .row_memo import RowMemo
 from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
 FREE_SHARE = 0.2
+
+
+def store_index(store_dir: Path, config: Config) -> Index:
+    """The store's LanceDB: its `lance/` folder, or the object-storage URI of `[index] uri`."""
+    cfg = config.index
+    if not cfg.uri:
+        return Index(store_dir / LANCE_DIR)
+    return Index(cfg.uri.rstrip("/"), storage_options(cfg.endpoint, cfg.region))
 
 
 class Store:
@@ -51,7 +59,7 @@ class Store:
         self.read_only = read_only  # this user cannot write the folder: reads only, no healing
         self._host = host
         self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only, host=host)
-        self.index = index or Index(self.dir / LANCE_DIR)
+        self.index = index or store_index(self.dir, config)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo)
         self.rows = rows or RowMemo()  # the records' scoring columns, in memory while the files are unchanged
@@ -93,7 +101,7 @@ class Store:
         """Reconnect after the files were replaced underneath (a snapshot restore)."""
         self.close()
         self.con = open_database(self.dir / DB_FILE, read_only=self.read_only, host=self._host)
-        self.index = Index(self.dir / LANCE_DIR)
+        self.index = store_index(self.dir, self.config)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo)
 
@@ -183,7 +191,7 @@ class Store:
         finally:
             self.con.execute("DETACH snapshot_copy")
         lance = self.dir / LANCE_DIR
-        if lance.exists():
+        if not self.index.remote and lance.exists():  # an index on object storage is rebuilt on restore
             link_tree(lance, target / LANCE_DIR)
 
     @contextmanager
