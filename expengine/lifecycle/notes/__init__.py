@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from ..chatter import SLEEPABLE_CATEGORIES
 from ..common import short
 from ..cycle import Skipped
 from . import units
+from .consolidate import Pending, consolidate
 from .merge import Book, Note, slot, words_of
 from .reword import rewording
 from .statements import _CJK, TurnNotes, split_speaker, turn_notes
@@ -61,6 +63,7 @@ class NotesReport(Result):
     notes_written: int = 0
     notes_merged: int = 0
     notes_superseded: int = 0
+    notes_consolidated: int = 0  # joined into another note of their speaker's in the session
     reactions_joined: int = 0  # remark-only turns answering the other speaker's noted turn: its note's sources
     turns_carried: int = 0  # covered by their notes: dormant
     turns_chatter: int = 0  # nothing informative: dormant
@@ -73,7 +76,7 @@ class NotesReport(Result):
     def summary(self) -> str:
         return (
             f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded, "
-            f"{self.reactions_joined} reactions joined; "
+            f"{self.reactions_joined} reactions joined, {self.notes_consolidated} consolidated; "
             f"turns asleep: {self.turns_carried} carried, {self.turns_chatter} chatter; {self.turns_kept} kept"
         )
 
@@ -145,7 +148,22 @@ def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], di
         for label in uses[agent]:
             for word in label.lower().split():
                 names[agent].update({word, word[:3]} if len(word) > 3 else {word})
+    said = {
+        (agent, w.lower()) for _, agent, content in rows if agent in dialogue for w in _CAPITAL.findall(content or "")
+    }
+    for agent, word in said:
+        if any(_nickname(word, name) for name in names[agent]):
+            names[agent].add(word)
     return speakers, names
+
+
+_CAPITAL = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def _nickname(word: str, name: str) -> bool:
+    """ "Caro" for Caroline, "Mell" for Melanie: a short form a speaker is called by (its first letters,
+    the last one maybe doubled)."""
+    return len(name) > len(word) and (name.startswith(word) or (word[-1] == word[-2] and name.startswith(word[:-1])))
 
 
 def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
@@ -229,8 +247,11 @@ def write_notes(
     carried: dict[str, list[str]] = defaultdict(list)  # note id → turns it lets sleep
     chatter: list[str] = []
     previous: dict[str, tuple[str, Note]] = {}  # per session: the turn before's speaker and last note
+    pending = Pending()  # new notes that may consolidate with their speaker's others of the session
+    agent_of: dict[str, str] = {}
     for turn in turns:
         person = _person(turn, speakers)
+        agent_of[turn.session] = turn.agent
         if person is None:
             report.turns_kept += 1
             continue
@@ -256,7 +277,8 @@ def write_notes(
         for statement in statements:
             reword(statement, turn.content)
         written = [
-            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements
+            _note(store, book, statement, person, turn, sources, report, pending, run_id, now)
+            for statement in statements
         ]
         ids = [note.id for note in written]
         touched.extend(ids)
@@ -272,6 +294,11 @@ def write_notes(
             report.turns_kept += 1
         if len(report.examples) < 5 and found.statements:
             report.examples.append(short(found.statements[0].text))
+    if cfg.consolidate_tokens:
+        moved = consolidate(store, pending, books, cfg.consolidate_tokens, agent_of=agent_of, run_id=run_id, now=now)
+        report.notes_consolidated = len(moved)
+        for absorbed, head in moved.items():
+            carried[head].extend(carried.pop(absorbed, []))
     for note, turn_ids in carried.items():
         report.turns_carried += set_state(
             store, turn_ids, "dormant", reason=f"carried by note {note}", run_id=run_id, now=now
@@ -293,6 +320,7 @@ def _note(
     turn: Turn,
     sources: list[str],
     report: NotesReport,
+    pending: Pending,
     run_id: str | None,
     now: dt.datetime,
 ) -> Note:
@@ -322,9 +350,12 @@ def _note(
             now=now,
         )
         report.notes_merged += 1
+        pending.restated.add(again.id)
         return again
     old = book.replaced(note)
-    units.insert(store, [_row(note, turn)], run_id=run_id, now=now)
+    row = _row(note, turn)
+    units.insert(store, [row], run_id=run_id, now=now)
+    pending.add(note, session=turn.session, said_on=statement.said_on, category=row["category"])
     book.add(note)
     report.notes_written += 1
     if old is not None:

@@ -60,6 +60,17 @@ _CUT = re.compile(
 )
 _OPENER = re.compile(r"(?i)^(?:which|but|because|since|cuz|though|although|and|so|plus)\b\s*")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# An article a note leaves out ("went to a support group" → "went to support group"), as a caption's
+# are: not inside a quoted title, not before a capitalised word ("the Louvre", "The Lord of the Rings"),
+# not where it carries meaning ("a few", "a little", "a lot", "a while" differ from "few", "little"),
+# and not in a resolved date ("the weekend before 13 September 2023").
+_KEPT_AFTER = (
+    r"(?=[a-z0-9])(?!(?:few|little|lot|lots|couple|bit|while|number|bunch|kind|sort|same|one|ones)\b)"
+    r"(?!\w+ before\b)"  # the date resolver's "the week before 8 May 2023"
+)
+_ARTICLE = re.compile(r"\b(?:a|an|the)\s+" + _KEPT_AFTER)
+_OPENING_ARTICLE = re.compile(r"^(?:The|A|An)\s+" + _KEPT_AFTER)
+_QUOTED = re.compile(r"\"[^\"]*\"|《[^》]*》")
 _DIGIT = re.compile(r"\d")
 
 
@@ -80,6 +91,17 @@ def base(word: str) -> str:
     """A word less its contraction ("it's" → "it", "they're" → "they", "Melanie's" → "melanie"): a
     contracted stop word says no more than the stop word."""
     return _CONTRACTION.sub("", word)
+
+
+def lean(text: str) -> str:
+    """A note's English wording without the articles that carry nothing (see `_ARTICLE`); quoted titles
+    are left as they are."""
+    out, at = [], 0
+    for quoted in _QUOTED.finditer(text):
+        out += [_ARTICLE.sub("", text[at : quoted.start()]), quoted.group(0)]
+        at = quoted.end()
+    out.append(_ARTICLE.sub("", text[at:]))
+    return _OPENING_ARTICLE.sub("", "".join(out))
 
 
 def compact(text: str, names: set[str], stop: frozenset[str]) -> str:

@@ -31,13 +31,24 @@ def insert(store: "Store", rows: list[dict[str, Any]], *, run_id: str | None, no
 
 
 def merge(
-    store: "Store", note_id: str, *, text: str, source_ids: list[str], why: str, run_id: str | None, now: dt.datetime
+    store: "Store",
+    note_id: str,
+    *,
+    text: str,
+    source_ids: list[str],
+    why: str,
+    run_id: str | None,
+    now: dt.datetime,
+    as_of: dt.date | None = None,
 ) -> None:
-    """A restatement joins its note: the sources add up, the text names both dates."""
+    """A restatement (or a consolidated note) joins its note: the sources add up, the text names both
+    dates; `as_of`, when given, is the note's new day."""
     current = store.con.execute(f"SELECT {', '.join(owner.MERGE_FIELDS)} FROM units WHERE id = ?", [note_id]).fetchone()
     assert current is not None, note_id
     row = dict(zip(owner.MERGE_FIELDS, current))
     row.update(id=note_id, text=text, statement=text, source_ids=json.dumps(source_ids), support=len(source_ids))
+    if as_of is not None:
+        row["as_of"] = dt.datetime.combine(as_of, dt.time())
     owner.merge(store, row, detail=why, run_id=run_id, now=now)
 
 
