@@ -52,14 +52,14 @@ def test_relative_times_resolve_against_the_turns_day(text, day, expected, fact_
 def test_first_person_becomes_the_speaker_and_the_date_is_resolved():
     # "and it was so powerful" only evaluates: the note states the fact, the sleeping turn keeps the rest
     assert notes_of("Caroline: I went to a LGBTQ support group yesterday and it was so powerful.") == [
-        "Caroline went to a LGBTQ support group on 7 May 2023."
+        "Caroline went to a LGBTQ support group on 7 May 2023"
     ]
 
 
 def test_second_person_becomes_the_addressee_when_two_speak():
     line = "Caroline: Wow, Mel, I'm so stoked for you that art is helping you express yourself and bring you joy!"
     assert notes_of(line) == [
-        "Caroline is stoked for Melanie that art is helping them express themself and bring them joy."
+        "Caroline is stoked for Melanie that art is helping them express themself and bring them joy"
     ]
     # with no addressee a "you" cannot be named: the sentence is unresolved and the turn is not covered
     alone = turn_notes(line, person=Person("Caroline", None), day=MAY_8, names=NAMES)
@@ -80,8 +80,8 @@ def test_a_turn_with_two_facts_yields_two_notes():
         "Caroline: I chose them 'cause they help LGBTQ+ folks with adoption. Their inclusivity and support really spoke to me.",
         day=dt.date(2023, 5, 25),
     ) == [
-        "Caroline chose them 'cause they help LGBTQ+ folks with adoption.",
-        "Their inclusivity and support spoke to Caroline.",
+        "Caroline chose them 'cause they help LGBTQ+ folks with adoption",
+        "Their inclusivity and support spoke to Caroline",
     ]
 
 
@@ -94,7 +94,7 @@ def test_a_turn_opening_with_a_pronoun_is_noted_under_its_speakers_name():
     )
     assert [s.text for s in found.statements] == [
         "Caroline: It taught Caroline self-acceptance and how to find support; "
-        "it also showed Caroline that tough times don't last - hope and love exist."
+        "it also showed Caroline that tough times don't last - hope and love exist"
     ]
     assert found.covered and not found.unresolved
 
@@ -111,7 +111,7 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
         (
             "Caroline: Gonna continue my edu and check out career options, which is pretty exciting!",
             Person("Caroline", "Melanie"),
-            ["Gonna continue Caroline's edu and check out career options."],
+            ["Gonna continue Caroline's edu and check out career options"],
         ),
         # a sentence opening with a verb is the speaker's; a caption goes with the turn's statements
         (
@@ -119,38 +119,38 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
             "people think. A reminder to follow my passions and express myself. (shared image: a photo of a tattoo)",
             GINA,
             [
-                "Gina: Got the tattoo a few years before 19 June 2023, it stands for freedom - dancing without "
-                "worrying what people think.",
-                "A reminder to follow Gina's passions and express themself.",
+                "Gina: Got tattoo a few years before 19 June 2023, it stands for freedom - dancing without "
+                "worrying what people think",
+                "Reminder to follow Gina's passions and express themself",
             ],
         ),
         # a remark with a time is a statement; a continuation of a remark keeps its facts
         (
             "Jon: The official opening night is tomorrow. I'm working hard to make everything just right.",
             JON,
-            ["Jon: The official opening night is on 20 June 2023.", "Jon is working hard to make everything right."],
+            ["Jon: Official opening night is on 20 June 2023", "Jon is working hard to make everything right"],
         ),
         (
             "Gina: Thanks! I'm excited and kinda nervous. Gonna be a big change. It's part-time position in the "
             "fashion department of an international company.",
             GINA,
             [
-                "Gina is excited and nervous.",
-                "Gina: Gonna be a big change; it's part-time position in the fashion department of an international company.",
+                "Gina is excited and nervous",
+                "Gina: Gonna be big change; it's part-time position in fashion department of international company",
             ],
         ),
         # a remark beside a statement of the speaker's goes with it; alone, it is the turn's note
         (
             "Melanie: Thanks, Caroline! The colors really blend nicely. I painted that lake sunrise last year!",
             Person("Melanie", "Caroline"),
-            ["Melanie painted that lake sunrise in 2022."],
+            ["Melanie painted that lake sunrise in 2022"],
         ),
-        ("Gina: It's Shia Labeouf!", GINA, ["Gina: It's Shia Labeouf."]),
+        ("Gina: It's Shia Labeouf!", GINA, ["Gina: It's Shia Labeouf"]),
         # a contracted stop word ("it's", "they're") states nothing: its evaluating clause goes
         (
             "Caroline: Our loved ones give us strength to tackle any challenge - it's amazing!",
             Person("Caroline", "Melanie"),
-            ["Caroline's loved ones give Caroline and others strength to tackle any challenge."],
+            ["Caroline's loved ones give Caroline and others strength to tackle any challenge"],
         ),
         # a continuation cut off its opening clause starts with the name it kept, as said
         (
@@ -158,7 +158,7 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
             "feeling hopeful and optimistic.",
             Person("Caroline", "Melanie"),
             [
-                "Now the hard work starts to turn Caroline's dream into a reality; Caroline is feeling hopeful and optimistic."
+                "Now hard work starts to turn Caroline's dream into reality; Caroline is feeling hopeful and optimistic"
             ],
         ),
     ],
@@ -176,7 +176,7 @@ def test_a_caption_alone_is_the_turns_note():
         day=MAY_8,
         names=NAMES,
     )
-    assert [s.text for s in found.statements] == ["Melanie shared photo of painting of sunset over lake."]
+    assert [s.text for s in found.statements] == ["Melanie shared photo of painting of sunset over lake"]
 
 
 def test_chinese_first_person_becomes_the_speaker_and_dates_resolve():
@@ -325,7 +325,7 @@ def test_a_protected_turn_its_notes_carry_sleeps_and_the_note_takes_its_category
     state, reason = _state(engine, "D2:4")  # "I love": protected, carried by its note
     note = _note_citing(engine, "D2:4")
     assert state == "dormant" and reason == f"carried by note {note['id']}"
-    assert note["text"] == "Melanie loves the pottery class Melanie signed up for on 24 May 2023."
+    assert note["text"] == "Melanie loves pottery class Melanie signed up for on 24 May 2023"
     assert note["category"] == "preference"
     # a unit standing for a protected record never decays: the lesson stays in the hot store
     from expengine.store.units import SPARED_SQL
@@ -339,7 +339,7 @@ def test_a_pinned_turn_stays_active_with_only_its_dated_note(make_engine, write_
     engine.pin("conv-26:D2:4")
     engine.compact(now=dt.datetime(2023, 5, 26))
     assert _state(engine, "D2:4")[0] == "active"
-    assert _note_citing(engine, "D2:4")["text"].endswith("on 24 May 2023.")
+    assert _note_citing(engine, "D2:4")["text"].endswith("on 24 May 2023")
     assert _state(engine, "D1:3")[0] == "dormant"
 
 
@@ -349,7 +349,7 @@ def test_a_reaction_to_the_other_speakers_noted_turn_joins_its_note(compacted):
     engine, report = compacted
     note = _note_citing(engine, "D1:14")
     assert note["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
-    assert note["text"] == "Melanie painted that lake sunrise in 2022."
+    assert note["text"] == "Melanie painted that lake sunrise in 2022"
     assert _state(engine, "D1:15") == ("dormant", f"carried by note {note['id']}")
     assert report["reactions_joined"] == 1
 
@@ -364,8 +364,8 @@ def test_a_greeting_said_to_the_other_speaker_by_name_is_chatter():
     )
     assert found.chatter == ["Hey Mel, long time no chat!"]
     assert [s.text for s in found.statements] == [
-        "Caroline had a wicked day out with the gang the weekend before 13 September 2023 - Caroline and others "
-        "went biking and saw some cool stuff."
+        "Caroline had wicked day out with gang the weekend before 13 September 2023 - Caroline and others "
+        "went biking and saw some cool stuff"
     ]
 
 
@@ -373,7 +373,7 @@ def test_a_restated_fact_merges_into_one_note_with_both_sources_and_dates(compac
     engine, report = compacted
     note = _note_citing(engine, "D2:1")
     assert note["source_ids"] == ["conv-26:D1:18", "conv-26:D2:1"] and note["support"] == 2
-    assert note["text"] == "Melanie is off to go swimming with the kids (also said on 25 May 2023)."
+    assert note["text"] == "Melanie is off to go swimming with kids (also said on 25 May 2023)"
     assert note["as_of"] == dt.datetime(2023, 5, 8) and report["notes_merged"] >= 1
 
 
@@ -382,7 +382,7 @@ def test_a_changed_fact_supersedes_the_old_note_and_show_says_why(compacted):
     old = _note_citing(engine, "D1:19", status="superseded")
     new = _note_citing(engine, "D2:2")
     assert old["superseded_by"] == new["id"] and new["supersedes"] == old["id"]
-    assert new["text"] == "Caroline moved to Boston the week before 25 May 2023." and new["attribute"] == "home"
+    assert new["text"] == "Caroline moved to Boston the week before 25 May 2023" and new["attribute"] == "home"
     shown = engine.show(old["id"]).to_dict()
     assert any(
         h["action"] == "superseded" and new["id"] in h["detail"] and "home changed" in h["detail"]
@@ -406,7 +406,7 @@ def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
     note = _note_citing(engine, "D1:3")
     hit = next(h for h in result.hits if h.id == note["id"])
     assert [(e.id, e.state) for e in hit.expanded] == [("conv-26:D1:3", "dormant")]
-    assert "- [2023-05-07] Caroline went to a LGBTQ support group on 7 May 2023." in result.prompt
+    assert "- [2023-05-07] Caroline went to a LGBTQ support group on 7 May 2023" in result.prompt
     assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
 
 
@@ -472,7 +472,7 @@ def test_a_speaker_who_speaks_once_is_still_named(make_engine, write_jsonl):
     engine.ingest([write_jsonl("c.jsonl", TURNS[1:4])])
     engine.compact(now=dt.datetime(2023, 5, 9))
     texts = {n["text"] for n in engine.units(kind="note")}
-    assert "Caroline went to a LGBTQ support group on 7 May 2023." in texts
+    assert "Caroline went to a LGBTQ support group on 7 May 2023" in texts
     assert _state(engine, "D1:4") == ("dormant", "chatter: nothing informative")
 
 
