@@ -264,6 +264,7 @@ def write_notes(
         # a protected turn ("I love painting") that its notes carry sleeps too: the note takes its category,
         # and a unit standing for a protected record never decays (store/units.SPARED_SQL)
         carries = bool(found.statements) and found.covered and not turn.pinned
+        carried_kind = turn.category in SLEEPABLE_CATEGORIES or turn.category in CARRIED_LESSONS
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
         answered = previous.get(turn.session)
         if carries and found.remarks_only and answered and answered[0] != person.me and answered[1] in book:
@@ -286,8 +287,8 @@ def write_notes(
             previous[turn.session] = (person.me, written[-1])
         else:
             previous.pop(turn.session, None)  # a reaction answers the turn right before it
-        if not found.statements and not found.unresolved and sleepable:
-            chatter.append(turn.id)
+        if not found.statements and not found.unresolved and not turn.pinned and (sleepable or carried_kind):
+            chatter.append(turn.id)  # a protected phrase in chatter ("I'm always here for you!") protects nothing
         elif carries:
             carried[ids[0]].append(turn.id)
         else:

@@ -104,11 +104,46 @@ def lean(text: str) -> str:
     return _OPENING_ARTICLE.sub("", "".join(out))
 
 
+# A clause that opens with "it was", "it's been", "they're", "there's", "it made", "it looks"… says how
+# something was ("it was fun and lively", "it's been a wild ride", "they're comfy"); with at most
+# MAX_EVALUATION_FACTS words that are neither stop words nor ignorable, and no name, number or title,
+# it evaluates what the sentence said before it, and a note leaves it to the sleeping turn.
+_EVALUATION = re.compile(
+    r"(?i)^(?:and |but |which |so )?(?:it|that|this|they|there)(?:'s|'re|'ll be| is| was| are| were| has been|"
+    r"'s been| have been| looks?| looked| seems?| seemed| sounds?| sounded| feels?| felt| makes?| made)\b"
+)
+_NAMED = re.compile(r"\d|\"|《|\b[A-Z][a-z]+|\b[A-Z]{2,}\b")
+MAX_EVALUATION_FACTS = 2
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def evaluates(clause: str, stop: frozenset[str]) -> bool:
+    """The clause only says how something was (see `_EVALUATION`)."""
+    if not _EVALUATION.match(clause) or _NAMED.search(clause[1:]):
+        return False
+    facts = [w for w in _WORD.findall(clause.lower()) if not ({w, base(w)} & (stop | IGNORABLE))]
+    return len(facts) <= MAX_EVALUATION_FACTS
+
+
+def without_evaluations(text: str, stop: frozenset[str]) -> str:
+    """`text` less its evaluating clauses (what a note leaves out, for the coverage check)."""
+    kept = []
+    for sentence in _SENTENCE_END.split(text):
+        parts = _CUT.split(sentence)
+        kept += [clause for clause in parts[0::2] if not evaluates(clause, stop)]
+    return " ".join(kept)
+
+
 def compact(text: str, names: set[str], stop: frozenset[str]) -> str:
-    """`text` less its clauses that state nothing and its hedges; empty when no clause states anything."""
+    """`text` less its clauses that state nothing or only evaluate, and its hedges; empty when no clause
+    states anything."""
     parts = _CUT.split(text)
     clauses, cuts = parts[0::2], ["", *parts[1::2]]
-    kept = [(cut, clause) for cut, clause in zip(cuts, clauses) if states_something(clause, names, stop)]
+    kept = [
+        (cut, clause)
+        for cut, clause in zip(cuts, clauses)
+        if states_something(clause, names, stop) and not evaluates(clause, stop)
+    ]
     if not kept:
         return ""
     out = _OPENER.sub("", kept[0][1]) + "".join(cut + clause for cut, clause in kept[1:])

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
-from .compact import IGNORABLE, OPINION_WORDS, base, compact, lean
+from .compact import IGNORABLE, OPINION_WORDS, base, compact, lean, without_evaluations
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -102,7 +102,7 @@ class TurnNotes:
             _stem(w)
             for s in self.statements
             if not s.caption
-            for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
+            for w in content_words(without_evaluations(dates.resolve(_said(s.sentence), s.said_on).text, _stop()))
             # "it's", "lot's", "life's": a note may drop what the contraction adds to a stop or ignorable word
             if w not in IGNORABLE and w not in self.names and base(w) not in _stop() and base(w) not in IGNORABLE
         }
