@@ -157,9 +157,7 @@ JUNE_19 = dt.date(2023, 6, 19)  # conv-30, the day before Jon's studio opens
             "Caroline: Now the hard work starts to turn my dream into a reality. It's a lot to take in, but I'm "
             "feeling hopeful and optimistic.",
             Person("Caroline", "Melanie"),
-            [
-                "Now hard work starts to turn Caroline's dream into reality; Caroline is feeling hopeful and optimistic"
-            ],
+            ["Now hard work starts to turn Caroline's dream into reality; Caroline is feeling hopeful and optimistic"],
         ),
     ],
 )
@@ -167,6 +165,36 @@ def test_notes_keep_the_facts_and_leave_the_rest_to_the_sleeping_turn(line, pers
     names = CONV_30 if person.me in ("Gina", "Jon") else NAMES
     found = turn_notes(line, person=person, day=JUNE_19 if names is CONV_30 else MAY_8, names=names)
     assert [s.text for s in found.statements] == expected and found.covered
+
+
+@pytest.mark.parametrize(
+    ("line", "day", "expected"),
+    [
+        # conv-26 D15:16 and D10:8: "It was so fun and lively!", "It was awesome!" say how it was
+        (
+            'Melanie: "Summer Sounds"- The playing an awesome pop song that got everyone dancing and singing. '
+            "It was so fun and lively!",
+            dt.date(2023, 8, 28),
+            ['Melanie: "Summer Sounds"- The playing awesome pop song that got everyone dancing and singing'],
+        ),
+        # an interjection opens no reaction: "Oh yeah, we went to the beach recently." states a fact
+        (
+            "Melanie: Wow, fantastic, Caroline! Bet the atmosphere was incredible. Oh yeah, we went to the beach "
+            "recently. It was awesome! The kids had such a blast.",
+            dt.date(2023, 7, 20),
+            ["Melanie and others went to beach recently"],
+        ),
+        # a clause that names something is no evaluation: "it's part-time position in …" stays
+        ("Caroline: The pic I'm sending is stunning, it's from the Pride parade.", MAY_8, None),
+    ],
+)
+def test_a_clause_that_only_says_how_it_was_is_left_to_the_sleeping_turn(line, day, expected):
+    found = turn_notes(line, person=Person(line.split(":")[0], "Caroline"), day=day, names=NAMES)
+    texts = [s.text for s in found.statements]
+    if expected is None:
+        assert any("Pride parade" in t for t in texts)
+    else:
+        assert texts == expected and found.covered
 
 
 def test_a_caption_alone_is_the_turns_note():
@@ -279,6 +307,10 @@ TURNS = [
         "Caroline: It taught me self-acceptance and how to find support. It also showed me that tough times don't last - hope and love exist.",
     ),
     _turn("D2:4", "2023-05-25T13:14:03", "s2", "Melanie: I love the pottery class I signed up for yesterday!"),
+    # conv-26 D19:12: "always" protects it at ingest, but it says nothing
+    _turn(
+        "D19:12", "2023-05-25T13:14:04", "s2", "Melanie: Absolutely! I'm so glad we can always be there for each other."
+    ),
 ]
 
 
@@ -345,13 +377,42 @@ def test_a_pinned_turn_stays_active_with_only_its_dated_note(make_engine, write_
 
 def test_a_reaction_to_the_other_speakers_noted_turn_joins_its_note(compacted):
     """Caroline's turn only remarks on Melanie's painting: it becomes a source of Melanie's note, which
-    keeps its wording, and sleeps carried by it (its text is the note's evidence line)."""
+    keeps its wording, and sleeps carried by it (its text is the note's evidence line). That note then
+    consolidates with Melanie's other note of the session (next test)."""
     engine, report = compacted
-    note = _note_citing(engine, "D1:14")
-    assert note["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
-    assert note["text"] == "Melanie painted that lake sunrise in 2022"
+    joined = _note_citing(engine, "D1:15", status="superseded")
+    assert joined["source_ids"] == ["conv-26:D1:14", "conv-26:D1:15"]
+    assert joined["text"] == "Melanie painted that lake sunrise in 2022"
+    note = _note_citing(engine, "D1:15")
     assert _state(engine, "D1:15") == ("dormant", f"carried by note {note['id']}")
     assert report["reactions_joined"] == 1
+
+
+def test_a_speakers_notes_of_a_session_consolidate_with_the_subject_said_once(compacted):
+    """Melanie's two statements of session 1 become one note that names her once and keeps every source;
+    the note it absorbed is superseded by it. A restated note (swimming) and a note on a single-valued
+    attribute (Caroline's home) stay apart."""
+    engine, report = compacted
+    note = _note_citing(engine, "D1:2")
+    assert note["text"] == "Melanie is swamped with kids & work; painted that lake sunrise in 2022"
+    assert note["source_ids"] == ["conv-26:D1:2", "conv-26:D1:14", "conv-26:D1:15"]
+    assert note["as_of"] == dt.datetime(2023, 5, 8) and report["notes_consolidated"] == 1
+    absorbed = _note_citing(engine, "D1:14", status="superseded")
+    assert absorbed["superseded_by"] == note["id"]
+    assert any("consolidated" in h["detail"] for h in engine.show(absorbed["id"]).to_dict()["history"])
+    for turn in ("D1:2", "D1:14"):
+        assert _state(engine, turn) == ("dormant", f"carried by note {note['id']}")
+    assert [r["id"] for r in engine.trace(note["id"])["records"]] == [
+        f"conv-26:{t}" for t in ("D1:2", "D1:14", "D1:15")
+    ]
+    assert _note_citing(engine, "D1:18")["source_ids"] == ["conv-26:D1:18", "conv-26:D2:1"]
+
+
+def test_a_protected_phrase_in_chatter_does_not_keep_the_turn_awake(compacted):
+    engine, _ = compacted
+    protected = engine.store.con.execute("SELECT protected FROM records WHERE id = 'conv-26:D19:12'").fetchall()
+    assert protected == [(True,)]
+    assert _state(engine, "D19:12") == ("dormant", "chatter: nothing informative")
 
 
 def test_a_greeting_said_to_the_other_speaker_by_name_is_chatter():

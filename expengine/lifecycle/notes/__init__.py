@@ -6,7 +6,8 @@ explicit (`subjects.py`: first person → the speaker, second person → the add
 two speakers, or the other role), whose relative times are dates (`dates.py`), and which keeps the
 turn's content words. The note's `as_of` is the day the fact is about. Then:
 - a restatement joins the note it repeats, and a changed single-valued fact supersedes the old note
-  (`merge.py`);
+  (`merge.py`); a speaker's other new notes of one session consolidate into notes of at most
+  `notes.consolidate_tokens`, the subject said once (`consolidate.py`);
 - a turn whose statements are all carried by its notes, or that has nothing informative, goes
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
@@ -14,7 +15,7 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
   notes that resolve a date (it says the rest itself). Pinned and lesson records (errors, feedback…)
   never sleep; a conversation's preference or safety turn carried by its notes does, protected ones
   ("I love…", "always…") too, and the note takes its category (and, standing for a protected record,
-  never decays).
+  never decays); a protected turn with nothing informative sleeps as chatter.
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`

@@ -6,6 +6,9 @@ a date, an action), and loses the clauses that only evaluate or feel ("…, whic
 ("pretty", "kind of", "a bit"). Which words a note may lose is one list, `IGNORABLE`, so the coverage
 check (`statements.TurnNotes.covered`) and the cut agree: a turn whose notes lost only ignorable words
 is still carried by them, and its full text stays reachable as the evidence line under its note.
+A clause that opens with "it was", "they're"… and says only how something was (`evaluates`) goes too,
+and the coverage check leaves it out the same way (`without_evaluations`). The wording is lean
+(`lean`): no articles that carry nothing, no full stop (a note is one line).
 """
 
 from __future__ import annotations

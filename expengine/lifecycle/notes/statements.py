@@ -170,7 +170,8 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
         return True
     if re.search(r"\d", sentence):
         return False
-    reacts = _REACTION.match(sentence) or _REACTION.match(_unaddressed(sentence, names))
+    # what follows an interjection decides: "Yeah, that pic was from a show I went to." is no reaction
+    reacts = _REACTION.match(_unaddressed(sentence, names))
     if reacts and len(words) <= MAX_REACTION_WORDS:
         return True
     proper = {w.lower() for w in _PROPER.findall(sentence[1:])} - names
