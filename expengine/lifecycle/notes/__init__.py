@@ -342,15 +342,7 @@ def _note(
     if again is not None:
         again.source_ids = list(dict.fromkeys([*again.source_ids, *sources]))
         again.days = [*again.days, statement.said_on]
-        units.merge(
-            store,
-            again.id,
-            text=again.text,
-            source_ids=again.source_ids,
-            why=f"restated in {turn.id} on {statement.said_on:%Y-%m-%d}",
-            run_id=run_id,
-            now=now,
-        )
+        units.merge(store, again, why=f"restated in {turn.id} on {statement.said_on:%Y-%m-%d}", run_id=run_id, now=now)
         report.notes_merged += 1
         pending.restated.add(again.id)
         return again
@@ -378,9 +370,7 @@ def _note(
 def _join(store: "Store", note: Note, turn: Turn, sources: list[str], run_id: str | None, now: dt.datetime) -> str:
     """A reaction's turn becomes one more source of the note it reacts to (its wording unchanged); the id."""
     note.source_ids = list(dict.fromkeys([*note.source_ids, *sources]))
-    units.merge(
-        store, note.id, text=note.text, source_ids=note.source_ids, why=f"reaction in {turn.id}", run_id=run_id, now=now
-    )
+    units.merge(store, note, why=f"reaction in {turn.id}", run_id=run_id, now=now)
     return note.id
 
 

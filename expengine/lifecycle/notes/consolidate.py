@@ -96,16 +96,8 @@ def consolidate(
             head.days = [head.as_of]
             head.words = words_of(statement, subject)
             head.source_ids = list(dict.fromkeys(i for n in [head, *rest] for i in n.source_ids))
-            units.merge(
-                store,
-                head.id,
-                text=head.text,
-                source_ids=head.source_ids,
-                why=f"consolidated with {len(rest)} more notes of {subject} said on {said_on:%Y-%m-%d}",
-                run_id=run_id,
-                now=now,
-                as_of=head.as_of,
-            )
+            why = f"consolidated with {len(rest)} more notes of {subject} said on {said_on:%Y-%m-%d}"
+            units.merge(store, head, why=why, run_id=run_id, now=now, new_day=True)
             ids = [n.id for n in rest]
             owner.set_status(
                 store, ids, "superseded", winner=head.id, reason="consolidated into one note", run_id=run_id, now=now
