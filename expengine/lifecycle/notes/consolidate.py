@@ -50,7 +50,7 @@ def tail(statement: str, subject: str) -> str:
     looking into …", "Caroline: transgender stories …" → "transgender stories …"."""
     if statement.startswith(f"{subject}: "):
         return statement[len(subject) + 2 :]
-    if re.match(rf"{re.escape(subject)} (?=[a-z])", statement):
+    if re.match(rf"{re.escape(subject)} (?=[a-z])(?!and others\b)", statement):  # "Jon and others'll …" stays
         return statement[len(subject) + 1 :]
     return statement
 
