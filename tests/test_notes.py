@@ -568,3 +568,20 @@ def test_a_question_worded_like_a_sleeping_turn_is_relevant_through_its_note(com
     assert result.relevant and note["id"] in [h.id for h in result.hits]
     monkeypatch.setattr(engine.store.config.query, "min_similarity", {"*": to_turn + 0.01})
     assert not engine.query(question, k=5, touch=False).relevant
+
+
+def test_a_consolidated_note_says_its_subject_once_but_keeps_a_group_whole():
+    """conv-30, 25 April 2023: Jon's statements after his first one read without his name, but "Jon and
+    others" is a different subject and stays."""
+    from expengine.lifecycle.notes.consolidate import tail
+
+    assert (
+        tail("Jon is having trouble with their business project", "Jon")
+        == "is having trouble with their business project"
+    )
+    assert tail("Jon: Finishing up choreography to perform at nearby festival", "Jon") == (
+        "Finishing up choreography to perform at nearby festival"
+    )
+    assert tail("Jon and others'll keep pushing each other on this path", "Jon") == (
+        "Jon and others'll keep pushing each other on this path"
+    )
