@@ -585,3 +585,28 @@ def test_a_consolidated_note_says_its_subject_once_but_keeps_a_group_whole():
     assert tail("Jon and others'll keep pushing each other on this path", "Jon") == (
         "Jon and others'll keep pushing each other on this path"
     )
+
+
+def test_turns_without_a_session_do_not_consolidate(make_engine, write_jsonl):
+    """MemoryBank's turns name no session (the agent stands for it): each statement keeps its own note."""
+    said = [
+        "I really enjoy painting, playing piano and tea tasting. Do you have any good book recommendations for me?",
+        'I prefer artistic works, like "The Great Gatsby" which is full of charm.',
+    ]
+    events = [
+        {
+            "id": f"2023-04-27:{n}:query",
+            "ts": f"2023-04-27T12:0{n}:00",
+            "kind": "message",
+            "role": "user",
+            "agent": "companion",
+            "content": text,
+        }
+        for n, text in enumerate(said)
+    ]
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("mb.jsonl", events)])
+    report = engine.compact(now=dt.datetime(2023, 4, 28)).steps["notes"]
+    notes = engine.units(kind="note")
+    assert len(notes) == 2 and all(len(n["source_ids"]) == 1 for n in notes)
+    assert report["notes_consolidated"] == 0

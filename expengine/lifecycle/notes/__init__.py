@@ -94,6 +94,7 @@ class Turn:
     pinned: bool
     protected: bool  # a protected phrase ("I love", "always"): sleeps only when its notes carry it
     merged_ids: list[str]
+    in_session: bool  # the record names its session (else the agent stands for it, and nothing consolidates)
 
 
 def note_id(agent: str, subject: str, statement: str, first_source: str) -> str:
@@ -110,15 +111,16 @@ def _pending_turns(store: "Store") -> list[Turn]:
         for i in json_ids(ids)
     }
     rows = store.con.execute(
-        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids "
+        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids, "
+        "session IS NOT NULL "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
-        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged))
-        for id_, agent, session, ts, role, content, category, pinned, protected, merged in rows
+        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged), known)
+        for id_, agent, session, ts, role, content, category, pinned, protected, merged, known in rows
         if id_ not in noted
     ]
 
@@ -349,7 +351,8 @@ def _note(
     old = book.replaced(note)
     row = _row(note, turn)
     units.insert(store, [row], run_id=run_id, now=now)
-    pending.add(note, session=turn.session, said_on=statement.said_on, category=row["category"])
+    if turn.in_session:
+        pending.add(note, session=turn.session, said_on=statement.said_on, category=row["category"])
     book.add(note)
     report.notes_written += 1
     if old is not None:
