@@ -160,6 +160,9 @@ class NotesConfig:
 
     enabled: bool = True
     restatement_overlap: float = 0.8
+    # a speaker's new notes of one session pack into notes of at most this many tokens, the subject said
+    # once (lifecycle/notes/consolidate.py); 0: every statement its own note
+    consolidate_tokens: int = 60
 
 
 @dataclass

@@ -6,7 +6,8 @@ explicit (`subjects.py`: first person → the speaker, second person → the add
 two speakers, or the other role), whose relative times are dates (`dates.py`), and which keeps the
 turn's content words. The note's `as_of` is the day the fact is about. Then:
 - a restatement joins the note it repeats, and a changed single-valued fact supersedes the old note
-  (`merge.py`);
+  (`merge.py`); a speaker's other new notes of one session consolidate into notes of at most
+  `notes.consolidate_tokens`, the subject said once (`consolidate.py`);
 - a turn whose statements are all carried by its notes, or that has nothing informative, goes
   dormant (through `store/state.py`): it stays traceable (`trace`, `show`) and is shown as an evidence
   line under its note when the note is a hit and the turn is close to the query
@@ -14,7 +15,7 @@ turn's content words. The note's `as_of` is the day the fact is about. Then:
   notes that resolve a date (it says the rest itself). Pinned and lesson records (errors, feedback…)
   never sleep; a conversation's preference or safety turn carried by its notes does, protected ones
   ("I love…", "always…") too, and the note takes its category (and, standing for a protected record,
-  never decays).
+  never decays); a protected turn with nothing informative sleeps as chatter.
 
 It runs as its own compaction step after the chatter step and before clustering, so clustering and
 refinement work on what the notes do not carry. Templates write every note; where `llm.model_path`
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from ..chatter import SLEEPABLE_CATEGORIES
 from ..common import short
 from ..cycle import Skipped
 from . import units
+from .consolidate import Pending, consolidate
 from .merge import Book, Note, slot, words_of
 from .reword import rewording
 from .statements import _CJK, TurnNotes, split_speaker, turn_notes
@@ -61,6 +64,7 @@ class NotesReport(Result):
     notes_written: int = 0
     notes_merged: int = 0
     notes_superseded: int = 0
+    notes_consolidated: int = 0  # joined into another note of their speaker's in the session
     reactions_joined: int = 0  # remark-only turns answering the other speaker's noted turn: its note's sources
     turns_carried: int = 0  # covered by their notes: dormant
     turns_chatter: int = 0  # nothing informative: dormant
@@ -73,7 +77,7 @@ class NotesReport(Result):
     def summary(self) -> str:
         return (
             f"{self.notes_written} notes written, {self.notes_merged} merged, {self.notes_superseded} superseded, "
-            f"{self.reactions_joined} reactions joined; "
+            f"{self.reactions_joined} reactions joined, {self.notes_consolidated} consolidated; "
             f"turns asleep: {self.turns_carried} carried, {self.turns_chatter} chatter; {self.turns_kept} kept"
         )
 
@@ -90,6 +94,7 @@ class Turn:
     pinned: bool
     protected: bool  # a protected phrase ("I love", "always"): sleeps only when its notes carry it
     merged_ids: list[str]
+    in_session: bool  # the record names its session (else the agent stands for it, and nothing consolidates)
 
 
 def note_id(agent: str, subject: str, statement: str, first_source: str) -> str:
@@ -106,15 +111,16 @@ def _pending_turns(store: "Store") -> list[Turn]:
         for i in json_ids(ids)
     }
     rows = store.con.execute(
-        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids "
+        "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids, "
+        "session IS NOT NULL "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
-        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged))
-        for id_, agent, session, ts, role, content, category, pinned, protected, merged in rows
+        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged), known)
+        for id_, agent, session, ts, role, content, category, pinned, protected, merged, known in rows
         if id_ not in noted
     ]
 
@@ -145,7 +151,22 @@ def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], di
         for label in uses[agent]:
             for word in label.lower().split():
                 names[agent].update({word, word[:3]} if len(word) > 3 else {word})
+    said = {
+        (agent, w.lower()) for _, agent, content in rows if agent in dialogue for w in _CAPITAL.findall(content or "")
+    }
+    for agent, word in said:
+        if any(_nickname(word, name) for name in names[agent]):
+            names[agent].add(word)
     return speakers, names
+
+
+_CAPITAL = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def _nickname(word: str, name: str) -> bool:
+    """ "Caro" for Caroline, "Mell" for Melanie: a short form a speaker is called by (its first letters,
+    the last one maybe doubled)."""
+    return len(name) > len(word) and (name.startswith(word) or (word[-1] == word[-2] and name.startswith(word[:-1])))
 
 
 def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
@@ -229,8 +250,11 @@ def write_notes(
     carried: dict[str, list[str]] = defaultdict(list)  # note id → turns it lets sleep
     chatter: list[str] = []
     previous: dict[str, tuple[str, Note]] = {}  # per session: the turn before's speaker and last note
+    pending = Pending()  # new notes that may consolidate with their speaker's others of the session
+    agent_of: dict[str, str] = {}
     for turn in turns:
         person = _person(turn, speakers)
+        agent_of[turn.session] = turn.agent
         if person is None:
             report.turns_kept += 1
             continue
@@ -243,6 +267,7 @@ def write_notes(
         # a protected turn ("I love painting") that its notes carry sleeps too: the note takes its category,
         # and a unit standing for a protected record never decays (store/units.SPARED_SQL)
         carries = bool(found.statements) and found.covered and not turn.pinned
+        carried_kind = turn.category in SLEEPABLE_CATEGORIES or turn.category in CARRIED_LESSONS
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
         answered = previous.get(turn.session)
         if carries and found.remarks_only and answered and answered[0] != person.me and answered[1] in book:
@@ -256,7 +281,8 @@ def write_notes(
         for statement in statements:
             reword(statement, turn.content)
         written = [
-            _note(store, book, statement, person, turn, sources, report, run_id, now) for statement in statements
+            _note(store, book, statement, person, turn, sources, report, pending, run_id, now)
+            for statement in statements
         ]
         ids = [note.id for note in written]
         touched.extend(ids)
@@ -264,14 +290,19 @@ def write_notes(
             previous[turn.session] = (person.me, written[-1])
         else:
             previous.pop(turn.session, None)  # a reaction answers the turn right before it
-        if not found.statements and not found.unresolved and sleepable:
-            chatter.append(turn.id)
+        if not found.statements and not found.unresolved and not turn.pinned and (sleepable or carried_kind):
+            chatter.append(turn.id)  # a protected phrase in chatter ("I'm always here for you!") protects nothing
         elif carries:
             carried[ids[0]].append(turn.id)
         else:
             report.turns_kept += 1
         if len(report.examples) < 5 and found.statements:
             report.examples.append(short(found.statements[0].text))
+    if cfg.consolidate_tokens:
+        moved = consolidate(store, pending, books, cfg.consolidate_tokens, agent_of=agent_of, run_id=run_id, now=now)
+        report.notes_consolidated = len(moved)
+        for absorbed, head in moved.items():
+            carried[head].extend(carried.pop(absorbed, []))
     for note, turn_ids in carried.items():
         report.turns_carried += set_state(
             store, turn_ids, "dormant", reason=f"carried by note {note}", run_id=run_id, now=now
@@ -293,6 +324,7 @@ def _note(
     turn: Turn,
     sources: list[str],
     report: NotesReport,
+    pending: Pending,
     run_id: str | None,
     now: dt.datetime,
 ) -> Note:
@@ -312,19 +344,15 @@ def _note(
     if again is not None:
         again.source_ids = list(dict.fromkeys([*again.source_ids, *sources]))
         again.days = [*again.days, statement.said_on]
-        units.merge(
-            store,
-            again.id,
-            text=again.text,
-            source_ids=again.source_ids,
-            why=f"restated in {turn.id} on {statement.said_on:%Y-%m-%d}",
-            run_id=run_id,
-            now=now,
-        )
+        units.merge(store, again, why=f"restated in {turn.id} on {statement.said_on:%Y-%m-%d}", run_id=run_id, now=now)
         report.notes_merged += 1
+        pending.restated.add(again.id)
         return again
     old = book.replaced(note)
-    units.insert(store, [_row(note, turn)], run_id=run_id, now=now)
+    row = _row(note, turn)
+    units.insert(store, [row], run_id=run_id, now=now)
+    if turn.in_session:
+        pending.add(note, session=turn.session, said_on=statement.said_on, category=row["category"])
     book.add(note)
     report.notes_written += 1
     if old is not None:
@@ -345,9 +373,7 @@ def _note(
 def _join(store: "Store", note: Note, turn: Turn, sources: list[str], run_id: str | None, now: dt.datetime) -> str:
     """A reaction's turn becomes one more source of the note it reacts to (its wording unchanged); the id."""
     note.source_ids = list(dict.fromkeys([*note.source_ids, *sources]))
-    units.merge(
-        store, note.id, text=note.text, source_ids=note.source_ids, why=f"reaction in {turn.id}", run_id=run_id, now=now
-    )
+    units.merge(store, note, why=f"reaction in {turn.id}", run_id=run_id, now=now)
     return note.id
 
 

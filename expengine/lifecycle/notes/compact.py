@@ -6,6 +6,9 @@ a date, an action), and loses the clauses that only evaluate or feel ("…, whic
 ("pretty", "kind of", "a bit"). Which words a note may lose is one list, `IGNORABLE`, so the coverage
 check (`statements.TurnNotes.covered`) and the cut agree: a turn whose notes lost only ignorable words
 is still carried by them, and its full text stays reachable as the evidence line under its note.
+A clause that opens with "it was", "they're"… and says only how something was (`evaluates`) goes too,
+and the coverage check leaves it out the same way (`without_evaluations`). The wording is lean
+(`lean`): no articles that carry nothing, no full stop (a note is one line).
 """
 
 from __future__ import annotations
@@ -60,6 +63,17 @@ _CUT = re.compile(
 )
 _OPENER = re.compile(r"(?i)^(?:which|but|because|since|cuz|though|although|and|so|plus)\b\s*")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# An article a note leaves out ("went to a support group" → "went to support group"), as a caption's
+# are: not inside a quoted title, not before a capitalised word ("the Louvre", "The Lord of the Rings"),
+# not where it carries meaning ("a few", "a little", "a lot", "a while" differ from "few", "little"),
+# and not in a resolved date ("the weekend before 13 September 2023").
+_KEPT_AFTER = (
+    r"(?=[a-z0-9])(?!(?:few|little|lot|lots|couple|bit|while|number|bunch|kind|sort|same|one|ones)\b)"
+    r"(?!\w+ before\b)"  # the date resolver's "the week before 8 May 2023"
+)
+_ARTICLE = re.compile(r"\b(?:a|an|the)\s+" + _KEPT_AFTER)
+_OPENING_ARTICLE = re.compile(r"^(?:The|A|An)\s+" + _KEPT_AFTER)
+_QUOTED = re.compile(r"\"[^\"]*\"|《[^》]*》")
 _DIGIT = re.compile(r"\d")
 
 
@@ -82,11 +96,57 @@ def base(word: str) -> str:
     return _CONTRACTION.sub("", word)
 
 
+def lean(text: str) -> str:
+    """A note's English wording without the articles that carry nothing (see `_ARTICLE`); quoted titles
+    are left as they are."""
+    out, at = [], 0
+    for quoted in _QUOTED.finditer(text):
+        out += [_ARTICLE.sub("", text[at : quoted.start()]), quoted.group(0)]
+        at = quoted.end()
+    out.append(_ARTICLE.sub("", text[at:]))
+    return _OPENING_ARTICLE.sub("", "".join(out))
+
+
+# A clause that opens with "it was", "it's been", "they're", "there's", "it made", "it looks"… says how
+# something was ("it was fun and lively", "it's been a wild ride", "they're comfy"); with at most
+# MAX_EVALUATION_FACTS words that are neither stop words nor ignorable, and no name, number or title,
+# it evaluates what the sentence said before it, and a note leaves it to the sleeping turn.
+_EVALUATION = re.compile(
+    r"(?i)^(?:and |but |which |so )?(?:it|that|this|they|there)(?:'s|'re|'ll be| is| was| are| were| has been|"
+    r"'s been| have been| looks?| looked| seems?| seemed| sounds?| sounded| feels?| felt| makes?| made)\b"
+)
+_NAMED = re.compile(r"\d|\"|《|\b[A-Z][a-z]+|\b[A-Z]{2,}\b")
+MAX_EVALUATION_FACTS = 2
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def evaluates(clause: str, stop: frozenset[str]) -> bool:
+    """The clause only says how something was (see `_EVALUATION`)."""
+    if not _EVALUATION.match(clause) or _NAMED.search(clause[1:]):
+        return False
+    facts = [w for w in _WORD.findall(clause.lower()) if not ({w, base(w)} & (stop | IGNORABLE))]
+    return len(facts) <= MAX_EVALUATION_FACTS
+
+
+def without_evaluations(text: str, stop: frozenset[str]) -> str:
+    """`text` less its evaluating clauses (what a note leaves out, for the coverage check)."""
+    kept = []
+    for sentence in _SENTENCE_END.split(text):
+        parts = _CUT.split(sentence)
+        kept += [clause for clause in parts[0::2] if not evaluates(clause, stop)]
+    return " ".join(kept)
+
+
 def compact(text: str, names: set[str], stop: frozenset[str]) -> str:
-    """`text` less its clauses that state nothing and its hedges; empty when no clause states anything."""
+    """`text` less its clauses that state nothing or only evaluate, and its hedges; empty when no clause
+    states anything."""
     parts = _CUT.split(text)
     clauses, cuts = parts[0::2], ["", *parts[1::2]]
-    kept = [(cut, clause) for cut, clause in zip(cuts, clauses) if states_something(clause, names, stop)]
+    kept = [
+        (cut, clause)
+        for cut, clause in zip(cuts, clauses)
+        if states_something(clause, names, stop) and not evaluates(clause, stop)
+    ]
     if not kept:
         return ""
     out = _OPENER.sub("", kept[0][1]) + "".join(cut + clause for cut, clause in kept[1:])

@@ -38,7 +38,7 @@ class Note:
             return self.statement
         if re.search(r"[\u3400-\u9fff]", self.statement):
             return f"{self.statement}（又在 {'、'.join(f'{d:%Y-%m-%d}' for d in later)}）"
-        return f"{self.statement.rstrip('.')} (also said on {', '.join(day_text(d) for d in later)})."
+        return f"{self.statement.rstrip('.')} (also said on {', '.join(day_text(d) for d in later)})"
 
 
 def words_of(statement: str, subject: str) -> frozenset[str]:

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
-from .compact import IGNORABLE, OPINION_WORDS, base, compact
+from .compact import IGNORABLE, OPINION_WORDS, base, compact, lean, without_evaluations
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
@@ -102,8 +102,9 @@ class TurnNotes:
             _stem(w)
             for s in self.statements
             if not s.caption
-            for w in content_words(dates.resolve(_said(s.sentence), s.said_on).text)
-            if w not in IGNORABLE and w not in self.names and base(w) not in _stop()  # "it's": a note may drop it
+            for w in content_words(without_evaluations(dates.resolve(_said(s.sentence), s.said_on).text, _stop()))
+            # "it's", "lot's", "life's": a note may drop what the contraction adds to a stop or ignorable word
+            if w not in IGNORABLE and w not in self.names and base(w) not in _stop() and base(w) not in IGNORABLE
         }
         return said <= noted
 
@@ -169,7 +170,8 @@ def is_chatter(sentence: str, names: set[str]) -> bool:
         return True
     if re.search(r"\d", sentence):
         return False
-    reacts = _REACTION.match(sentence) or _REACTION.match(_unaddressed(sentence, names))
+    # what follows an interjection decides: "Yeah, that pic was from a show I went to." is no reaction
+    reacts = _REACTION.match(_unaddressed(sentence, names))
     if reacts and len(words) <= MAX_REACTION_WORDS:
         return True
     proper = {w.lower() for w in _PROPER.findall(sentence[1:])} - names
@@ -240,8 +242,8 @@ def _finish(text: str, chinese: bool, person: subjects.Person) -> str:
     if chinese:
         text = text.rstrip("。！!；;") + "。"
         return text if named else f"{person.me}：{text}"
-    text = text.rstrip(" .;!…")
-    text = text[:1].upper() + text[1:] + "."
+    text = lean(text.rstrip(" .;!…"))  # a note is one line: no articles that carry nothing, no full stop
+    text = text[:1].upper() + text[1:]
     return text if named else f"{person.me}: {text}"
 
 
@@ -310,7 +312,7 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
             remark, last = said[-1]
             # "It was …" continues in lower case; a clause cut off its opening may now start with a name
             named = named[:1].lower() + named[1:] if _PRONOUN_START.match(named) else named
-            joined = last.text.rstrip(".") + "; " + named
+            joined = last.text + "; " + named
             remark = remark and is_remark(sentence, resolved.text != tidy)
             said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue

@@ -13,6 +13,7 @@ from ...store import units as owner
 
 if TYPE_CHECKING:
     from ...store.store import Store
+    from .merge import Note
 
 NOTE_KIND = "note"
 
@@ -31,13 +32,17 @@ def insert(store: "Store", rows: list[dict[str, Any]], *, run_id: str | None, no
 
 
 def merge(
-    store: "Store", note_id: str, *, text: str, source_ids: list[str], why: str, run_id: str | None, now: dt.datetime
+    store: "Store", note: "Note", *, why: str, run_id: str | None, now: dt.datetime, new_day: bool = False
 ) -> None:
-    """A restatement joins its note: the sources add up, the text names both dates."""
-    current = store.con.execute(f"SELECT {', '.join(owner.MERGE_FIELDS)} FROM units WHERE id = ?", [note_id]).fetchone()
-    assert current is not None, note_id
+    """A restatement, a reaction or a consolidated note joins `note`: its wording and sources as they
+    are now (the text names the dates it was said on); with `new_day`, its day too."""
+    current = store.con.execute(f"SELECT {', '.join(owner.MERGE_FIELDS)} FROM units WHERE id = ?", [note.id]).fetchone()
+    assert current is not None, note.id
     row = dict(zip(owner.MERGE_FIELDS, current))
-    row.update(id=note_id, text=text, statement=text, source_ids=json.dumps(source_ids), support=len(source_ids))
+    sources = note.source_ids
+    row.update(id=note.id, text=note.text, statement=note.text, source_ids=json.dumps(sources), support=len(sources))
+    if new_day:
+        row["as_of"] = dt.datetime.combine(note.as_of, dt.time())
     owner.merge(store, row, detail=why, run_id=run_id, now=now)
 
 
