@@ -1,4 +1,8 @@
-"""The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once."""
+"""The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once.
+
+A vector is kept as float16 bytes (a BLOB): half the float32 list's size, as LanceDB keeps it (a unit
+vector's cosine to its float16 copy is 0.9999+). A fresh vector is rounded the same way before it is
+used, so a text gets the same vector whether it was just embedded or read back."""
 
 from __future__ import annotations
 
@@ -36,6 +40,28 @@ class EmbedCounts:
 
     embedded: int = 0
     cached: int = 0
+
+
+# the cached vectors' numbers on disk (`m011_embeddings_float16`)
+STORED_TYPE = np.float16
+
+
+def vector_blobs(vectors: np.ndarray) -> pa.Array:
+    """Vectors as the cache stores them: one float16 byte string per row, converted in one go."""
+    rows = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).astype(STORED_TYPE))
+    width = rows.shape[1] * rows.itemsize if rows.ndim == 2 else 0
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(rows), [None, pa.py_buffer(rows.tobytes())])
+    return fixed.cast(pa.binary())
+
+
+def blob_vectors(blobs: list[bytes]) -> np.ndarray:
+    """The float32 vectors of cached byte strings (all of one model, so of one length)."""
+    return np.frombuffer(b"".join(blobs), dtype=STORED_TYPE).reshape(len(blobs), -1).astype(np.float32)
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """Fresh vectors rounded to what the cache keeps, so reading them back changes nothing."""
+    return np.asarray(vectors, dtype=np.float32).astype(STORED_TYPE).astype(np.float32)
 
 
 # vectors a process keeps in memory: ~77 MB at 384 dimensions
@@ -112,8 +138,10 @@ class EmbeddingCache:
         """Vector size, read from the cache when possible so the model stays unloaded."""
         if self.halves is not None:
             return sum(DIMS)
-        row = self.con.execute("SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]).fetchall()
-        return int(row[0][0]) if row else int(self.embedder.dim)
+        row = self.con.execute(
+            "SELECT octet_length(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]
+        ).fetchall()
+        return int(row[0][0]) // np.dtype(STORED_TYPE).itemsize if row else int(self.embedder.dim)
 
     def preload(self, texts: list[str]) -> int:
         """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
@@ -129,13 +157,11 @@ class EmbeddingCache:
 
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
-        read = {
-            h: np.asarray(v, dtype=np.float32)
-            for h, v in self.con.execute(
-                "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-                [model, hashes],
-            ).fetchall()
-        }
+        rows = self.con.execute(
+            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            [model, hashes],
+        ).fetchall()
+        read = dict(zip((h for h, _ in rows), blob_vectors([v for _, v in rows]))) if rows else {}
         self.memo.put(model, read)
         return read
 
@@ -157,14 +183,10 @@ class EmbeddingCache:
         for i in missing:
             unique_missing.setdefault(hashes[i], i)
         if unique_missing:
-            new_vectors = self.embedder.encode([texts[i] for i in unique_missing.values()])
+            new_vectors = as_stored(self.embedder.encode([texts[i] for i in unique_missing.values()]))
             fresh = dict(zip(unique_missing.keys(), new_vectors))
             newvec = pa.table(
-                {
-                    "text_hash": list(fresh),
-                    "model": [model] * len(fresh),
-                    "vector": [v.tolist() for v in fresh.values()],
-                }
+                {"text_hash": list(fresh), "model": [model] * len(fresh), "vector": vector_blobs(new_vectors)}
             )
             with arrow_view(con, "newvec", newvec):
                 con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
