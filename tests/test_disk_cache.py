@@ -6,10 +6,12 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from test_compact import BOOKING
+from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import DB_FILE, close_database, open_database
-from expengine.store.embeddings import EmbeddingCache, VectorMemo, blob_vectors, text_hash
+from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, blob_vectors, text_hash
+from expengine.store.index import MEMORIES
+from expengine.store.state import set_state
 
 
 def column_type(con: duckdb.DuckDBPyConnection) -> str:
@@ -89,3 +91,45 @@ def test_a_fresh_vector_equals_the_one_read_back_from_the_cache(embedder, tmp_pa
         assert np.allclose(fresh, embedder.encode(texts), atol=1e-3)
     finally:
         close_database(con)
+
+
+class Counting:
+    """The shared embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+        self.name, self.dim = inner.name, inner.dim
+
+    def encode(self, texts):
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_back(
+    make_engine, write_jsonl, embedder
+):
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    with engine.session() as store:
+        before = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+    engine.compact(refine=False)
+    embedded = counting.texts
+    with engine.session() as store:
+        after = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        rows = store.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} ORDER BY id").fetchall()
+        assert rows and after < before
+        store.embeddings.memo = VectorMemo()  # nothing read before
+        vectors = store.embeddings.encode([t for _, t in rows], indexed=True)
+        assert counting.texts == embedded  # read from LanceDB, none embedded
+        indexed = store.index.vectors(MEMORIES, [i for i, _ in rows])
+        assert np.array_equal(vectors, np.stack([indexed[i] for i, _ in rows]))
+        leaving = [rows[0][0]]
+        set_state(store, leaving, "archived", reason="test")
+        cached = store.con.execute("SELECT count(*) FROM embeddings WHERE text_hash = ?", [text_hash(rows[0][1])])
+        assert cached.fetchone() == (1,)  # its vector is the cache's again, LanceDB let it go
+        store.embeddings.memo = VectorMemo()
+        assert np.array_equal(store.embeddings.encode([rows[0][1]])[0], vectors[0])
+    assert counting.texts == embedded
+    hits = engine.query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
+    assert hits.hits and counting.texts == embedded + 1  # only the query itself was embedded

@@ -218,16 +218,20 @@ class Index:
         return 0 if table is None else table.count_rows(where)
 
     def vectors(self, name: str, ids: list[str]) -> dict[str, np.ndarray]:
-        """id → stored vector, for those of `ids` the table holds (one filtered read)."""
+        """id → stored vector, for those of `ids` the table holds (a filtered read per 5,000 ids)."""
         table = self.table(name)
         wanted = list(dict.fromkeys(ids))
-        if table is None or not wanted:
-            return {}
-        with self.files.reading():
-            rows = table.search().where(lance_in("id", wanted)).select(["id", "vector"]).limit(len(wanted)).to_arrow()
-        column = rows.column("vector").combine_chunks()
-        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
-        return dict(zip(rows.column("id").to_pylist(), flat))
+        found: dict[str, np.ndarray] = {}
+        if table is None:
+            return found
+        for start in range(0, len(wanted), 5000):  # an IN list of bounded size
+            chunk = wanted[start : start + 5000]
+            with self.files.reading():
+                rows = table.search().where(lance_in("id", chunk)).select(["id", "vector"]).limit(len(chunk)).to_arrow()
+            column = rows.column("vector").combine_chunks()
+            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
+            found.update(zip(rows.column("id").to_pylist(), flat))
+        return found
 
     def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
         """Append rows; with `replace`, first delete any with the same ids (a replay after a crash)."""

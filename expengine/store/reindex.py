@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
 from .vocabulary import LIVE_SQL
 
@@ -28,7 +29,8 @@ def _memory_batches(store: "Store", where: str):
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
-        yield memory_rows(chunk, store.embeddings.encode([r["text"] for r in chunk]), store.embeddings.dim)
+        vectors = store.embeddings.encode([r["text"] for r in chunk], indexed=True)
+        yield memory_rows(chunk, vectors, store.embeddings.dim)
 
 
 def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa.Table:
@@ -61,6 +63,19 @@ def rebuild(store: "Store") -> dict[str, int]:
     index.refresh_text_index(UNITS)
     store.con.execute("DELETE FROM pending_index")
     return {"memories": memories, "units": units.num_rows}
+
+
+def rebuild_if_pending(store: "Store") -> bool:
+    """Rebuild LanceDB, with its scalar, text and vector indexes, where a restore left `REINDEX_PENDING`
+    (the snapshot it put back holds no LanceDB): right after the restore, or at the next open when a
+    kill came between. Vectors come from the embedding cache. Whether it rebuilt."""
+    marker = store.dir / REINDEX_PENDING
+    if store.read_only or not marker.exists():
+        return False
+    rebuild(store)
+    refresh_indexes(store)
+    marker.unlink(missing_ok=True)
+    return True
 
 
 def heal_pending(store: "Store") -> None:

@@ -50,6 +50,7 @@ def set_state(
     )
     con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
     if state == "archived":
+        store.embeddings.keep_leaving(changed)
         store.index.delete(MEMORIES, changed)
         return len(changed)
     revived = [i for i in changed if previous[i] == "archived"]
