@@ -96,10 +96,13 @@ class Store:
         to leave a quarter of the file free (2.8 of 11.2 MB after three cycles of the sample logs).
         Whether it did. Holds the store lock, as a restore does. Never once a `reader` view was made
         (a server's query threads): closing the connection would pull the file from under their cursors."""
+        if self.read_only or self._lent:
+            return False
+        self.con.execute("CHECKPOINT")  # a cycle's deleted rows free their blocks only at a checkpoint
         total, free = self.con.execute(
             "SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = current_database()"
         ).fetchone()  # type: ignore[misc]
-        if self.read_only or self._lent or not total or free <= share * total:
+        if not total or free <= share * total:
             return False
         close_database(self.con)
         rewrite_database(self.dir / DB_FILE)
