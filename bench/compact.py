@@ -94,7 +94,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
 
     from expengine import Engine
     from expengine.store.db import arrow_view, utcnow
-    from expengine.store.embeddings import text_hash, vector_blobs
+    from expengine.store.embeddings import text_hash
+    from expengine.store.float16 import vector_blobs
     from expengine.store.index import MEMORIES, memory_rows
 
     rng = np.random.default_rng(seed)

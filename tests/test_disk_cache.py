@@ -9,7 +9,8 @@ import pytest
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import DB_FILE, close_database, open_database
-from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, blob_vectors, text_hash
+from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, text_hash
+from expengine.store.float16 import blob_vectors
 from expengine.store.index import MEMORIES
 from expengine.store.state import set_state
 
@@ -67,7 +68,7 @@ def test_a_conversion_that_fails_midway_leaves_the_float32_cache_whole(make_engi
     def failed(vectors):
         raise RuntimeError("disk full")  # uncommitted, as a kill between two pages leaves it
 
-    monkeypatch.setattr("expengine.store.embeddings.vector_blobs", failed)
+    monkeypatch.setattr("expengine.store.float16.vector_blobs", failed)
     with pytest.raises(RuntimeError, match="disk full"):
         open_database(path)
     con = duckdb.connect(str(path), read_only=True)

@@ -22,6 +22,7 @@ from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
+from .float16 import STORED_TYPE, as_stored, blob_vectors, vector_blobs
 
 if TYPE_CHECKING:
     from .index import Index
@@ -48,28 +49,6 @@ class EmbedCounts:
 
     embedded: int = 0
     cached: int = 0
-
-
-# the cached vectors' numbers on disk (`m011_embeddings_float16`)
-STORED_TYPE = np.float16
-
-
-def vector_blobs(vectors: np.ndarray) -> pa.Array:
-    """Vectors as the cache stores them: one float16 byte string per row, converted in one go."""
-    rows = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).astype(STORED_TYPE))
-    width = rows.shape[1] * rows.itemsize if rows.ndim == 2 else 0
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(rows), [None, pa.py_buffer(rows.tobytes())])
-    return fixed.cast(pa.binary())
-
-
-def blob_vectors(blobs: list[bytes]) -> np.ndarray:
-    """The float32 vectors of cached byte strings (all of one model, so of one length)."""
-    return np.frombuffer(b"".join(blobs), dtype=STORED_TYPE).reshape(len(blobs), -1).astype(np.float32)
-
-
-def as_stored(vectors: np.ndarray) -> np.ndarray:
-    """Fresh vectors rounded to what the cache keeps, so reading them back changes nothing."""
-    return np.asarray(vectors, dtype=np.float32).astype(STORED_TYPE).astype(np.float32)
 
 
 # vectors a process keeps in memory: ~77 MB at 384 dimensions

@@ -246,7 +246,7 @@ def m011_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
     """The embedding cache's vectors as float16 bytes (half the float32 list; issue 23), converted in this
     migration's transaction, so a kill leaves the old table whole and the next open converts again."""
 
-    from .embeddings import vector_blobs
+    from .float16 import vector_blobs
 
     con.execute(
         """
