@@ -116,6 +116,21 @@ def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = T
     return summaries
 
 
+def disk_sizes(store: Path, raw: int) -> dict[str, Any]:
+    """The store folder on disk (snapshots included, a hard-linked file counted once, as `du` does), its
+    parts, and the whole against the raw log bytes (issue 23's 8x target)."""
+    from expengine.lifecycle.snapshot import disk_bytes
+
+    total = disk_bytes([store])
+    return {
+        "store_bytes": total,
+        "lance_bytes": disk_bytes([store / "lance"]),
+        "snapshot_bytes": disk_bytes([store / "snapshots"]) if (store / "snapshots").exists() else 0,
+        "duckdb_bytes": (store / "expengine.duckdb").stat().st_size,
+        "times_raw": round(total / raw, 1),
+    }
+
+
 def store_size(engine: Any) -> dict[str, Any]:
     """What a query searches (active memories + active units) against every raw record ever stored."""
     stats = engine.stats()

@@ -95,6 +95,7 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
     from expengine import Engine
     from expengine.store.db import arrow_view, utcnow
     from expengine.store.embeddings import text_hash
+    from expengine.store.float16 import vector_blobs
     from expengine.store.index import MEMORIES, memory_rows
 
     rng = np.random.default_rng(seed)
@@ -140,12 +141,12 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
             {
                 "text_hash": [text_hash(t) for t in texts[start : start + 20000]],
                 "model": [VectorsOnly.name] * len(chunk),
-                "vector": list(vectors[start : start + 20000]),
+                "vector": vector_blobs(vectors[start : start + 20000]),
             }
         )
         with arrow_view(con, "incoming_vectors", emb):
             con.execute(
-                "INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM incoming_vectors ON CONFLICT DO NOTHING"
+                "INSERT INTO embeddings SELECT text_hash, model, vector FROM incoming_vectors ON CONFLICT DO NOTHING"
             )
         engine.store.index.add(MEMORIES, memory_rows(chunk, vectors[start : start + 20000], dim), replace=False)
     engine.store.index.refresh_text_index(MEMORIES)

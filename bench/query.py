@@ -124,6 +124,7 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
     from expengine import Engine
     from expengine.store.db import arrow_view
     from expengine.store.embeddings import text_hash
+    from expengine.store.float16 import vector_blobs
     from expengine.store.index import MEMORIES, UNITS, memory_schema, unit_schema
     from expengine.store.reindex import refresh_indexes
 
@@ -154,7 +155,7 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
                 {
                     "text_hash": [text_hash(t) for t in copy.column("new_text").to_pylist()],
                     "model": [db.embeddings.name] * len(texts),
-                    "vector": copy.column("vector"),
+                    "vector": vector_blobs(noisy),
                 }
             )
             with arrow_view(con, "cache", cache):

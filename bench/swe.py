@@ -45,6 +45,7 @@ from common import (  # noqa: E402
     add_cycle_options,
     audit_units,
     bm25_answers,
+    disk_sizes,
     engine_overrides,
     finish_args,
     lift,
@@ -204,6 +205,8 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             encoding="utf-8",
         )
         store = Path(tmp) / "store"
+        raw = sum(p.stat().st_size for p in train)
+        report["raw_log_bytes"] = raw
         if args.ingested:
             shutil.copytree(args.ingested, store)
         with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
@@ -213,16 +216,19 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             else:
                 with watch.section("ingest"):
                     report["stored"] = engine.ingest([str(folder)], fmt="swe-agent", outcomes=[str(graded)]).stored
+                report["ingest_records_per_s"] = round(report["stored"] / watch.seconds["ingest"], 1)
         if args.save_ingested:
             shutil.rmtree(args.save_ingested, ignore_errors=True)
             shutil.copytree(store, args.save_ingested)
         with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
             report["sizes"] = {"after ingest": store_size(engine)}
+            report["disk"] = {"after ingest": disk_sizes(store, raw)}
             with watch.section("baseline (BM25)"):
                 bm25_first = [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)]
                 bm25_steps = [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)]
             with watch.section("compaction"):
                 report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
+            report["disk"][f"after {args.cycles} cycles"] = disk_sizes(store, raw)
             report["sizes"]["after compaction"] = store_size(engine)
             with watch.section("queries"):
                 memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
@@ -271,6 +277,14 @@ def render(report: dict[str, Any]) -> str:
         ),
         "",
         f"Hot text after {len(report['cycles'])} cycles: {size['hot_share']} of raw.",
+        "",
+        f"Disk, against {report['raw_log_bytes']:,} bytes of training runs: "
+        + "; ".join(
+            f"{k} {d['store_bytes'] / 1e6:.1f} MB ({d['times_raw']}x; DuckDB {d['duckdb_bytes'] / 1e6:.1f} MB, "
+            f"LanceDB {d['lance_bytes'] / 1e6:.1f} MB, snapshots {d['snapshot_bytes'] / 1e6:.1f} MB)"
+            for k, d in report["disk"].items()
+        )
+        + ".",
         "",
         "Environment units:",
         *[f"- {' '.join(t.split())[:220]}" for t in report["environment_units"]],

@@ -24,27 +24,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CYCLE_SPACING, REPO, RESULTS, TEMPLATE_ONLY, load_embedder, machine, run_cycles, write_json  # noqa: E402
+from common import (  # noqa: E402
+    CYCLE_SPACING,
+    REPO,
+    RESULTS,
+    TEMPLATE_ONLY,
+    disk_sizes,
+    load_embedder,
+    machine,
+    run_cycles,
+    write_json,
+)
 
 START = dt.datetime(2026, 6, 1, 3, 0)
-
-
-def folder_bytes(path: Path) -> int:
-    """Bytes the folder takes, each hard-linked file counted once (what `du` reports)."""
-    from expengine.lifecycle.snapshot import disk_bytes
-
-    return disk_bytes([path])
-
-
-def sizes(store: Path, raw: int) -> dict:
-    total = folder_bytes(store)
-    return {
-        "store_bytes": total,
-        "lance_bytes": folder_bytes(store / "lance"),
-        "snapshot_bytes": folder_bytes(store / "snapshots") if (store / "snapshots").exists() else 0,
-        "duckdb_bytes": (store / "expengine.duckdb").stat().st_size,
-        "times_raw": round(total / raw, 1),
-    }
 
 
 def query_texts(logs: Path, count: int) -> list[str]:
@@ -112,10 +104,10 @@ def main() -> None:
     report: dict = {"machine": machine(), "raw_log_bytes": raw, "cycles": []}
     with Engine(store=store, embedder=embedder, overrides=TEMPLATE_ONLY) as engine:
         engine.ingest([str(p) for p in logs])
-        report["after_ingest"] = sizes(store, raw)
+        report["after_ingest"] = disk_sizes(store, raw)
         for n in range(args.cycles):
             run_cycles(engine, 1, start=START + CYCLE_SPACING * n)
-            report["cycles"].append({"cycle": n + 1, **sizes(store, raw)})
+            report["cycles"].append({"cycle": n + 1, **disk_sizes(store, raw)})
             print(f"cycle {n + 1}: {report['cycles'][-1]}", file=sys.stderr)
     report["query_ms"] = measure_queries(store, query_texts(args.logs, args.queries), embedder)
     write_json(args.out, report)

@@ -247,6 +247,9 @@ class SnapshotConfig:
     # and, oldest first, those that take the snapshots folder over this many bytes (0: no limit); files
     # shared by snapshots count once; the newest snapshot always stays
     max_bytes: int = 0
+    # and over this share of the live store's bytes (its database and LanceDB; 0: no limit), so what
+    # snapshots take grows with the store, not with the count kept (issue 23)
+    max_share: float = 1.0
 
 
 @dataclass

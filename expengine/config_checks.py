@@ -90,6 +90,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "ingest.max_content_chars": (1, None),
     "snapshot.retention": (1, None),
     "snapshot.max_bytes": (0, None),
+    "snapshot.max_share": (0, None),
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "llm.mode": ("auto", "model", "template"),

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from test_compact import BOOKING, CHATTER, REFUND
 
+from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, Index, memory_rows
 
@@ -44,19 +45,22 @@ def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(mak
     engine.ingest([write_jsonl("b.jsonl", CHATTER)])
     engine.close()
     store = tmp_path / "store"
-    copy = store / SNAPSHOT_DIR / snap.id / DB_FILE
+    folder = store / SNAPSHOT_DIR / snap.id
     cached = count(store / DB_FILE, "embeddings")
-    assert count(copy, "embeddings") == 0 < cached
-    assert count(copy, "records") == len(BOOKING + REFUND)
-    assert block_size(store / DB_FILE) == block_size(copy) == BLOCK_SIZE
-    indexes = duckdb.connect(str(copy), read_only=True)
-    assert {r[0] for r in indexes.execute("SELECT index_name FROM duckdb_indexes()").fetchall()} >= {"records_hash"}
-    indexes.close()
+    assert not (folder / DB_FILE).exists() and (folder / PACKED_DB).exists()
+    with snapshot_database(folder) as copy:
+        assert count(copy, "embeddings") == 0 < cached
+        assert count(copy, "records") == len(BOOKING + REFUND)
+        assert block_size(store / DB_FILE) == block_size(copy) == BLOCK_SIZE
+        indexes = duckdb.connect(str(copy), read_only=True)
+        assert {r[0] for r in indexes.execute("SELECT index_name FROM duckdb_indexes()").fetchall()} >= {"records_hash"}
+        indexes.close()
+    packed = (folder / PACKED_DB).read_bytes()
     engine = make_engine()
     assert engine.restore(snap.id).raw_after == len(BOOKING + REFUND)
     engine.close()
     assert count(store / DB_FILE, "embeddings") == cached  # the replaced store's vectors, none embedded again
-    assert count(copy, "embeddings") == 0  # the snapshot itself is left as it was
+    assert (folder / PACKED_DB).read_bytes() == packed  # the snapshot itself is left as it was
     hits = make_engine().query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
     assert hits.hits and hits.hits[0].id == "r04"
 
@@ -77,7 +81,8 @@ def test_a_store_made_with_big_blocks_still_opens_and_its_snapshots_get_small_on
     snap = engine.snapshot()
     engine.close()
     assert block_size(store / DB_FILE) == 262144
-    assert block_size(store / SNAPSHOT_DIR / snap.id / DB_FILE) == BLOCK_SIZE
+    with snapshot_database(store / SNAPSHOT_DIR / snap.id) as copy:
+        assert block_size(copy) == BLOCK_SIZE
 
 
 def rows(ids: range, state: str = "active"):

@@ -112,8 +112,7 @@ def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
     from fleet_helpers import fleet_lines
 
     from expengine import Engine
-    from expengine.store.db import LANCE_DIR
-    from expengine.store.reindex import REBUILD_PENDING
+    from expengine.store.db import LANCE_DIR, REINDEX_PENDING
 
     lines = fleet_lines("alpha")
     log = tmp_path / "alpha.jsonl"
@@ -169,9 +168,9 @@ def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
             left = store.index.table("memories").search().select(["id"]).limit(100).to_arrow().column("id").to_pylist()
         assert gone not in left and len(left) == after.indexed_memories - 1
         with engine.session() as store:  # as a restore killed after its swap, before its rebuild, leaves it
-            (remote / REBUILD_PENDING).write_text("")
+            (remote / REINDEX_PENDING).write_text("")
             store.index.drop("memories")
-        assert engine.stats().indexed_memories == len(left) and not (remote / REBUILD_PENDING).exists()
+        assert engine.stats().indexed_memories == len(left) and not (remote / REINDEX_PENDING).exists()
 
 
 def test_fleet_ingest_puts_each_new_stores_index_under_the_index_root(tmp_path, embedder, s3):

@@ -4,6 +4,7 @@ snapshots and old LanceDB versions included."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,15 @@ SECRET = [
 OTHERS = BOOKING + REFUND + CHATTER
 
 
+def _contents(path: Path) -> bytes:
+    """A file's bytes, unpacked where it is a snapshot's xz-compressed database (what `xzgrep` reads)."""
+    return lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+
+
 def files_holding(folder: Path, needle: str) -> list[str]:
-    """Every file under `folder` whose bytes contain `needle` (what `grep -r` would find)."""
+    """Every file under `folder` whose bytes contain `needle` (what `grep -r` would find, xz unpacked)."""
     data = needle.encode()
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and data in p.read_bytes())
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and data in _contents(p))
 
 
 @pytest.fixture

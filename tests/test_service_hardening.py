@@ -31,8 +31,9 @@ from test_service import (
 )
 
 from expengine import __version__
+from expengine.lifecycle.snapshot import snapshot_database
 from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
-from expengine.store.db import DB_FILE, LOCK_FILE
+from expengine.store.db import LOCK_FILE
 from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 GOOD_LINE = {
@@ -187,11 +188,12 @@ def test_forget_rejects_clears_them_from_the_store_and_its_snapshots(hardened: A
     assert code == 0 and json.loads(out)["rejects"] == count and json.loads(out)["snapshots"] >= 1
     assert client.call("stats")["rejects"] == 0 and client.call("rejects")["rejects"] == []
     for snapshot in (store / "snapshots").iterdir():
-        con = duckdb.connect(str(snapshot / DB_FILE), read_only=True)
-        try:
-            assert con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
-        finally:
-            con.close()
+        with snapshot_database(snapshot) as path:
+            con = duckdb.connect(str(path), read_only=True)
+            try:
+                assert con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
+            finally:
+                con.close()
     answered(client)
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from test_compact import BOOKING, CHATTER, REFUND, ev
+from test_disk_cache import Counting
 
 from expengine.config import Config
 from expengine.errors import InputError
-from expengine.lifecycle.snapshot import disk_bytes
-from expengine.store.db import DB_FILE, LANCE_DIR, SNAPSHOT_DIR
+from expengine.lifecycle.snapshot import PACKED_DB, disk_bytes
+from expengine.store.db import LANCE_DIR, REINDEX_PENDING, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, UNITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,19 +73,72 @@ def test_a_cycle_leaves_one_version_of_each_index_table(make_engine, write_jsonl
     assert engine.query("refund window", k=3, touch=False).hits
 
 
-def test_snapshots_hard_link_unchanged_index_files_and_copy_the_database(make_engine, write_jsonl, tmp_path):
-    engine = make_engine()
+def indexed(engine) -> tuple[int, int]:
+    """(rows LanceDB holds, rows DuckDB says it should) for the memories table."""
+    stats = engine.stats()
+    with engine.session() as store:
+        return store.index.count(MEMORIES), stats.active + stats.dormant
+
+
+def test_a_snapshot_holds_no_lancedb_and_a_restore_rebuilds_it_from_the_cache(
+    make_engine, write_jsonl, embedder, tmp_path
+):
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
     engine.ingest([write_jsonl("c.jsonl", BOOKING + CHATTER)])
-    first, second = engine.snapshot(), engine.snapshot()
-    root = tmp_path / "store" / SNAPSHOT_DIR
+    snap = engine.snapshot()
+    folder = tmp_path / "store" / SNAPSHOT_DIR / snap.id
+    assert not (folder / LANCE_DIR).exists()
+    assert disk_bytes([folder]) < (folder / PACKED_DB).stat().st_size + 1024  # the database and its meta file
+    engine.ingest([write_jsonl("r.jsonl", REFUND)])
+    engine.compact(refine=False)
+    embedded = counting.texts
+    assert engine.restore(snap.id).raw_after == len(BOOKING + CHATTER)
+    assert counting.texts == embedded  # every vector came from the cache
+    assert not (tmp_path / "store" / REINDEX_PENDING).exists()
+    rows, wanted = indexed(engine)
+    assert rows == wanted > 0
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
+
+
+def test_a_restore_killed_before_its_rebuild_rebuilds_lancedb_at_the_next_open(
+    make_engine, write_jsonl, tmp_path, monkeypatch
+):
+    engine = make_engine()
+    engine.ingest([write_jsonl("c.jsonl", BOOKING)])
+    snap = engine.snapshot()
+    engine.ingest([write_jsonl("r.jsonl", REFUND)])
+
+    def killed(store):
+        raise KeyboardInterrupt  # a kill after the database was swapped in, before LanceDB was rebuilt
+
+    monkeypatch.setattr("expengine.lifecycle.snapshot.rebuild_if_pending", killed)
+    with pytest.raises(KeyboardInterrupt):
+        engine.restore(snap.id)
+    engine.close()
+    monkeypatch.undo()
+    assert (tmp_path / "store" / REINDEX_PENDING).exists()
+    again = make_engine()
+    assert again.stats().raw == len(BOOKING)
+    rows, wanted = indexed(again)
+    assert rows == wanted > 0  # the refund records LanceDB still held are gone with the rebuild
+    assert not (tmp_path / "store" / REINDEX_PENDING).exists()
+
+
+def test_a_snapshot_made_with_a_lancedb_folder_is_restored_from_it(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("c.jsonl", BOOKING)])
+    snap = engine.snapshot()
+    folder = tmp_path / "store" / SNAPSHOT_DIR / snap.id
+    link_tree(tmp_path / "store" / LANCE_DIR, folder / LANCE_DIR)  # as snapshots were made before
+    linked = shared(folder / LANCE_DIR)
+    engine.ingest([write_jsonl("r.jsonl", REFUND)])
+    engine.restore(snap.id)
+    assert not (tmp_path / "store" / REINDEX_PENDING).exists()
     live = shared(tmp_path / "store" / LANCE_DIR)
-    a, b = shared(root / first.id / LANCE_DIR), shared(root / second.id / LANCE_DIR)
-    assert a and a == b == live  # the same data and index files, each stored once
-    dbs = {(root / s.id / DB_FILE).stat().st_ino for s in (first, second)} | {
-        (tmp_path / "store" / DB_FILE).stat().st_ino
-    }
-    assert len(dbs) == 3  # DuckDB writes its file in place: each snapshot has its own copy
-    assert disk_bytes([root]) < sum(disk_bytes([root / s.id]) for s in (first, second))
+    assert linked and all(live[name] == inode for name, inode in linked.items())  # its files, not rebuilt
+    rows, wanted = indexed(engine)
+    assert rows == wanted > 0
 
 
 def test_byte_retention_prunes_the_oldest_snapshots_first(make_engine, write_jsonl, tmp_path):
@@ -92,14 +146,29 @@ def test_byte_retention_prunes_the_oldest_snapshots_first(make_engine, write_jso
     engine.ingest([write_jsonl("c.jsonl", CHATTER)])
     one = engine.snapshot()
     root = tmp_path / "store" / SNAPSHOT_DIR
-    size, db = disk_bytes([root / one.id]), (root / one.id / DB_FILE).stat().st_size
-    engine.config.snapshot.max_bytes = size + db + db // 2  # room for two snapshots sharing their index, not three
+    size, db = disk_bytes([root / one.id]), (root / one.id / PACKED_DB).stat().st_size
+    engine.config.snapshot.max_bytes = size + db + db // 2  # room for two snapshots, not three
     ids = [one.id] + [engine.snapshot().id for _ in range(3)]
     assert [s.id for s in engine.snapshots()] == ids[:1:-1]  # the two newest
     assert disk_bytes([root]) <= engine.config.snapshot.max_bytes
     engine.config.snapshot.max_bytes = 1  # below one snapshot: the newest still stays
     newest = engine.snapshot().id
     assert [s.id for s in engine.snapshots()] == [newest]
+
+
+def test_snapshots_are_kept_within_a_share_of_the_live_stores_bytes(make_engine, write_jsonl, tmp_path):
+    engine = make_engine()
+    engine.ingest([write_jsonl("c.jsonl", BOOKING + CHATTER)])
+    assert engine.config.snapshot.max_share == 1.0  # the default: about as much as the store itself
+    ids = [engine.snapshot().id for _ in range(3)]
+    assert [s.id for s in engine.snapshots()] == ids[::-1]  # three small copies fit in one store's bytes
+    store, root = tmp_path / "store", tmp_path / "store" / SNAPSHOT_DIR
+    live = (store / "expengine.duckdb").stat().st_size + disk_bytes([store / LANCE_DIR])
+    one = disk_bytes([root / ids[-1]])
+    engine.config.snapshot.max_share = 2.5 * one / live  # room for two of them
+    newest = engine.snapshot().id
+    assert [s.id for s in engine.snapshots()] == [newest, ids[-1]]
+    assert disk_bytes([root]) <= 2.5 * one
 
 
 def test_max_bytes_is_checked_like_every_key():

@@ -24,7 +24,7 @@ from ..store.db import (
 from ..store.embeddings import VectorMemo
 from ..store.index import Index
 from ..store.permissions import private_files, secure_store_dir
-from ..store.reindex import heal_pending
+from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo
 from ..store.store import Store
 from ..store.vectors import check_encoder, record_encoder
@@ -378,8 +378,10 @@ def _remember_encoder(store: Store) -> None:
 
 
 def _heal(store: Store) -> None:
-    """Finish the LanceDB half of any write that a crash interrupted, and the scrub of a killed `forget`."""
-    heal_pending(store)
+    """Finish the LanceDB half of any write that a crash interrupted, a restore's rebuild of LanceDB, and
+    the scrub of a killed `forget`."""
+    if not rebuild_if_pending(store):
+        heal_pending(store)
     if (store.dir / SCRUB_PENDING).exists():
         from ..lifecycle.purge import finish_forget
 

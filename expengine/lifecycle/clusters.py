@@ -112,7 +112,7 @@ def prune_clusters(
         rows = _agent_rows(store, agent)
         if not rows:
             continue
-        vectors = store.embeddings.encode([r["text"] for r in rows])
+        vectors = store.embeddings.encode([r["text"] for r in rows], indexed=True)
         plan = plan_agent(store, rows, vectors, _unit_vectors(store, agent))
         report.agents += 1
         report.records_clustered += len(rows)

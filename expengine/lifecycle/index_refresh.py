@@ -53,6 +53,7 @@ class IndexStep:
         if moved or clustered:
             indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
         if not ctx.dry_run:  # files, not memories: a dry run's report (equal to the real one's) leaves it out
+            store.embeddings.drop_indexed()  # LanceDB holds them now
             for name in (MEMORIES, UNITS):
                 store.index.drop_old_versions(name)
         return IndexReport(int(moved), indexes, seconds=round(time.perf_counter() - started, 3))

@@ -77,7 +77,7 @@ def why(store: "Store", text: str, *, limit: int = 5, revive: bool = False) -> W
     found += [("unit", r) for r in store.con.execute(_UNITS, [MAX_CANDIDATES]).fetchall()]
     if not found:
         return WhyResult(text=text)
-    vectors = store.embeddings.encode([r[1] for _, r in found])
+    vectors = store.embeddings.encode([r[1] for _, r in found], indexed=True)
     query = store.embeddings.encode([text])[0]
     similarity = np.asarray(vectors) @ query
     best = sorted(range(len(found)), key=lambda n: -float(similarity[n]))[:limit]

@@ -32,6 +32,10 @@ INGEST_JOURNAL = "ingested.jsonl"
 # marks a `forget` whose deletion may have committed before its scrub: the next open finishes the scrub,
 # since a rerun of the same `forget` finds nothing left to delete and would leave the old bytes in the files
 SCRUB_PENDING = ".forget-scrub-pending"
+# marks a store whose LanceDB must be rebuilt from DuckDB: a snapshot holds no LanceDB folder, so a restore
+# writes it before it puts the snapshot's database in place, and the rebuild (then, or at the next open
+# after a kill) removes it
+REINDEX_PENDING = ".reindex-pending"
 # DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
 DUCKDB_HEADER_BYTES = 3 * 4096
 REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"

@@ -1,4 +1,8 @@
-"""The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once."""
+"""The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once.
+
+A vector is kept as float16 bytes (a BLOB): half the float32 list's size, as LanceDB keeps it (a unit
+vector's cosine to its float16 copy is 0.9999+). A fresh vector is rounded the same way before it is
+used, so a text gets the same vector whether it was just embedded or read back."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import duckdb
 import numpy as np
@@ -18,12 +22,21 @@ from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
+from .float16 import STORED_TYPE, as_stored, blob_vectors, vector_blobs
+
+if TYPE_CHECKING:
+    from .index import Index
 
 # the cache's table: content-addressed (a text's vector under one model never changes), so snapshots leave
 # its rows out and a restore keeps the replaced store's (`Store.copy_files`, `carry_cache`)
 CACHE_TABLE = "embeddings"
 
 log = logging.getLogger("expengine.store")
+# the memories LanceDB holds, and so whose vectors the cache leaves to it (`EmbeddingCache.drop_indexed`)
+INDEXED_SQL = (
+    "state IN ('active', 'dormant') AND NOT EXISTS "
+    "(SELECT 1 FROM pending_index p WHERE p.id = records.id AND p.target = 'memory')"
+)
 
 
 def text_hash(text: str) -> str:
@@ -94,10 +107,18 @@ class EmbeddingCache:
     """One embedder's vectors in one store; the model is only asked for texts the cache lacks, so a
     fully cached run never loads it (pass a lazy embedder such as `LazyEmbedder`). `memo`: vectors
     already read, shared with the store's other caches (see `VectorMemo`). A mixed embedder's vectors
-    are kept per half, each under its own model's name (`mixed_halves`), and put side by side here."""
+    are kept per half, each under its own model's name (`mixed_halves`), and put side by side here.
+    `index`: the store's LanceDB, which holds the vectors of active and dormant memories; a cycle drops
+    those from the cache (`drop_indexed`), and `encode(..., indexed=True)` reads them back from it."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, embedder: Embedder, memo: VectorMemo | None = None):
-        self.con, self.embedder = con, embedder
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        embedder: Embedder,
+        memo: VectorMemo | None = None,
+        index: "Index | None" = None,
+    ):
+        self.con, self.embedder, self.index = con, embedder, index
         self.memo = memo if memo is not None else VectorMemo()
         halves = mixed_halves(embedder)
         self.halves = None if halves is None else tuple(EmbeddingCache(con, h, self.memo) for h in halves)
@@ -112,8 +133,10 @@ class EmbeddingCache:
         """Vector size, read from the cache when possible so the model stays unloaded."""
         if self.halves is not None:
             return sum(DIMS)
-        row = self.con.execute("SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]).fetchall()
-        return int(row[0][0]) if row else int(self.embedder.dim)
+        row = self.con.execute(
+            "SELECT octet_length(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]
+        ).fetchall()
+        return int(row[0][0]) // np.dtype(STORED_TYPE).itemsize if row else int(self.embedder.dim)
 
     def preload(self, texts: list[str]) -> int:
         """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
@@ -145,51 +168,114 @@ class EmbeddingCache:
 
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
-        read = {
-            h: np.asarray(v, dtype=np.float32)
-            for h, v in self.con.execute(
-                "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-                [model, hashes],
-            ).fetchall()
-        }
+        rows = self.con.execute(
+            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            [model, hashes],
+        ).fetchall()
+        read = dict(zip((h for h, _ in rows), blob_vectors([v for _, v in rows]))) if rows else {}
         self.memo.put(model, read)
         return read
 
-    def encode(self, texts: list[str], counts: EmbedCounts | None = None) -> np.ndarray:
-        """Vectors for `texts` in order, embedding (and caching) only the ones not cached yet."""
+    def encode(self, texts: list[str], counts: EmbedCounts | None = None, *, indexed: bool = False) -> np.ndarray:
+        """Vectors for `texts` in order, embedding (and caching) only the ones not cached yet. `indexed`:
+        the texts are mostly memories' (clustering, reindex), so what the cache lacks is looked for in
+        LanceDB before it is embedded (a query's own text is not: it skips that lookup)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.halves is not None:
             return self._encode_halves(texts, counts)
         model = self.name
         hashes = [text_hash(t) for t in texts]
-        con = self.con
         cached = self.memo.get(model, set(hashes))
         unread = list(set(hashes) - cached.keys())
         if unread:
             cached.update(self._read(model, unread))
-        missing = [i for i, h in enumerate(hashes) if h not in cached]
         unique_missing: dict[str, int] = {}
-        for i in missing:
-            unique_missing.setdefault(hashes[i], i)
+        for i, h in enumerate(hashes):
+            if h not in cached:
+                unique_missing.setdefault(h, i)
+        if unique_missing and indexed:
+            cached.update(self._from_index(model, {h: texts[i] for h, i in unique_missing.items()}))
+            unique_missing = {h: i for h, i in unique_missing.items() if h not in cached}
         if unique_missing:
-            new_vectors = self.embedder.encode([texts[i] for i in unique_missing.values()])
+            new_vectors = as_stored(self.embedder.encode([texts[i] for i in unique_missing.values()]))
             fresh = dict(zip(unique_missing.keys(), new_vectors))
-            newvec = pa.table(
-                {
-                    "text_hash": list(fresh),
-                    "model": [model] * len(fresh),
-                    "vector": [v.tolist() for v in fresh.values()],
-                }
-            )
-            with arrow_view(con, "newvec", newvec):
-                con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING")
+            self._write(model, fresh)
             self.memo.put(model, fresh)
             cached.update(fresh)
         if counts is not None:
             counts.embedded += len(unique_missing)
-            counts.cached += len(texts) - len(missing)
+            counts.cached += len(texts) - sum(1 for h in hashes if h in unique_missing)
         return np.stack([cached[h] for h in hashes])
+
+    def _write(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        newvec = pa.table(
+            {
+                "text_hash": list(vectors),
+                "model": [model] * len(vectors),
+                "vector": vector_blobs(np.stack(list(vectors.values()))),
+            }
+        )
+        with arrow_view(self.con, "newvec", newvec):
+            self.con.execute(
+                "INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING"
+            )
+
+    def _indexes(self, model: str) -> bool:
+        """Whether LanceDB's memory vectors are this model's: the encoder the store recorded as the one
+        behind them (`store.vectors`). Not while a reindex to another model is under way."""
+        if self.index is None or self.halves is not None:
+            return False
+        try:
+            row = self.con.execute("SELECT value FROM store_meta WHERE key = 'vectors'").fetchone()
+        except duckdb.CatalogException:  # a read-only store from before m009
+            return False
+        return row is not None and row[0] == model
+
+    def _from_index(self, model: str, texts: dict[str, str]) -> dict[str, np.ndarray]:
+        """hash -> vector of those `texts` (by hash) that LanceDB holds as a memory's, kept in the memo."""
+        from .index import MEMORIES
+
+        if not self._indexes(model):
+            return {}
+        rows = self.con.execute(
+            f"SELECT id, text FROM records WHERE {INDEXED_SQL} AND text IN (SELECT unnest(?))",
+            [list(dict.fromkeys(texts.values()))],
+        ).fetchall()
+        vectors = self.index.vectors(MEMORIES, [i for i, _ in rows]) if rows and self.index is not None else {}
+        by_text = {t: vectors[i] for i, t in rows if i in vectors}
+        found = {h: as_stored(by_text[t]) for h, t in texts.items() if t in by_text}
+        self.memo.put(model, found)
+        return found
+
+    def drop_indexed(self) -> int:
+        """Delete the cached vectors of the memories LanceDB holds (`INDEXED_SQL`), when they are this
+        model's: the same float16 vectors twice were a third of the sample logs' store. How many went.
+        `encode(..., indexed=True)` reads them from LanceDB, and `keep_leaving` puts them back before
+        their memories leave it."""
+        model = self.name
+        if not self._indexes(model):
+            return 0
+        gone = self.con.execute(
+            "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
+            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL})",
+            [model],
+        ).fetchone()
+        return int(gone[0]) if gone else 0
+
+    def keep_leaving(self, ids: list[str]) -> None:
+        """Cache the LanceDB vectors of memories about to leave it (archived): a query still reads the
+        vectors of the archived sources it shows, and a revived memory is indexed again, from the cache."""
+        from .index import MEMORIES
+
+        model = self.name
+        if not ids or not self._indexes(model) or self.index is None:
+            return
+        vectors = self.index.vectors(MEMORIES, ids)
+        texts = self.con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+        kept = {text_hash(t): vectors[i] for i, t in texts if i in vectors}
+        if kept:
+            self._write(model, kept)
 
     def _encode_halves(self, texts: list[str], counts: EmbedCounts | None) -> np.ndarray:
         """A mixed embedder's vectors: each text's from its half's cache, in that half's place."""

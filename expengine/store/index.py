@@ -249,23 +249,27 @@ class Index:
         return 0 if table is None else table.count_rows(where)
 
     def vectors(self, name: str, ids: list[str], *, texts: dict[str, str] | None = None) -> dict[str, np.ndarray]:
-        """id → stored vector, for those of `ids` the table holds (one filtered read); given `texts`,
-        their texts go there from the same read."""
+        """id → stored vector, for those of `ids` the table holds (a filtered read per 5,000 ids); given
+        `texts`, their texts go there from the same reads."""
         table = self.table(name)
         wanted = list(dict.fromkeys(ids))
-        if table is None or not wanted:
-            return {}
+        found: dict[str, np.ndarray] = {}
+        if table is None:
+            return found
         columns = ["id", "vector", *(["text"] if texts is not None else [])]
-        with self.files.reading():
-            rows = table.search().where(lance_in("id", wanted)).select(columns).limit(len(wanted)).to_arrow()
-        if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
-            return {}
-        column = rows.column("vector").combine_chunks()
-        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
-        found = rows.column("id").to_pylist()
-        if texts is not None:
-            texts.update(zip(found, rows.column("text").to_pylist()))
-        return dict(zip(found, flat))
+        for start in range(0, len(wanted), 5000):  # an IN list of bounded size
+            chunk = wanted[start : start + 5000]
+            with self.files.reading():
+                rows = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk)).to_arrow()
+            if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
+                continue
+            column = rows.column("vector").combine_chunks()
+            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
+            ids_found = rows.column("id").to_pylist()
+            if texts is not None:
+                texts.update(zip(ids_found, rows.column("text").to_pylist()))
+            found.update(zip(ids_found, flat))
+        return found
 
     def add(self, name: str, rows: pa.Table, *, replace: bool = True) -> None:
         """Append rows; with `replace`, first delete any with the same ids (a replay after a crash)."""

@@ -239,3 +239,41 @@ def m010_query_log(con: duckdb.DuckDBPyConnection) -> None:
         """
     )
     con.execute("CREATE INDEX query_log_session ON query_log(session)")
+
+
+@migration
+def m011_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
+    """The embedding cache's vectors as float16 bytes (half the float32 list; issue 23), converted in this
+    migration's transaction, so a kill leaves the old table whole and the next open converts again."""
+
+    from .float16 import vector_blobs
+
+    con.execute(
+        """
+        CREATE TABLE embeddings_float16 (
+            text_hash VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        )
+        """
+    )
+    for (model,) in con.execute("SELECT DISTINCT model FROM embeddings").fetchall():  # one vector length each
+        after = ""
+        while True:  # in pages by key: the connection cannot read and write at once
+            page = con.sql(
+                "SELECT text_hash, model, vector FROM embeddings WHERE model = $model AND text_hash > $after "
+                "ORDER BY text_hash LIMIT 20000",
+                params={"model": model, "after": after},
+            ).to_arrow_table()
+            if not page.num_rows:
+                break
+            lists = page.column(2).combine_chunks()
+            flat = lists.flatten().to_numpy(zero_copy_only=False).reshape(len(lists), -1)
+            converted = page.set_column(2, "vector", vector_blobs(flat))
+            con.register("converted_vectors", converted)
+            con.execute("INSERT INTO embeddings_float16 SELECT * FROM converted_vectors")
+            con.unregister("converted_vectors")
+            after = page.column(0)[-1].as_py()
+    con.execute("DROP TABLE embeddings")
+    con.execute("ALTER TABLE embeddings_float16 RENAME TO embeddings")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
 from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
 
@@ -13,10 +14,6 @@ if TYPE_CHECKING:
     from .store import Store
 
 CHUNK = 2000
-# A restore put a snapshot's DuckDB in place, and the index (on object storage: a snapshot holds no copy
-# of it) is to be rebuilt from it; written before the swap, removed once rebuilt, so a kill in between
-# rebuilds at the next open
-REBUILD_PENDING = ".index-rebuild"
 # The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
 # its vector is its condition (the typical requests of its intent); full-text search still sees its
 # whole text (tools, arguments). Every other unit embeds its text.
@@ -31,7 +28,8 @@ def _memory_batches(store: "Store", where: str):
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
-        yield memory_rows(chunk, store.embeddings.encode([r["text"] for r in chunk]), store.embeddings.dim)
+        vectors = store.embeddings.encode([r["text"] for r in chunk], indexed=True)
+        yield memory_rows(chunk, vectors, store.embeddings.dim)
 
 
 def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa.Table:
@@ -66,12 +64,21 @@ def rebuild(store: "Store") -> dict[str, int]:
     return {"memories": memories, "units": units.num_rows}
 
 
+def rebuild_if_pending(store: "Store") -> bool:
+    """Rebuild LanceDB, with its scalar, text and vector indexes, where a restore left `REINDEX_PENDING`
+    (the snapshot it put back holds no LanceDB): right after the restore, or at the next open when a
+    kill came between. Vectors come from the embedding cache. Whether it rebuilt."""
+    marker = store.dir / REINDEX_PENDING
+    if store.read_only or not marker.exists():
+        return False
+    rebuild(store)
+    refresh_indexes(store)
+    marker.unlink(missing_ok=True)
+    return True
+
+
 def heal_pending(store: "Store") -> None:
-    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened), and
-    a rebuild a restore left to do (`REBUILD_PENDING`)."""
-    if (store.dir / REBUILD_PENDING).exists():
-        rebuild(store)
-        (store.dir / REBUILD_PENDING).unlink()
+    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened)."""
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         index_pending(store)
 

@@ -53,7 +53,8 @@ def set_state(
     )
     con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
     if state == "archived" or (state == "dormant" and reason.startswith(f"{ARCHIVE_AFTER_WINDOW} ")):
-        store.index.delete(MEMORIES, changed)  # archived, or waiting out the observation window
+        store.embeddings.keep_leaving(changed)  # archived, or waiting out the observation window
+        store.index.delete(MEMORIES, changed)
         return len(changed)
     revived = [i for i in changed if previous[i]]  # archived, or marked: not in LanceDB
     store.index.update(MEMORIES, [i for i in changed if not previous[i]], {"state": state})

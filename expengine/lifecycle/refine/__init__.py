@@ -183,7 +183,7 @@ def _refine_intents(
     for run in build_runs(records, status):
         by_agent[run.agent].append(run)
     for agent, runs in by_agent.items():
-        vectors = store.embeddings.encode([r.request for r in runs])
+        vectors = store.embeddings.encode([r.request for r in runs], indexed=True)
         found = intent_drafts(
             runs,
             vectors,

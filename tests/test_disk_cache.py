@@ -1,0 +1,136 @@
+"""Issue 23, disk: the embedding cache keeps float16 vectors, and a store made with float32 ones is converted
+by a migration that a kill leaves undone."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+from test_compact import BOOKING, CHATTER, REFUND
+
+from expengine.store.db import DB_FILE, close_database, open_database
+from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, text_hash
+from expengine.store.float16 import blob_vectors
+from expengine.store.index import MEMORIES
+from expengine.store.state import set_state
+
+
+def column_type(con: duckdb.DuckDBPyConnection) -> str:
+    return con.execute(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'embeddings' AND column_name = 'vector'"
+    ).fetchone()[0]  # type: ignore[index]
+
+
+def make_float32_store(path) -> dict[str, np.ndarray]:
+    """Turn a store's cache back into the float32 lists of before `m011_embeddings_float16`; its vectors."""
+    con = duckdb.connect(str(path))
+    rows = con.execute("SELECT text_hash, model, vector FROM embeddings").fetchall()
+    vectors = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, _, v in rows])))
+    con.execute("DROP TABLE embeddings")
+    con.execute(
+        "CREATE TABLE embeddings (text_hash VARCHAR NOT NULL, model VARCHAR NOT NULL, vector FLOAT[] NOT NULL, "
+        "PRIMARY KEY (text_hash, model))"
+    )
+    con.executemany("INSERT INTO embeddings VALUES (?, ?, ?)", [[h, m, vectors[h].tolist()] for h, m, _ in rows])
+    con.execute("DELETE FROM migrations WHERE name = 'm011_embeddings_float16'")
+    con.close()
+    return vectors
+
+
+def test_a_float32_cache_is_converted_to_float16_on_open_and_nothing_is_embedded_again(
+    make_engine, write_jsonl, tmp_path
+):
+    engine = make_engine()
+    first = engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    engine.close()
+    path = tmp_path / "store" / DB_FILE
+    before = make_float32_store(path)
+    assert before and first.embedded == len(before)
+    con = open_database(path)
+    try:
+        assert column_type(con) == "BLOB"
+        after = dict(zip(*zip(*con.execute("SELECT text_hash, vector FROM embeddings").fetchall())))
+        assert after.keys() == before.keys()
+        assert all(np.array_equal(blob_vectors([after[h]])[0], before[h]) for h in before)  # already float16 values
+    finally:
+        close_database(con)
+    again = make_engine().ingest([write_jsonl("b.jsonl", BOOKING)])
+    assert again.embedded == 0
+
+
+def test_a_conversion_that_fails_midway_leaves_the_float32_cache_whole(make_engine, write_jsonl, tmp_path, monkeypatch):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    engine.close()
+    path = tmp_path / "store" / DB_FILE
+    before = make_float32_store(path)
+
+    def failed(vectors):
+        raise RuntimeError("disk full")  # uncommitted, as a kill between two pages leaves it
+
+    monkeypatch.setattr("expengine.store.float16.vector_blobs", failed)
+    with pytest.raises(RuntimeError, match="disk full"):
+        open_database(path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert column_type(con) == "FLOAT[]"
+        assert con.execute("SELECT count(*) FROM embeddings").fetchone() == (len(before),)
+        assert not con.execute("SELECT count(*) FROM migrations WHERE name = 'm011_embeddings_float16'").fetchone()[0]  # type: ignore[index]
+    finally:
+        con.close()
+
+
+def test_a_fresh_vector_equals_the_one_read_back_from_the_cache(embedder, tmp_path):
+    con = open_database(tmp_path / DB_FILE)
+    try:
+        texts = ["book a flight to Tokyo", "the refund window is 30 days"]
+        fresh = EmbeddingCache(con, embedder).encode(texts)
+        stored = con.execute("SELECT vector FROM embeddings WHERE text_hash = ?", [text_hash(texts[0])]).fetchone()
+        assert len(stored[0]) == 2 * embedder.dim  # type: ignore[index]  # two bytes a number
+        read = EmbeddingCache(con, embedder, VectorMemo()).encode(texts)  # a new memo: read from DuckDB
+        assert read.dtype == np.float32 and np.array_equal(read, fresh)
+        assert np.allclose(fresh, embedder.encode(texts), atol=1e-3)
+    finally:
+        close_database(con)
+
+
+class Counting:
+    """The shared embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+        self.name, self.dim = inner.name, inner.dim
+
+    def encode(self, texts):
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_back(
+    make_engine, write_jsonl, embedder
+):
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    with engine.session() as store:
+        before = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+    engine.compact(refine=False)
+    embedded = counting.texts
+    with engine.session() as store:
+        after = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        rows = store.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} ORDER BY id").fetchall()
+        assert rows and after < before
+        store.embeddings.memo = VectorMemo()  # nothing read before
+        vectors = store.embeddings.encode([t for _, t in rows], indexed=True)
+        assert counting.texts == embedded  # read from LanceDB, none embedded
+        indexed = store.index.vectors(MEMORIES, [i for i, _ in rows])
+        assert np.array_equal(vectors, np.stack([indexed[i] for i, _ in rows]))
+        leaving = [rows[0][0]]
+        set_state(store, leaving, "archived", reason="test")
+        cached = store.con.execute("SELECT count(*) FROM embeddings WHERE text_hash = ?", [text_hash(rows[0][1])])
+        assert cached.fetchone() == (1,)  # its vector is the cache's again, LanceDB let it go
+        store.embeddings.memo = VectorMemo()
+        assert np.array_equal(store.embeddings.encode([rows[0][1]])[0], vectors[0])
+    assert counting.texts == embedded
+    hits = engine.query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
+    assert hits.hits and counting.texts == embedded + 1  # only the query itself was embedded
