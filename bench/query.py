@@ -124,9 +124,9 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
     from expengine import Engine
     from expengine.store.db import arrow_view
     from expengine.store.embeddings import text_hash
-    from expengine.store.float16 import vector_blobs
     from expengine.store.index import MEMORIES, UNITS, memory_schema, unit_schema
     from expengine.store.reindex import refresh_indexes
+    from expengine.store.vector_bytes import vector_blobs
 
     started = time.perf_counter()
     shutil.copytree(base, store, ignore=shutil.ignore_patterns("snapshots", "bench-*.json"), dirs_exist_ok=True)

@@ -1,4 +1,4 @@
-"""Issue 23, disk: the embedding cache keeps float16 vectors, and a store made with float32 ones is converted
+"""Issue 23, disk: the embedding cache keeps its vectors as BLOBs, and a store made with float32 lists is converted
 by a migration that a kill leaves undone."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, text_hash
-from expengine.store.float16 import blob_vectors
 from expengine.store.index import MEMORIES
 from expengine.store.state import set_state
+from expengine.store.vector_bytes import blob_vectors
 
 
 def column_type(con: duckdb.DuckDBPyConnection) -> str:
@@ -22,7 +22,7 @@ def column_type(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def make_float32_store(path) -> dict[str, np.ndarray]:
-    """Turn a store's cache back into the float32 lists of before `m011_embeddings_float16`; its vectors."""
+    """Turn a store's cache back into the float32 lists of before `m011_embeddings_blob`; its vectors."""
     con = duckdb.connect(str(path))
     rows = con.execute("SELECT text_hash, model, vector FROM embeddings").fetchall()
     vectors = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, _, v in rows])))
@@ -32,7 +32,7 @@ def make_float32_store(path) -> dict[str, np.ndarray]:
         "PRIMARY KEY (text_hash, model))"
     )
     con.executemany("INSERT INTO embeddings VALUES (?, ?, ?)", [[h, m, vectors[h].tolist()] for h, m, _ in rows])
-    con.execute("DELETE FROM migrations WHERE name = 'm011_embeddings_float16'")
+    con.execute("DELETE FROM migrations WHERE name = 'm011_embeddings_blob'")
     con.close()
     return vectors
 
@@ -68,14 +68,14 @@ def test_a_conversion_that_fails_midway_leaves_the_float32_cache_whole(make_engi
     def failed(vectors):
         raise RuntimeError("disk full")  # uncommitted, as a kill between two pages leaves it
 
-    monkeypatch.setattr("expengine.store.float16.vector_blobs", failed)
+    monkeypatch.setattr("expengine.store.vector_bytes.vector_blobs", failed)
     with pytest.raises(RuntimeError, match="disk full"):
         open_database(path)
     con = duckdb.connect(str(path), read_only=True)
     try:
         assert column_type(con) == "FLOAT[]"
         assert con.execute("SELECT count(*) FROM embeddings").fetchone() == (len(before),)
-        assert not con.execute("SELECT count(*) FROM migrations WHERE name = 'm011_embeddings_float16'").fetchone()[0]  # type: ignore[index]
+        assert not con.execute("SELECT count(*) FROM migrations WHERE name = 'm011_embeddings_blob'").fetchone()[0]  # type: ignore[index]
     finally:
         con.close()
 
@@ -86,7 +86,7 @@ def test_a_fresh_vector_equals_the_one_read_back_from_the_cache(embedder, tmp_pa
         texts = ["book a flight to Tokyo", "the refund window is 30 days"]
         fresh = EmbeddingCache(con, embedder).encode(texts)
         stored = con.execute("SELECT vector FROM embeddings WHERE text_hash = ?", [text_hash(texts[0])]).fetchone()
-        assert len(stored[0]) == 2 * embedder.dim  # type: ignore[index]  # two bytes a number
+        assert len(stored[0]) == 4 * embedder.dim  # type: ignore[index]  # four bytes a number
         read = EmbeddingCache(con, embedder, VectorMemo()).encode(texts)  # a new memo: read from DuckDB
         assert read.dtype == np.float32 and np.array_equal(read, fresh)
         assert np.allclose(fresh, embedder.encode(texts), atol=1e-3)

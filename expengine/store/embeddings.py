@@ -1,7 +1,7 @@
 """The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once.
 
-A vector is kept as float16 bytes (a BLOB): half the float32 list's size, as LanceDB keeps it (a unit
-vector's cosine to its float16 copy is 0.9999+). A fresh vector is rounded the same way before it is
+A vector is kept as the bytes of `vector_bytes.STORED_TYPE` (a BLOB, read back in one go). A fresh
+vector is rounded the same way before it is
 used, so a text gets the same vector whether it was just embedded or read back."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
-from .float16 import STORED_TYPE, as_stored, blob_vectors, vector_blobs
+from .vector_bytes import STORED_TYPE, as_stored, blob_vectors, vector_blobs
 
 if TYPE_CHECKING:
     from .index import Index
@@ -250,7 +250,7 @@ class EmbeddingCache:
 
     def drop_indexed(self) -> int:
         """Delete the cached vectors of the memories LanceDB holds (`INDEXED_SQL`), when they are this
-        model's: the same float16 vectors twice were a third of the sample logs' store. How many went.
+        model's: the same vectors twice were a third of the sample logs' store. How many went.
         `encode(..., indexed=True)` reads them from LanceDB, and `keep_leaving` puts them back before
         their memories leave it."""
         model = self.name

@@ -242,15 +242,15 @@ def m010_query_log(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @migration
-def m011_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
-    """The embedding cache's vectors as float16 bytes (half the float32 list; issue 23), converted in this
+def m011_embeddings_blob(con: duckdb.DuckDBPyConnection) -> None:
+    """The embedding cache's vectors as BLOBs (`vector_bytes`; issue 23), converted in this
     migration's transaction, so a kill leaves the old table whole and the next open converts again."""
 
-    from .float16 import vector_blobs
+    from .vector_bytes import vector_blobs
 
     con.execute(
         """
-        CREATE TABLE embeddings_float16 (
+        CREATE TABLE embeddings_blob (
             text_hash VARCHAR NOT NULL,
             model VARCHAR NOT NULL,
             vector BLOB NOT NULL,
@@ -272,8 +272,8 @@ def m011_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
             flat = lists.flatten().to_numpy(zero_copy_only=False).reshape(len(lists), -1)
             converted = page.set_column(2, "vector", vector_blobs(flat))
             con.register("converted_vectors", converted)
-            con.execute("INSERT INTO embeddings_float16 SELECT * FROM converted_vectors")
+            con.execute("INSERT INTO embeddings_blob SELECT * FROM converted_vectors")
             con.unregister("converted_vectors")
             after = page.column(0)[-1].as_py()
     con.execute("DROP TABLE embeddings")
-    con.execute("ALTER TABLE embeddings_float16 RENAME TO embeddings")
+    con.execute("ALTER TABLE embeddings_blob RENAME TO embeddings")

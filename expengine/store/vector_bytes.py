@@ -1,4 +1,4 @@
-"""Vectors as the embedding cache keeps them: float16 bytes, one BLOB a vector (`m011_embeddings_float16`);
+"""Vectors as the embedding cache keeps them: the bytes of `STORED_TYPE`, one BLOB a vector (`m011_embeddings_blob`);
 its own module, so the migration that converts a store's cache imports no store code."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-# the cached vectors' numbers on disk (`m011_embeddings_float16`)
-STORED_TYPE = np.float16
+# the cached vectors' numbers on disk: float16 halved the cache but moved compaction's choices (tau-bench
+# gold tools 86.3% -> 75.8%, rules-only lift 0.526 -> 0.449), so they stay float32
+STORED_TYPE = np.float32
 
 
 def vector_blobs(vectors: np.ndarray) -> pa.Array:
