@@ -23,6 +23,7 @@ from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
 from .vector_bytes import STORED_TYPE, as_stored, blob_vectors, vector_blobs
+from .vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
     from .index import Index
@@ -34,7 +35,7 @@ CACHE_TABLE = "embeddings"
 log = logging.getLogger("expengine.store")
 # the memories LanceDB holds, and so whose vectors the cache leaves to it (`EmbeddingCache.drop_indexed`)
 INDEXED_SQL = (
-    "state IN ('active', 'dormant') AND NOT EXISTS "
+    f"{INDEXED_RECORDS_SQL} AND NOT EXISTS "
     "(SELECT 1 FROM pending_index p WHERE p.id = records.id AND p.target = 'memory')"
 )
 
