@@ -531,9 +531,12 @@ def test_snapshot_compact_restore_is_exact(store, embedder):
     restored = store.restore(report.snapshot_id)
     assert restored.runs_rolled_back == [report.run_id]
     after = table_contents(store)
+    # the embedding cache is no table of record: a cycle leaves the vectors LanceDB holds to it (and the
+    # restore rebuilt LanceDB from them), so the cache may hold fewer rows than before
     for name in before:
-        if name not in ("runs", "history"):
+        if name not in ("runs", "history", "embeddings"):
             assert after[name] == before[name], name
+    assert set(after["embeddings"]) <= set(before["embeddings"])
     assert store.store.index.count(MEMORIES) == len(BOOKING + REFUND + CHATTER)
     hits = (
         store.store.index.table(MEMORIES)
