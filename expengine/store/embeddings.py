@@ -156,14 +156,8 @@ class EmbeddingCache:
         that `encode` finds them; how many texts. Another model's vectors are not this store's: none taken."""
         if self.halves is not None or model != self.name or not texts:
             return 0
-        fresh = dict(zip((text_hash(t) for t in texts), np.asarray(vectors, dtype=np.float32)))
-        table = pa.table(
-            {"text_hash": list(fresh), "model": [model] * len(fresh), "vector": [v.tolist() for v in fresh.values()]}
-        )
-        with arrow_view(self.con, "seeded", table):
-            self.con.execute(
-                "INSERT INTO embeddings SELECT text_hash, model, vector FROM seeded ON CONFLICT DO NOTHING"
-            )
+        fresh = dict(zip((text_hash(t) for t in texts), as_stored(vectors)))
+        self._write(model, fresh)
         self.memo.put(model, fresh)
         return len(fresh)
 
