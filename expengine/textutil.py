@@ -24,9 +24,10 @@ def normalized(text: str | None) -> str:
     return " ".join((text or "").lower().split())
 
 
-HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN_RANGE = "\u3400-\u9fff"
+HAN = re.compile(f"[{_HAN_RANGE}]")
 # A run of Han characters, or of Latin letters: the pieces `grams` cuts
-_HAN_OR_LATIN = re.compile(r"[\u3400-\u9fff]+|[A-Za-z]+")
+_HAN_OR_LATIN = re.compile(f"[{_HAN_RANGE}]+|[A-Za-z]+")
 
 
 def grams(text: str | None) -> set[str]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...results import Result
 from ...store.db import json_ids
+from ...textutil import HAN
 from ..chatter import SLEEPABLE_CATEGORIES
 from ..common import short
 from ..cycle import Skipped
@@ -41,7 +42,7 @@ from . import units
 from .consolidate import Pending, consolidate
 from .merge import Book, Note, slot, words_of
 from .reword import rewording
-from .statements import _CJK, TurnNotes, split_speaker, turn_notes
+from .statements import TurnNotes, split_speaker, turn_notes
 from .subjects import ROLE_NAMES, Person
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
     if label and label in session:
         others = [s for s in session if s != label]
         return Person(label, others[0] if len(session) == 2 else None)
-    names = ROLE_NAMES["zh" if _CJK.search(turn.content) else "en"]
+    names = ROLE_NAMES["zh" if HAN.search(turn.content) else "en"]
     if turn.role in names:
         other = "assistant" if turn.role == "user" else "user"
         return Person(names[turn.role], names[other])

@@ -19,9 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...textutil import approx_tokens
+from ...textutil import HAN, approx_tokens
 from .merge import Book, Note, words_of
-from .statements import _CJK
 
 if TYPE_CHECKING:
     from ...store.store import Store
@@ -41,7 +40,7 @@ class Pending:
     restated: set[str] = field(default_factory=set)
 
     def add(self, note: Note, *, session: str, said_on: dt.date, category: str) -> None:
-        if note.attribute is None and not _CJK.search(note.statement):
+        if note.attribute is None and not HAN.search(note.statement):
             self.groups.setdefault((session, said_on, note.subject, category), []).append(Candidate(note, said_on))
 
 

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from ...textutil import HAN
 from ..refine.facts import SINGLE_VALUED, ZH_FACTS
 from .dates import day_text
 from .statements import _stem, content_words
@@ -36,7 +37,7 @@ class Note:
         later = sorted({d for d in self.days if d != self.as_of})
         if not later:
             return self.statement
-        if re.search(r"[\u3400-\u9fff]", self.statement):
+        if HAN.search(self.statement):
             return f"{self.statement}（又在 {'、'.join(f'{d:%Y-%m-%d}' for d in later)}）"
         return f"{self.statement.rstrip('.')} (also said on {', '.join(day_text(d) for d in later)})"
 

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ...textutil import HAN
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
 from .compact import IGNORABLE, OPINION_WORDS, base, compact, lean, without_evaluations
@@ -33,7 +34,6 @@ _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")
 # Latin stops end a sentence only before a space (not "e.x", "3.5", "U.S.A"); CJK stops need none
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
-_CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 # A sentence that opens like this and names nothing new reacts to the other speaker.
 _REACTION = re.compile(
@@ -111,7 +111,7 @@ class TurnNotes:
 
 def _said(sentence: str) -> str:
     """A sentence less the openers and fillers a note drops on purpose."""
-    return _tidy_chinese(sentence) if _CJK.search(sentence) else _LEADING.sub("", sentence)
+    return _tidy_chinese(sentence) if HAN.search(sentence) else _LEADING.sub("", sentence)
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +128,7 @@ def content_words(text: str) -> list[str]:
     stop = _stop()
     out: list[str] = []
     for word in _WORD.findall(text.lower()):
-        if _CJK.search(word):
+        if HAN.search(word):
             out.extend(c for c in word if c not in _ZH_STOP and not _ZH_EMPTY.fullmatch(c))
         elif word not in stop:
             out.append(word)
@@ -161,7 +161,7 @@ def sentences(text: str) -> list[str]:
 
 def is_chatter(sentence: str, names: set[str]) -> bool:
     """A question, a greeting or a reaction: nothing a later reader could use."""
-    if _CJK.search(sentence):
+    if HAN.search(sentence):
         return bool(_ZH_QUESTION.search(sentence) or _ZH_EMPTY.fullmatch(sentence) or not _tidy_chinese(sentence))
     if sentence.rstrip().endswith("?"):
         return True
@@ -201,7 +201,7 @@ def is_remark(sentence: str, dated: bool = False) -> bool:
     speaker, the note of that statement carries the turn, remark and all."""
     if dated or _TITLE.search(sentence):
         return False
-    if _CJK.search(sentence):
+    if HAN.search(sentence):
         return "我" not in sentence
     opening = _LEADING.sub("", sentence)
     return not (_ME.search(sentence) or _PROPER.search(sentence[1:]) or _IMPLICIT_ME.match(opening))
@@ -211,7 +211,7 @@ def _names_something(sentence: str, names: set[str]) -> bool:
     """A title, a quoted name, a number, or a capitalised word that is no speaker's name."""
     if _TITLE.search(sentence):
         return True
-    return not _CJK.search(sentence) and bool({w.lower() for w in _PROPER.findall(sentence[1:])} - names - {"i"})
+    return not HAN.search(sentence) and bool({w.lower() for w in _PROPER.findall(sentence[1:])} - names - {"i"})
 
 
 def _unaddressed(sentence: str, names: set[str]) -> str:
@@ -257,8 +257,8 @@ def _with_statement_clauses(parts: list[str]) -> list[str]:
     for sentence in parts:
         clauses = _CLAUSE.split(sentence)
         if sentence.rstrip().endswith(("?", "？", "吗")) and len(clauses) > 1:
-            head = "，".join(clauses[:-1]) if _CJK.search(sentence) else ", ".join(clauses[:-1])
-            out += [head + ("。" if _CJK.search(sentence) else "."), clauses[-1]]
+            head = "，".join(clauses[:-1]) if HAN.search(sentence) else ", ".join(clauses[:-1])
+            out += [head + ("。" if HAN.search(sentence) else "."), clauses[-1]]
         else:
             out.append(sentence)
     return out
@@ -287,7 +287,7 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
     result = TurnNotes(speaker=person.me, names=names)
     said: list[tuple[bool, Statement]] = []  # (a remark?, the statement), in the turn's order
     for sentence in _with_statement_clauses(sentences(body)):
-        chinese = bool(_CJK.search(sentence))
+        chinese = bool(HAN.search(sentence))
         if is_chatter(sentence, names):
             if not _names_something(sentence, names):
                 result.chatter.append(sentence)
@@ -320,7 +320,7 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=dated)
         said.append((is_remark(sentence, dated), note))
     if caption and caption.group("caption").strip():
-        shared = "分享了一张照片：" if _CJK.search(caption.group("caption")) else "shared "
+        shared = "分享了一张照片：" if HAN.search(caption.group("caption")) else "shared "
         wording = f"{person.me} {shared}{_ARTICLE.sub('', caption.group('caption')).strip()}"
         said.append((True, Statement(_finish(wording, False, person), caption.group(0), day, day, caption=True)))
     # remarks and the caption go with a statement of the speaker's, whose note then carries the turn
