@@ -205,9 +205,7 @@ class QueryConfig:
     # user's own, and a paraphrase shares few characters with the store), the two together did not
     # silence one; "*" 0: off for every other encoder
     min_lexical: dict[str, float] = field(default_factory=lambda: {"use-multilingual-v3": 0.12, "*": 0.0})
-    lexical_max_similarity: dict[str, float] = field(
-        default_factory=lambda: {"use-multilingual-v3": 0.32, "*": 1.0}
-    )
+    lexical_max_similarity: dict[str, float] = field(default_factory=lambda: {"use-multilingual-v3": 0.32, "*": 1.0})
     # the query log (what each query showed, for outcome credit) keeps this many days
     log_days: float = 90.0
 
