@@ -197,6 +197,50 @@ def held_out(stores: list[dict[str, Any]], floor: float) -> list[dict[str, Any]]
     return out
 
 
+def logistic_halves(stores: list[dict[str, Any]], floor: float) -> list[dict[str, Any]]:
+    """The other combined decision: a logistic regression on (best cosine, lexical evidence), own
+    questions against borrowed ones of half the users, both stages pooled; "nothing relevant" under the
+    floor or below the lowest score of that half's agreeing own questions. Read on the other half."""
+    from sklearn.linear_model import LogisticRegression
+
+    def point(row: dict[str, Any]) -> list[float]:
+        evidence = row["lexical_evidence"]
+        return [row["best_similarity"] or 0.0, 1.0 if evidence is None else evidence]
+
+    halves = {"even": stores[::2], "odd": stores[1::2]}
+    out = []
+    for train, test in (("even", "odd"), ("odd", "even")):
+        rows = [(r, 1) for u in halves[train] for st in ("before", "after") for r in u[st]["own"]]
+        rows += [(r, 0) for u in halves[train] for st in ("before", "after") for r in u[st]["irrelevant"]]
+        model = LogisticRegression(class_weight="balanced").fit([point(r) for r, _ in rows], [y for _, y in rows])
+        scores = model.decision_function([point(r) for r, y in rows if y and r["agrees"]])
+        cut = float(min(scores))
+
+        def read(users: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            result = []
+            for st in ("before", "after"):
+                own = [r for u in users for r in u[st]["own"]]
+                borrowed = [r for u in users for r in u[st]["irrelevant"]]
+                gone = [r for r in borrowed if r["absent"]]
+
+                def silent(r: dict[str, Any]) -> bool:
+                    value = r["best_similarity"]
+                    return value is None or value < floor or float(model.decision_function([point(r)])[0]) < cut
+
+                result.append(
+                    {
+                        "irrelevant_share": round(sum(map(silent, borrowed)) / len(borrowed), 3),
+                        "absent_share": round(sum(map(silent, gone)) / max(len(gone), 1), 3),
+                        "agreement_cost_points": round(100 * sum(r["agrees"] and silent(r) for r in own) / len(own), 2),
+                    }
+                )
+            return result
+
+        weights = [round(float(w), 2) for w in model.coef_[0]]
+        out.append({"train": train, "weights": weights, "trained": read(halves[train]), "held_out": read(halves[test])})
+    return out
+
+
 def _print(report: dict[str, Any]) -> None:
     share = "borrowed / absent-only 'nothing relevant'"
     common = [share, "own silenced", "agreement@k", "cost (points)"]
@@ -231,6 +275,19 @@ def _print(report: dict[str, Any]) -> None:
         for h in report["halves"]
     ]
     print(table(["tuned on", "lexical_max_similarity", "min_lexical", "on its half", "held out"], rows))
+    print("\nlogistic regression on (cosine, lexical evidence) tuned on half the users (before | after):\n")
+    rows = [
+        [h["train"], h["weights"]]
+        + [
+            " | ".join(
+                f"{100 * r['irrelevant_share']:.1f}% / {100 * r['absent_share']:.1f}%, {r['agreement_cost_points']} p"
+                for r in h[side]
+            )
+            for side in ("trained", "held_out")
+        ]
+        for h in report["logistic_halves"]
+    ]
+    print(table(["tuned on", "weights (cosine, lexical)", "on its half", "held out"], rows))
     d = report["default"]
     print(
         f"\ndefaults (floor {d['floor']}, min_lexical {d['min_lexical']}, lexical_max_similarity {d['lexical_max_similarity']}):\n"
@@ -279,6 +336,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "default": {"floor": floor, "min_lexical": lexical, "lexical_max_similarity": ceiling}
         | {stage: shares(rows, floor, lexical, ceiling) for stage, rows in stages.items()},
         "halves": held_out(stores, floor),
+        "logistic_halves": logistic_halves(stores, floor),
     }
     for stage, rows in stages.items():
         report[stage] = summarise(rows)
