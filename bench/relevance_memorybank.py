@@ -28,6 +28,7 @@ conversation; a question about a date or a mood has no terms and is never absent
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -54,6 +55,11 @@ CEILINGS = [0.26, 0.28, 0.3, 0.32, 0.34, 0.36, 0.38, 0.4]
 TOPICS = Path(__file__).resolve().parent / "memorybank_topics.json"
 
 
+def question_key(question: str) -> str:
+    """A question's key in TOPICS and in the results: the data's questions are not copied into the repo."""
+    return hashlib.sha1(question.encode("utf-8")).hexdigest()[:12]
+
+
 def _asked(engine: Any, questions: list[str], silver: list[list[str]], k: int) -> list[dict[str, Any]]:
     rows = []
     for question, best in zip(questions, silver):
@@ -61,7 +67,7 @@ def _asked(engine: Any, questions: list[str], silver: list[list[str]], k: int) -
         found = {i for h in result.hits for i in h.source_ids}
         rows.append(
             {
-                "question": question,
+                "question_key": question_key(question),
                 "best_similarity": result.best_similarity,
                 "lexical_evidence": result.lexical_evidence,
                 "agrees": bool(best) and best[0] in found,
@@ -70,15 +76,18 @@ def _asked(engine: Any, questions: list[str], silver: list[list[str]], k: int) -
     return rows
 
 
-def mark_absent(users: list[dict[str, Any]], stores: list[dict[str, Any]]) -> None:
+def mark_absent(
+    users: list[dict[str, Any]], stores: list[dict[str, Any]], topics: dict[str, list[str]] | None = None
+) -> None:
     """Each borrowed answer's `absent`: its question names a thing (has topic terms in TOPICS) and none
     of them occurs in the store's user's Chinese conversation. Judged on the data, not the engine."""
-    topics = json.loads(TOPICS.read_text(encoding="utf-8"))["topics"]
+    if topics is None:
+        topics = json.loads(TOPICS.read_text(encoding="utf-8"))["topics"]
     for user, store in zip(users, stores):
         said = "\n".join(t[f] for day in user["cn"]["history"].values() for t in day for f in ("query", "response"))
         for stage in ("before", "after"):
             for row in store[stage]["irrelevant"]:
-                terms = topics[row["question"]]
+                terms = topics[row["question_key"]]
                 row["absent"] = bool(terms) and not any(term in said for term in terms)
 
 
@@ -88,7 +97,7 @@ def _borrowed(engine: Any, questions: list[tuple[int, str]]) -> list[dict[str, A
         result = engine.query(question, k=1, touch=False)
         rows.append(
             {
-                "question": question,
+                "question_key": question_key(question),
                 "from": origin,
                 "best_similarity": result.best_similarity,
                 "lexical_evidence": result.lexical_evidence,

@@ -237,18 +237,15 @@ def test_memorybank_relevance_marks_absent_topics_and_silences_only_where_both_s
     low-cosine, low-evidence answer but not a high-cosine one whose words are missing."""
     bench = load("relevance_memorybank")
     user = {"cn": {"history": {"2023-05-01": [{"query": "我今天去绿禾公园散步了", "response": "听起来很好"}]}}}
+    topics = {"park": ["绿禾公园"], "guitar": ["吉他"], "mood": []}
     borrowed = [
-        {
-            "question": "我曾经和你提到我去过绿禾公园，我在绿禾公园看到了什么景色？",
-            "best_similarity": 0.3,
-            "lexical_evidence": 0.5,
-        },
-        {"question": "关于如何提高吉他技巧，你给了我什么建议？", "best_similarity": 0.3, "lexical_evidence": 0.05},
-        {"question": "在5月2号，我的心情是怎么样的？", "best_similarity": 0.5, "lexical_evidence": 0.0},
+        {"question_key": "park", "best_similarity": 0.3, "lexical_evidence": 0.5},
+        {"question_key": "guitar", "best_similarity": 0.3, "lexical_evidence": 0.05},
+        {"question_key": "mood", "best_similarity": 0.5, "lexical_evidence": 0.0},
     ]
     own = [{"best_similarity": 0.6, "lexical_evidence": 0.0, "agrees": True}]
     store = {stage: {"own": own, "irrelevant": [dict(r) for r in borrowed]} for stage in ("before", "after")}
-    bench.mark_absent([user], [store])
+    bench.mark_absent([user], [store], topics)
     assert [r["absent"] for r in store["before"]["irrelevant"]] == [False, True, False]  # a date is never absent
     both = bench.shares([store["before"]], 0.22, 0.12, 0.32)
     assert both["irrelevant_share"] == 0.333 and both["absent_share"] == 1.0 and both["agreement_cost_points"] == 0
