@@ -199,10 +199,13 @@ class QueryConfig:
     )
     # and, where the floor is on, below this lexical evidence (query/lexical.py: the idf-weighted share
     # of a Han query's bigrams and Latin words that its best nearest candidate holds) nothing is
-    # relevant either; per encoder as above. Off (0) by default: on MemoryBank it silences a stranger's
-    # question more often than the multilingual cosines do, but also own questions worded unlike
-    # the store (a paraphrase shares few characters), so no value met both targets (docs/benchmarks.md)
-    min_lexical: dict[str, float] = field(default_factory=lambda: {"*": 0.0})
+    # relevant either, for a query whose best cosine is at most `lexical_max_similarity`: both signals
+    # low. Per encoder as above. Measured on MemoryBank (bench/relevance_memorybank.py): either signal
+    # alone silences own questions (the multilingual cosines do not tell a stranger's question from the
+    # user's own, and a paraphrase shares few characters with the store), the two together did not
+    # silence one; "*" 0: off for every other encoder
+    min_lexical: dict[str, float] = field(default_factory=lambda: {"use-multilingual-v3": 0.12, "*": 0.0})
+    lexical_max_similarity: dict[str, float] = field(default_factory=lambda: {"use-multilingual-v3": 0.32, "*": 1.0})
     # the query log (what each query showed, for outcome credit) keeps this many days
     log_days: float = 90.0
 
@@ -214,6 +217,11 @@ class QueryConfig:
     def lexical_floor(self, encoder: str) -> float:
         """`min_lexical` for the store's encoder, read as `similarity_floor` reads its table."""
         return _per_encoder(self.min_lexical, encoder)
+
+    def lexical_ceiling(self, encoder: str) -> float:
+        """`lexical_max_similarity` for the store's encoder: the best cosine up to which lexical
+        evidence judges a query (a query closer than that is answered whatever its words)."""
+        return _per_encoder(self.lexical_max_similarity, encoder)
 
 
 def _per_encoder(table: dict[str, float], encoder: str) -> float:

@@ -21,7 +21,7 @@ def type_name(default: Any) -> str:
 
 
 # tables that also take one number: that value for every key ("*")
-ONE_FOR_ALL = {"query.min_similarity", "query.min_lexical"}
+ONE_FOR_ALL = {"query.min_similarity", "query.min_lexical", "query.lexical_max_similarity"}
 
 
 def one_for_all(key: str, value: Any) -> Any:

@@ -229,3 +229,25 @@ def test_mixed_questions_name_answer_lines_that_are_in_their_logs():
             if language == "chinese":
                 english = [text for name, text in logs.items() if not name.startswith("zh_")]
                 assert not any(a.lower() in text for a in q["answers"] for text in english), q
+
+
+def test_memorybank_relevance_marks_absent_topics_and_silences_only_where_both_signals_are_low():
+    """bench/relevance_memorybank.py's summary on hand-made answers: a borrowed question is absent
+    only when none of its topic terms is in the user's talk, and the combined decision silences a
+    low-cosine, low-evidence answer but not a high-cosine one whose words are missing."""
+    bench = load("relevance_memorybank")
+    user = {"cn": {"history": {"2023-05-01": [{"query": "我今天去绿禾公园散步了", "response": "听起来很好"}]}}}
+    topics = {"park": ["绿禾公园"], "guitar": ["吉他"], "mood": []}
+    borrowed = [
+        {"question_key": "park", "best_similarity": 0.3, "lexical_evidence": 0.5},
+        {"question_key": "guitar", "best_similarity": 0.3, "lexical_evidence": 0.05},
+        {"question_key": "mood", "best_similarity": 0.5, "lexical_evidence": 0.0},
+    ]
+    own = [{"best_similarity": 0.6, "lexical_evidence": 0.0, "agrees": True}]
+    store = {stage: {"own": own, "irrelevant": [dict(r) for r in borrowed]} for stage in ("before", "after")}
+    bench.mark_absent([user], [store], topics)
+    assert [r["absent"] for r in store["before"]["irrelevant"]] == [False, True, False]  # a date is never absent
+    both = bench.shares([store["before"]], 0.22, 0.12, 0.32)
+    assert both["irrelevant_share"] == 0.333 and both["absent_share"] == 1.0 and both["agreement_cost_points"] == 0
+    words_alone = bench.shares([store["before"]], 0.22, 0.12, 1.0)  # the own paraphrase is silenced too
+    assert words_alone["irrelevant_share"] == 0.667 and words_alone["agreement_cost_points"] == 100.0

@@ -52,22 +52,36 @@ def test_chinese_store_takes_multilingual_embedder_and_finds_paraphrase(tmp_path
         assert engine.embedder.name == "use-multilingual-v3"
 
 
-def test_lexical_evidence_silences_a_strangers_question_the_cosine_lets_through(tmp_path: Path) -> None:
-    """`query.min_lexical` (off by default): a question about a trip this store never heard of is as
-    close by cosine as the store's own paraphrase, yet none of its words are in the store."""
+STRANGER = "我最近去厦门旅游了，厦门我最喜欢的景点是？"  # a MemoryBank user's question, about a trip
+PARAPHRASE = "你推荐的那部太空电影叫什么名字"  # about ZH[0], in other words
+
+
+def test_lexical_evidence_silences_a_strangers_question_only_where_the_cosine_is_low_too(tmp_path: Path) -> None:
+    """The multilingual defaults: a question about a trip this store never heard of passes the cosine
+    floor, yet none of its words are in the store; the store's own paraphrase shares few words too, but
+    its cosine is above `query.lexical_max_similarity`, so its words are not read."""
     log = write_log(tmp_path / "zh.jsonl", ZH)
-    with Engine(store=tmp_path / "s", overrides={"query.min_lexical": '{"use-multilingual-v3": 0.05}'}) as engine:
+    with Engine(store=tmp_path / "s") as engine:
         engine.ingest([str(log)])
-        floor = engine.config.query.similarity_floor("use-multilingual-v3")
-        own = engine.query("你推荐的那部太空电影叫什么名字", k=1, touch=False)
-        assert own.relevant and own.hits[0].id == "r0" and own.lexical_evidence >= 0.05
-        stranger = engine.query("我最近去厦门旅游了，厦门我最喜欢的景点是？", k=1, touch=False)
-        assert stranger.best_similarity >= floor  # the cosine alone would answer it
-        assert not stranger.relevant and stranger.hits == [] and stranger.lexical_evidence < 0.05
+        query = engine.config.query
+        floor, words, ceiling = (
+            f("use-multilingual-v3") for f in (query.similarity_floor, query.lexical_floor, query.lexical_ceiling)
+        )
+        own = engine.query(PARAPHRASE, k=1, touch=False)
+        assert (
+            own.relevant and own.hits[0].id == "r0" and own.best_similarity > ceiling and own.lexical_evidence is None
+        )
+        stranger = engine.query(STRANGER, k=1, touch=False)
+        assert floor <= stranger.best_similarity <= ceiling  # the cosine floor alone would answer it
+        assert not stranger.relevant and stranger.hits == [] and stranger.lexical_evidence < words
+    words_alone = {"query.min_lexical": '{"use-multilingual-v3": 0.15}', "query.lexical_max_similarity": "1"}
+    with Engine(store=tmp_path / "s", overrides=words_alone) as engine:
+        own = engine.query(PARAPHRASE, k=1, touch=False)  # why both: the words alone silence the paraphrase
+        assert not own.relevant and own.lexical_evidence < 0.15
         english = engine.query("the sci-fi film I recommended", k=1, touch=False)  # across languages
-        assert english.lexical_evidence == 1.0 and english.relevant == (english.best_similarity >= floor)
-    with Engine(store=tmp_path / "s") as engine:  # off by default: the cosine floor alone judges
-        result = engine.query("我最近去厦门旅游了，厦门我最喜欢的景点是？", k=1, touch=False)
+        assert english.lexical_evidence == 1.0 and english.relevant and english.hits[0].id == "r0"
+    with Engine(store=tmp_path / "s", overrides={"query.min_lexical": "0"}) as engine:  # off: the cosine alone
+        result = engine.query(STRANGER, k=1, touch=False)
         assert result.relevant and result.lexical_evidence is None
 
 
@@ -202,6 +216,27 @@ def test_chinese_sample_log_becomes_units_quoting_it_and_answers_chinese_questio
         assert "海鲜过敏" in engine.query("我对什么过敏", k=1, touch=False).hits[0].text
         assert any("429" in h.text for h in engine.query("天气查询被限流了怎么办", k=3, touch=False).hits)
         assert "靠窗" in engine.query("坐火车喜欢什么座位", k=1, touch=False).hits[0].text
+
+
+def test_chinese_sample_store_says_nothing_relevant_to_an_absent_topic_and_still_answers_the_allergy(
+    tmp_path: Path,
+) -> None:
+    """A question about guitar lessons (another user's, on MemoryBank) against the travel assistant's
+    log: close enough by cosine to pass the floor, but none of its words are there, so "nothing
+    relevant" at the defaults, before and after a cycle; the allergy question is still answered."""
+    with Engine(store=tmp_path / "s", overrides={"llm.mode": "template"}) as engine:
+        engine.ingest([str(SAMPLES / "zh_travel_assistant.jsonl")])
+        floor = engine.config.query.similarity_floor("use-multilingual-v3")
+
+        def judged() -> None:
+            guitar = engine.query("关于如何提高吉他技巧，你给了我什么建议？", k=1, touch=False)
+            assert guitar.best_similarity >= floor and not guitar.relevant and guitar.hits == [] and guitar.prompt == ""
+            allergy = engine.query("我对什么过敏", k=1, touch=False)
+            assert allergy.relevant and "海鲜过敏" in allergy.hits[0].text
+
+        judged()
+        engine.compact()
+        judged()
 
 
 def test_mixed_sample_log_is_read_in_both_languages(tmp_path: Path) -> None:

@@ -75,6 +75,10 @@ def test_the_similarity_floor_is_per_encoder_and_one_number_means_every_encoder(
         Config.from_dict({"query": {"min_similarity": "high"}})
     with pytest.raises(InputError, match="query.min_similarity must be at least 0"):
         Config().with_overrides({"query.min_similarity": '{"all-MiniLM-L6-v2": -0.1}'})
-    assert query.lexical_floor("use-multilingual-v3") == 0.0  # lexical evidence: off unless asked for
-    lexical = Config().with_overrides({"query.min_lexical": "0.05"}).query
+    # lexical evidence: measured for the multilingual encoder only, and read only under its cosine ceiling
+    assert query.lexical_floor("use-multilingual-v3") > 0 == query.lexical_floor("all-MiniLM-L6-v2")
+    assert query.similarity_floor("use-multilingual-v3") < query.lexical_ceiling("use-multilingual-v3") < 1
+    assert query.lexical_ceiling("my-own-model") == 1.0  # a min_lexical set for it judges every query
+    lexical = Config().with_overrides({"query.min_lexical": "0.05", "query.lexical_max_similarity": "0.4"}).query
     assert lexical.lexical_floor("use-multilingual-v3+int8") == 0.05 == lexical.lexical_floor("all-MiniLM-L6-v2")
+    assert lexical.lexical_ceiling("use-multilingual-v3") == 0.4 == lexical.lexical_ceiling("all-MiniLM-L6-v2")

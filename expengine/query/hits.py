@@ -65,7 +65,8 @@ class QueryResult:
     # False when no candidate reached `query.min_similarity`: then no hits and an empty prompt
     relevant: bool = True
     best_similarity: float | None = None  # the best cosine similarity of any candidate
-    # where `query.min_lexical` is on for the encoder: the query's lexical evidence (lexical.py)
+    # where `query.min_lexical` is on for the encoder and the best cosine at most
+    # `query.lexical_max_similarity`: the query's lexical evidence (lexical.py)
     lexical_evidence: float | None = None
     session: str | None = None  # who asked, for the query log (what an outcome credits)
     goal_id: str | None = None

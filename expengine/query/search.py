@@ -34,9 +34,10 @@ When no candidate's cosine similarity reaches `query.min_similarity` (its entry 
 ranked the query), and no sleeping turn that a live note stands for does either (`retrieve.noted_best`:
 a note rewrites its turn), nothing is relevant: the answer has no hits and an empty prompt
 (`relevant` false), nothing is reinforced, and the log records that the query showed nothing. Where
-the encoder has a `query.min_lexical` (the multilingual one), the query is also irrelevant when its
-nearest candidates hold too little of its words (lexical.py: cosines alone do not tell a stranger's
-question from the user's own there).
+the encoder has a `query.min_lexical` (the multilingual one), a query whose best cosine is also at
+most `query.lexical_max_similarity` is irrelevant when its nearest candidates hold too little of its
+words (lexical.py: cosines alone do not tell a stranger's question from the user's own there, and a
+paraphrase shares few words with the store, so only both signals low silence it).
 Units-only queries (`kind` rule or fact) skip the floor, and so does a query that names a project the
 store has rules for.
 
@@ -154,13 +155,15 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
     encoder = encoder_of(store.embeddings.name, text)
     floor, lexical_floor = store.config.query.similarity_floor(encoder), store.config.query.lexical_floor(encoder)
-    lexical = lexical_evidence(store, text, nearest(found.cosines)) if lexical_floor > 0 else None
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
     # project the store has rules for (a short task title is far from every record, yet about that project)
     judged = floor > 0 and filters.search_memories and not projected
     if judged and best < floor:
         best = max(best, noted_best(store, vector, filters))
+    # the words are read only where the cosine is low too: either signal alone silenced own questions
+    words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)
+    lexical = lexical_evidence(store, text, nearest(found.cosines)) if words_judge else None
     relevant = not (judged and (best < floor or (lexical is not None and lexical < lexical_floor)))
     prompt, kept = _shown(store, found, filters, args) if relevant else ("", [])
     result = QueryResult(
