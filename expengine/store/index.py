@@ -244,6 +244,28 @@ class Index:
                 self._text_indexed.pop(name, None)
         self._seen = {}
 
+    def submit(self, searches: list[Any]) -> Any:
+        """Start LanceDB searches (query builders: `table.search(...)...`) together on LanceDB's own event
+        loop; the returned future gives each one's rows as a `pyarrow.Table`. A builder's `to_arrow` hands
+        the query, each batch and a schema read over to that loop one at a time (a thread hop each, and a
+        query ran four such searches on threads of its own, waiting on them): at 100k memories one hand-off
+        for all saved ~6-9 ms of CPU a query. Each runs the query object its `to_arrow` would; no table here
+        has blob columns, so there is nothing for `to_arrow` to finalise after."""
+        import asyncio
+
+        from lancedb.background_loop import LOOP
+
+        queries = [(search._table._table, search._query_for_scan()) for search in searches]
+
+        async def run(table: Any, query: Any) -> pa.Table:
+            reader = await table._execute_query(query)
+            return pa.Table.from_batches(await reader.read_all(), schema=reader.schema)
+
+        async def together() -> list[pa.Table]:
+            return list(await asyncio.gather(*(run(table, query) for table, query in queries)))
+
+        return asyncio.run_coroutine_threadsafe(together(), LOOP.loop)
+
     def count(self, name: str, where: str | None = None) -> int:
         table = self.table(name)
         return 0 if table is None else table.count_rows(where)
