@@ -249,13 +249,14 @@ class Index:
         loop; the returned future gives each one's rows as a `pyarrow.Table`. A builder's `to_arrow` hands
         the query, each batch and a schema read over to that loop one at a time (a thread hop each, and a
         query ran four such searches on threads of its own, waiting on them): at 100k memories one hand-off
-        for all saved ~6-9 ms of CPU a query. Each runs the query object its `to_arrow` would; no table here
-        has blob columns, so there is nothing for `to_arrow` to finalise after."""
+        for all saved ~6-9 ms of CPU a query. Each runs its `to_query_object()`, as its `to_arrow` does;
+        no table here has blob columns, so `to_arrow`'s check for them (another schema read) and its
+        finalising of them are left out."""
         import asyncio
 
         from lancedb.background_loop import LOOP
 
-        queries = [(search._table._table, search._query_for_scan()) for search in searches]
+        queries = [(search._table._table, search.to_query_object()) for search in searches]
 
         async def run(table: Any, query: Any) -> pa.Table:
             reader = await table._execute_query(query)
@@ -282,7 +283,8 @@ class Index:
         for start in range(0, len(wanted), 5000):  # an IN list of bounded size
             chunk = wanted[start : start + 5000]
             with self.files.reading():
-                rows = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk)).to_arrow()
+                search = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk))
+                (rows,) = self.submit([search]).result()
             if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
                 continue
             column = rows.column("vector").combine_chunks()
