@@ -248,8 +248,8 @@ class Index:
         """Start LanceDB searches (query builders: `table.search(...)...`) together on LanceDB's own event
         loop; the returned future gives each one's rows as a `pyarrow.Table`. A builder's `to_arrow` hands
         the query, each batch and a schema read over to that loop one at a time (a thread hop each, and a
-        query ran four such searches on threads of its own, waiting on them): at 100k memories one hand-off
-        for all saved ~6-9 ms of CPU a query. Each runs its `to_query_object()`, as its `to_arrow` does;
+        query ran four such searches on threads of its own, waiting on them): at 100k memories, the two
+        ways alternated in one process, one hand-off for all cost ~6-9 ms of CPU a query less. Each runs its `to_query_object()`, as its `to_arrow` does;
         no table here has blob columns, so `to_arrow`'s check for them (another schema read) and its
         finalising of them are left out."""
         import asyncio
