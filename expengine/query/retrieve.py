@@ -71,21 +71,22 @@ def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:
 
 def _vector_search(
     store: "Store", name: str, vector: np.ndarray, where: str, limit: int, extra: tuple[str, ...] = ()
-) -> Any:
-    """The search for the nearest rows (id, cosine distance, *extra), or None without the table."""
+) -> list[tuple]:
+    """(id, cosine distance, *extra) of the nearest rows."""
     table = store.index.table(name)
     if table is None:
-        return None
+        return []
     search = table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
     if store.index.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
         search = search.refine_factor(VECTOR_REFINE_FACTOR)
-    return search.where(where, prefilter=True).limit(limit).select(["id", "_distance", *extra])
+    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance", *extra]).to_arrow()
+    return _columns(rows, "_distance", extra)
 
 
-def _text_search(table: Any, words: str, where: str, limit: int, extra: tuple[str, ...] = ()) -> Any:
-    """The search for (id, BM25 score, *extra) in a table with a full-text index (`Index.ensure_text_index`)."""
+def _text_search(table: Any, words: str, where: str, limit: int, extra: tuple[str, ...] = ()) -> list[tuple]:
+    """(id, BM25 score, *extra) from a table with a full-text index (`Index.ensure_text_index`)."""
     search = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit)
-    return search.select(["id", "_score", *extra])
+    return _columns(search.select(["id", "_score", *extra]).to_arrow(), "_score", extra)
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -98,14 +99,25 @@ def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str
     return {key: value / best for key, value in fused.items()}
 
 
-def _results(
-    jobs: list[tuple[str, str, tuple[str, ...]]], tables: list[Any], texts: dict[str, str]
-) -> list[tuple[float, tuple[str, str]]]:
-    """(distance or score, (type, id)) of each search's rows (`jobs`: the type, the distance or score
-    column, the extra columns); the texts that came with them go to `texts`."""
+_SEARCH_POOL: Any = None
+
+
+def _search_pool() -> Any:
+    """Threads for the LanceDB searches: they run in Rust without the GIL, so the four searches
+    (vector and full text, memories and units) overlap instead of queueing."""
+    global _SEARCH_POOL
+    if _SEARCH_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SEARCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="expengine-search")
+    return _SEARCH_POOL
+
+
+def _results(jobs: list[tuple[str, Any]], texts: dict[str, str]) -> list[tuple[float, tuple[str, str]]]:
+    """(distance or score, (type, id)) of each search's rows; the texts that came with them go to `texts`."""
     found = []
-    for (t, first, extra), rows in zip(jobs, tables):
-        for i, value, *rest in _columns(rows, first, extra):
+    for t, job in jobs:
+        for i, value, *rest in job.result():
             found.append((value, (t, i)))
             if rest:
                 texts[i] = rest[0]
@@ -133,30 +145,26 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
         )
         if wanted
     ]
-    store.index.db  # connect once
+    pool = _search_pool()
+    store.index.db  # connect once, before the threads share it
     words = fts_text(text)
-    # indexes are built before the searches start, so a search never writes
+    # indexes are built before the threads start, so a search never writes
     searchable = [(t, name, where) for t, name, where in tables if words and store.index.ensure_text_index(name)]
-    text_jobs = [(t, "_score", _WITH[name]) for t, name, _ in searchable]
-    text_found = store.index.submit(
-        [_text_search(store.index.table(name), words, where, limit, _WITH[name]) for _, name, where in searchable]
-    )  # they run while the query is being embedded
-    vector = vector() if callable(vector) else vector
-    vector_searches = [(t, _vector_search(store, name, vector, where, limit, _WITH[name])) for t, name, where in tables]
-    vector_jobs = [
-        (t, "_distance", _WITH[name])
-        for (t, search), (_, name, _) in zip(vector_searches, tables)
-        if search is not None
+    text_jobs = [
+        (t, pool.submit(_text_search, store.index.table(name), words, where, limit, _WITH[name]))
+        for t, name, where in searchable
     ]
-    vector_found = store.index.submit([search for _, search in vector_searches if search is not None])
+    vector = vector() if callable(vector) else vector
+    vector_jobs = [
+        (t, pool.submit(_vector_search, store, name, vector, where, limit, _WITH[name])) for t, name, where in tables
+    ]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     texts: dict[str, str] = {}
-    vector_hits = _results(vector_jobs, vector_found.result(), texts)
-    text_hits = _results(text_jobs, text_found.result(), texts)
+    vector_hits = _results(vector_jobs, texts)
     lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
-        lists.append([key for _, key in sorted(text_hits, key=lambda x: -x[0])])
+        lists.append([key for _, key in sorted(_results(text_jobs, texts), key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
     cosines = {key: 1.0 - d for d, key in vector_hits}
     return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts, cosines)
@@ -182,11 +190,7 @@ def noted_best(store: "Store", vector: np.ndarray, filters: Filters, units: Rows
         return 0.0
     where = filters.memory_where().replace("state IN ('active', 'dormant')", "state = 'dormant'")
     where = where.replace("state IN ('active')", "state = 'dormant'")
-    search = _vector_search(store, MEMORIES, vector, where, NOTED_CANDIDATES)
-    if search is None:
-        return 0.0
-    (rows,) = store.index.submit([search]).result()
-    found = _columns(rows, "_distance", ())
+    found = _vector_search(store, MEMORIES, vector, where, NOTED_CANDIDATES)
     if not found:
         return 0.0
     if units is None:

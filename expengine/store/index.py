@@ -244,29 +244,6 @@ class Index:
                 self._text_indexed.pop(name, None)
         self._seen = {}
 
-    def submit(self, searches: list[Any]) -> Any:
-        """Start LanceDB searches (query builders: `table.search(...)...`) together on LanceDB's own event
-        loop; the returned future gives each one's rows as a `pyarrow.Table`. A builder's `to_arrow` hands
-        the query, each batch and a schema read over to that loop one at a time (a thread hop each, and a
-        query ran four such searches on threads of its own, waiting on them): at 100k memories, the two
-        ways alternated in one process, one hand-off for all cost ~6-9 ms of CPU a query less. Each runs its `to_query_object()`, as its `to_arrow` does;
-        no table here has blob columns, so `to_arrow`'s check for them (another schema read) and its
-        finalising of them are left out."""
-        import asyncio
-
-        from lancedb.background_loop import LOOP
-
-        queries = [(search._table._table, search.to_query_object()) for search in searches]
-
-        async def run(table: Any, query: Any) -> pa.Table:
-            reader = await table._execute_query(query)
-            return pa.Table.from_batches(await reader.read_all(), schema=reader.schema)
-
-        async def together() -> list[pa.Table]:
-            return list(await asyncio.gather(*(run(table, query) for table, query in queries)))
-
-        return asyncio.run_coroutine_threadsafe(together(), LOOP.loop)
-
     def count(self, name: str, where: str | None = None) -> int:
         table = self.table(name)
         return 0 if table is None else table.count_rows(where)
@@ -283,8 +260,7 @@ class Index:
         for start in range(0, len(wanted), 5000):  # an IN list of bounded size
             chunk = wanted[start : start + 5000]
             with self.files.reading():
-                search = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk))
-                (rows,) = self.submit([search]).result()
+                rows = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk)).to_arrow()
             if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
                 continue
             column = rows.column("vector").combine_chunks()
