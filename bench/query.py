@@ -250,12 +250,19 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
         filters = make_filters(QueryArgs(text="any"))
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters))
         found = {q: retrieve(db, q, precomputed.encode([q])[0], filters) for q in queries}
-        duck = timed(db, lambda d, q: rank(d, found[q].fused, filters, found[q].texts, found[q].cosines))
-        ranked = {q: rank(db, found[q].fused, filters, found[q].texts, found[q].cosines) for q in queries}
+
+        def unit_memo_rows(d):  # the unit memo's rows, as `search.query` reads them once a query
+            return d.unit_rows.current(d.con, d.dir, in_transaction=d.in_transaction)
+
+        def score(d, q: str):
+            return rank(d, found[q].fused, filters, found[q].texts, found[q].cosines, unit_memo_rows(d))
+
+        duck = timed(db, score)
+        ranked = {q: score(db, q) for q in queries}
 
         def expand(d, q: str) -> None:
             vector = precomputed.encode([q])[0]
-            attach_evidence(d, top_with_unit_slot(d, ranked[q], vector, 5), vector)
+            attach_evidence(d, top_with_unit_slot(d, ranked[q], vector, 5, unit_memo_rows(d)), vector)
 
         expansion = timed(db, expand)
         units = sum(h.type == "unit" for q in queries[:20] for h in engine.query(q, touch=False).hits)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -716,3 +718,50 @@ def test_evidence_lines_only_for_sources_related_to_the_query(engine_on):
         return sum(line.lstrip().startswith("- evidence") for line in prompt.splitlines())
 
     assert evidence_lines(-1.0) >= 1 and evidence_lines(1.01) == 0
+
+
+def _unit_hit(engine, text: str = "get_weather 429 retry"):
+    return next((h for h in engine.query(text, k=5, touch=False).hits if h.id == "u-weather"), None)
+
+
+def test_a_warm_engine_reads_units_from_memory_and_sees_another_process_write(engine_on, store):
+    """The units' columns queries read (`row_memo.unit_memo`: scoring, the rule slot, project rules,
+    noted turns) are kept in memory by a warm Engine while the database files are unchanged: another
+    process's write to `units` (a cron compaction between calls) is seen by the next query."""
+    engine = engine_on()
+    engine.warm()
+    assert _unit_hit(engine) is not None
+    with engine.session() as s:
+        rows = s.unit_rows.current(s.con, s.dir, in_transaction=s.in_transaction)
+        assert rows is not None, "the warm Engine answers from memory"
+        assert s.unit_rows.read(s.con, ["u-weather"]) == [rows["u-weather"]], "memory and DuckDB give one row"
+        assert rows["u-weather"].sources == ["w1", "w3", "s3"] and rows["u-weather"].text_keyed
+    script = "import duckdb, sys; con = duckdb.connect(sys.argv[1]); con.execute(sys.argv[2]); con.close()"
+    database = str(store / "expengine.duckdb")
+    update = "UPDATE units SET weight = 40, category = 'environment', subject = 'acme/widgets' WHERE id = 'u-weather'"
+    subprocess.run([sys.executable, "-c", script, database, update], check=True)
+    for _ in range(2):  # the first query after a write reads DuckDB, the next one memory read again
+        hit = _unit_hit(engine)
+        assert hit is not None and abs(hit.parts.weight - 40 / 41) < 1e-6 and hit.category == "environment"
+        named = engine.query("[acme/widgets] fix the flaky build", k=5, touch=False)
+        assert "u-weather" in [h.id for h in named.hits], "a project rule written by another process"
+    subprocess.run([sys.executable, "-c", script, database, "UPDATE units SET status = 'archived'"], check=True)
+    assert _unit_hit(engine) is None and _unit_hit(engine) is None, "an archived unit is no candidate"
+
+
+def test_a_unit_write_of_its_own_is_seen_by_the_next_query(engine_on):
+    """A server holds the store open: its own writes to `units` (feedback, a cycle) are seen too."""
+    engine = engine_on()
+    with engine.session() as s:
+        engine.warm()
+        before = _unit_hit(engine)
+        s.con.execute("UPDATE units SET weight = 40 WHERE id = 'u-weather'")
+        assert s.unit_rows.current(s.con, s.dir, in_transaction=s.in_transaction) is None, "the files changed"
+        after = _unit_hit(engine)
+        assert before is not None and before.parts.weight < 40 / 41
+        assert after is not None and abs(after.parts.weight - 40 / 41) < 1e-6
+        with s.transaction():
+            s.con.execute("UPDATE units SET weight = 0 WHERE id = 'u-weather'")
+            assert s.unit_rows.current(s.con, s.dir, in_transaction=s.in_transaction) is None, "never in a transaction"
+            hit = _unit_hit(engine)
+            assert hit is not None and hit.parts.weight == 0.0

@@ -25,7 +25,7 @@ from ..store.embeddings import VectorMemo
 from ..store.index import Index
 from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending, rebuild_if_pending
-from ..store.row_memo import RowMemo
+from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
 from ..store.vectors import check_encoder, record_encoder
 from .explain import Explain
@@ -86,6 +86,7 @@ class Engine(Upkeep, Explain):
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
         self._rows = RowMemo()
+        self._unit_rows = unit_memo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
         self._encoder_written = False  # the open store's encoder record is in store_meta already
@@ -119,6 +120,7 @@ class Engine(Upkeep, Explain):
                     memo=self._memo,
                     host=self._host,
                     rows=self._rows,
+                    unit_rows=self._unit_rows,
                 )
             except BaseException:
                 self._index = None
@@ -330,6 +332,7 @@ class Engine(Upkeep, Explain):
         with self.session() as store:
             if not store.in_transaction:
                 store.rows.load(store.con, store.dir)
+                store.unit_rows.load(store.con, store.dir)
             return warm(store)
 
     def query(self, text: str, **options: Any) -> "QueryResult":

@@ -18,9 +18,10 @@ projects (`subject` NULL), and never another project's own."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..store.vocabulary import LIVE_SQL
+from ..store.row_memo import Rows
+from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 from ..textutil import error_key
 from .filters import Filters
 
@@ -36,17 +37,33 @@ ENVIRONMENT_BESIDE_AN_ERROR = 0.5
 _LEADING_PROJECT = re.compile(r"^\s*\[[^\]\n]*\]\s*")  # "[django/django] …": how a coding task's query names it
 
 
-def project_units(store: "Store", text: str, filters: Filters) -> dict[tuple[str, str], float]:
+def _project_rules(units: Rows) -> list[Any]:
+    return [u for u in units.values() if u.status in LIVE_UNIT_STATUSES and u.category in (ENVIRONMENT, RECOVERY)]
+
+
+def project_units(
+    store: "Store", text: str, filters: Filters, units: Rows | None = None
+) -> dict[tuple[str, str], float]:
     """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names,
-    and the recovery unit for the key of the error in `text`: the project's own, else the shared one."""
+    and the recovery unit for the key of the error in `text`: the project's own, else the shared one.
+    `units`: the unit memo's rows this query (`score.unit_rows`), else they are read from DuckDB."""
     categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
     if not filters.search_units or not categories or filters.kind not in (None, "rule"):
         return {}
-    rows = store.con.execute(
-        f"SELECT id, subject, category, attribute FROM units WHERE {LIVE_SQL} AND category IN (SELECT unnest(?)) "
-        "AND (subject IS NOT NULL OR category = ?)" + (" AND agent = ?" if filters.agent else ""),
-        [categories, RECOVERY, *([filters.agent] if filters.agent else [])],
-    ).fetchall()
+    candidates = (
+        store.unit_rows.read_where(
+            store.con, f"{LIVE_SQL} AND category IN (SELECT unnest(?))", [[ENVIRONMENT, RECOVERY]]
+        )
+        if units is None
+        else units.derived("project rules", _project_rules)
+    )
+    rows = [
+        (u.id, u.subject, u.category, u.attribute)
+        for u in candidates
+        if u.category in categories
+        and (u.subject is not None or u.category == RECOVERY)
+        and (not filters.agent or u.agent == filters.agent)
+    ]
     lowered = text.lower()
     named = {
         project

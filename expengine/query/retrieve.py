@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..store.db import json_ids
 from ..store.index import MEMORIES, UNITS
-from ..store.vocabulary import LIVE_SQL
+from ..store.row_memo import Rows
+from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 from .filters import Filters
 
 if TYPE_CHECKING:
@@ -174,23 +174,32 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
 NOTED_CANDIDATES = 5
 
 
-def noted_best(store: "Store", vector: np.ndarray, filters: Filters) -> float:
+def _noted(units: Rows) -> frozenset[str]:
+    return frozenset(
+        i for u in units.values() if u.kind == "note" and u.status in LIVE_UNIT_STATUSES for i in u.sources
+    )
+
+
+def noted_best(store: "Store", vector: np.ndarray, filters: Filters, units: Rows | None = None) -> float:
     """The best cosine similarity of a sleeping turn that a live note stands for (0 when none). A note
     rewrites its turn ("我喜欢爵士乐" → "用户喜欢爵士乐"), so a question worded like the turn can sit below
     the relevance floor against the note and above it against the turn: what the turn said still counts
-    as stored. Asked only when the candidates stay below the floor."""
+    as stored. Asked only when the candidates stay below the floor. `units`: the unit memo's rows this
+    query (`score.unit_rows`): a store without live notes is not searched."""
+    if units is not None and not units.derived("noted turns", _noted):
+        return 0.0
     where = filters.memory_where().replace("state IN ('active', 'dormant')", "state = 'dormant'")
     where = where.replace("state IN ('active')", "state = 'dormant'")
     found = _vector_search(store, MEMORIES, vector, where, NOTED_CANDIDATES)
     if not found:
         return 0.0
-    noted = {
-        i
-        for (ids,) in store.con.execute(
-            f"SELECT source_ids FROM units WHERE kind = 'note' AND {LIVE_SQL} AND list_has_any("
-            "CAST(from_json(source_ids, '[\"VARCHAR\"]') AS VARCHAR[]), ?)",
+    if units is None:
+        notes = store.unit_rows.read_where(
+            store.con,
+            f"kind = 'note' AND {LIVE_SQL} AND list_has_any(CAST(from_json(source_ids, '[\"VARCHAR\"]') AS VARCHAR[]), ?)",
             [[i for i, _ in found]],
-        ).fetchall()
-        for i in json_ids(ids)
-    }
+        )
+        noted = _noted(Rows((u.id, u) for u in notes))
+    else:
+        noted = units.derived("noted turns", _noted)
     return max((1.0 - d for i, d in found if i in noted), default=0.0)

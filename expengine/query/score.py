@@ -11,8 +11,8 @@ import numpy as np
 
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
-from ..store.reindex import UNIT_EMBEDDED_TEXT
-from ..store.vocabulary import LIVE_SQL
+from ..store.row_memo import Rows
+from ..store.vocabulary import LIVE_UNIT_STATUSES
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
 
@@ -20,29 +20,12 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 
-_UNIT_COLUMNS = (
-    "id",
-    "kind",
-    "agent",
-    "category",
-    "status",
-    "updated",
-    "as_of",
-    "last_used",
-    "weight",
-    "utility",
-    "source_ids",
-    "text",
-)
-
-
-def _lookup(store: "Store", table: str, columns: tuple[str, ...], ids: list[str], live: str) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    rows = store.con.execute(
-        f"SELECT {', '.join(columns)} FROM {table} WHERE id IN (SELECT unnest(?)) AND {live}", [ids]
-    ).fetchall()
-    return [dict(zip(columns, r)) for r in rows]
+def unit_rows(store: "Store", units: Rows | None, ids: list[str]) -> list[Any]:
+    """The `unit_memo` rows of `ids` (any status): from `units` (the memo's rows this query, when it
+    could answer), else from DuckDB."""
+    if units is None:
+        return store.unit_rows.read(store.con, ids)
+    return [units[i] for i in ids if i in units]
 
 
 def memory_source_ids(record_id: str, merged_ids: str | None) -> list[str]:
@@ -101,6 +84,7 @@ def rank(
     filters: Filters,
     texts: dict[str, str] | None = None,
     cosines: dict[tuple[str, str], float] | None = None,
+    units: Rows | None = None,
 ) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
     of `records` fetches the memory candidates and the unit candidates' sources together: each unit
@@ -111,13 +95,14 @@ def rank(
     from different lists, and recency ~0 for old records) go to units first, then to the closer
     vector (`cosines`; a full-text-only candidate has none), then by id: on the mixed demo store the
     reply a question is about (2nd by vector) lost its top-3 place by id to one of four copies of a
-    line ranked 2nd by full text."""
+    line ranked 2nd by full text. `units`: the unit memo's rows (`unit_rows`)."""
     now = utcnow()
     base = store.config.query.recency_base
     live = ("active", "dormant") if filters.include_dormant else ("active",)
     texts = dict(texts or {})
-    units = _lookup(store, "units", _UNIT_COLUMNS, [i for t, i in fused if t == "unit"], LIVE_SQL)
-    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
+    found_units = unit_rows(store, units, [i for t, i in fused if t == "unit"])
+    live_units = [u for u in found_units if u.status in LIVE_UNIT_STATUSES]
+    sources = {u.id: u.sources for u in live_units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
     # in memory while the files are unchanged
     found = store.rows.lookup(store.con, store.dir, list(wanted), in_transaction=store.in_transaction)
@@ -153,28 +138,28 @@ def rank(
             )
         )
     source_ts = {i: r.ts for i, r in records.items()}
-    for u in units:
+    for u in live_units:
         score, parts = score_parts(
             store,
-            similarity=fused[("unit", u["id"])],
-            weight=u["weight"],
-            utility=u["utility"],
-            recency_value=recency(base, now, _newest(source_ts, sources[u["id"]]), u["as_of"], u["last_used"]),
+            similarity=fused[("unit", u.id)],
+            weight=u.weight,
+            utility=u.utility,
+            recency_value=recency(base, now, _newest(source_ts, u.sources), u.as_of, u.last_used),
         )
         hits.append(
             Hit(
-                id=u["id"],
+                id=u.id,
                 type="unit",
-                text=u["text"],
+                text=u.text,
                 score=score,
                 parts=parts,
-                source_ids=sources[u["id"]],
-                kind=u["kind"],
-                state=u["status"],
-                agent=u["agent"],
-                category=u["category"],
-                ts=u["as_of"] if u["kind"] == "note" else u["updated"],  # a note shows the day it is about
-                expanded=[evidence[i] for i in sources[u["id"]] if i in evidence],
+                source_ids=list(u.sources),
+                kind=u.kind,
+                state=u.status,
+                agent=u.agent,
+                category=u.category,
+                ts=u.as_of if u.kind == "note" else u.updated,  # a note shows the day it is about
+                expanded=[evidence[i] for i in u.sources if i in evidence],
             )
         )
     cosine = cosines or {}
@@ -188,11 +173,13 @@ def rank(
 _SLOT_BATCH = 4
 
 
-def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k: int) -> list[Hit]:
+def top_with_unit_slot(
+    store: "Store", ranked: list[Hit], vector: np.ndarray, k: int, units: Rows | None = None
+) -> list[Hit]:
     """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
     cosine similarity to the query is at least `query.unit_slot_floor` (if there is one). A rule's
     text vector is its LanceDB vector when that embeds its text (one lookup for all), else it comes
-    from the embedding cache."""
+    from the embedding cache. `units`: as for `rank`."""
 
     def is_rule(hit: Hit) -> bool:
         return hit.type == "unit" and hit.kind == "rule"
@@ -202,21 +189,18 @@ def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k:
     if in_top is not None:
         in_top.reserved = True
         return top
-    units = [h for h in ranked[k:] if is_rule(h)]
-    if not units:
+    rules = [h for h in ranked[k:] if is_rule(h)]
+    if not rules:
         return top
-    ids = [h.id for h in units]
-    text_keyed = store.con.execute(
-        f"SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND ({UNIT_EMBEDDED_TEXT}) = text", [ids]
-    ).fetchall()
-    indexed = store.index.vectors(UNITS, [i for (i,) in text_keyed])
+    ids = [h.id for h in rules]
+    indexed = store.index.vectors(UNITS, [u.id for u in unit_rows(store, units, ids) if u.text_keyed])
     floor = store.config.query.unit_slot_floor
-    known = [h for h in units if h.id in indexed]
+    known = [h for h in rules if h.id in indexed]
     cosines = dict(zip((h.id for h in known), np.stack([indexed[h.id] for h in known]) @ vector)) if known else {}
     # the best-scored rule above the floor among those with a LanceDB vector; only rules scored above it
     # are read from the cache, a few at a time, best first
-    cut = next((n for n, h in enumerate(units) if cosines.get(h.id, -1.0) >= floor), len(units))
-    unknown = [h for h in units[:cut] if h.id not in indexed]
+    cut = next((n for n, h in enumerate(rules) if cosines.get(h.id, -1.0) >= floor), len(rules))
+    unknown = [h for h in rules[:cut] if h.id not in indexed]
     for start in range(0, len(unknown), _SLOT_BATCH):
         batch = unknown[start : start + _SLOT_BATCH]
         best = next(
@@ -224,7 +208,7 @@ def top_with_unit_slot(store: "Store", ranked: list[Hit], vector: np.ndarray, k:
         )
         if best is not None:
             return _slotted(top, best, k)
-    return top if cut == len(units) else _slotted(top, units[cut], k)
+    return top if cut == len(rules) else _slotted(top, rules[cut], k)
 
 
 def _slotted(top: list[Hit], rule: Hit, k: int) -> list[Hit]:

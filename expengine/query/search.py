@@ -59,6 +59,7 @@ from ..errors import InputError
 from ..models.mixed import encoder_of
 from ..store import query_log
 from ..store.db import utcnow
+from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use
 from .args import QueryArgs
@@ -123,10 +124,13 @@ def _rounded(hit: Hit) -> Hit:
     return hit
 
 
-def _shown(store: "Store", found: Retrieved, filters: Filters, args: QueryArgs) -> tuple[str, list[Hit]]:
+def _shown(
+    store: "Store", found: Retrieved, filters: Filters, args: QueryArgs, units: Rows | None
+) -> tuple[str, list[Hit]]:
     """The prompt and the hits it holds: the top k ranked (a rule kept a slot), with evidence lines."""
     vector = found.vector
-    top = top_with_unit_slot(store, rank(store, found.fused, filters, found.texts, found.cosines), vector, args.k)
+    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units)
+    top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
         attach_evidence(store, top, vector)
     else:
@@ -148,9 +152,11 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
     filters = make_filters(args)
+    # the units' columns this query reads, in memory while the files are unchanged (read once: one version)
+    units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
     found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
-    projected = project_units(store, text, filters)
+    projected = project_units(store, text, filters, units)
     fused.update(projected)
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
     encoder = encoder_of(store.embeddings.name, text)
@@ -160,12 +166,12 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     # project the store has rules for (a short task title is far from every record, yet about that project)
     judged = floor > 0 and filters.search_memories and not projected
     if judged and best < floor:
-        best = max(best, noted_best(store, vector, filters))
+        best = max(best, noted_best(store, vector, filters, units))
     # the words are read only where the cosine is low too: either signal alone silenced own questions
     words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)
     lexical = lexical_evidence(store, text, nearest(found.cosines)) if words_judge else None
     relevant = not (judged and (best < floor or (lexical is not None and lexical < lexical_floor)))
-    prompt, kept = _shown(store, found, filters, args) if relevant else ("", [])
+    prompt, kept = _shown(store, found, filters, args, units) if relevant else ("", [])
     result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],

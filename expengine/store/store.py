@@ -19,7 +19,7 @@ from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_d
 from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
 from .index import Index, storage_options
-from .row_memo import RowMemo
+from .row_memo import RowMemo, unit_memo
 from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
@@ -48,11 +48,12 @@ class Store:
         memo: VectorMemo | None = None,
         host: duckdb.DuckDBPyConnection | None = None,
         rows: RowMemo | None = None,
+        unit_rows: RowMemo | None = None,
     ):
-        """`index`, `memo`, `host` and `rows`: kept from an earlier Store on the same folder (`Engine`
+        """`index`, `memo`, `host`, `rows` and `unit_rows`: kept from an earlier Store on the same folder (`Engine`
         between calls), so open tables, vectors and rows already read and the DuckDB instance the file
         is attached to (`database_host`) are not made again; the index must have been checked against
-        other processes' writes (`Index.forget_changed`; `rows` checks itself)."""
+        other processes' writes (`Index.forget_changed`; the row memos check themselves)."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
@@ -63,6 +64,7 @@ class Store:
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo, self.index)
         self.rows = rows or RowMemo()  # the records' scoring columns, in memory while the files are unchanged
+        self.unit_rows = unit_rows or unit_memo()  # the units' columns queries read, the same way
         self._depth = 0
         self._lent = False  # a `reader` view was made: another thread may hold a cursor on this connection
 
