@@ -180,8 +180,9 @@ class EmbeddingCache:
             "SELECT text_hash, vector, float16 FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
             [model, hashes],
         ).fetchall()
-        vectors = blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows]) if rows else []
-        read = dict(zip((h for h, _, _ in rows), vectors))
+        if not rows:
+            return {}
+        read = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows])))
         self.memo.put(model, read)
         return read
 

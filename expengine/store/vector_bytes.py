@@ -15,9 +15,9 @@ STORED_TYPE = np.float32
 ARCHIVED_TYPE = np.float16
 
 
-def vector_blobs(vectors: np.ndarray, dtype: type = STORED_TYPE) -> pa.Array:
+def vector_blobs(vectors: np.ndarray, dtype: type[np.floating] = STORED_TYPE) -> pa.Array:
     """Vectors as the cache stores them: one byte string of `dtype` numbers per row, converted in one go."""
-    rows = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).astype(dtype))
+    rows: np.ndarray = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).astype(dtype))
     width = rows.shape[1] * rows.itemsize if rows.ndim == 2 else 0
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(rows), [None, pa.py_buffer(rows.tobytes())])
     return fixed.cast(pa.binary())
