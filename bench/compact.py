@@ -146,7 +146,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
         )
         with arrow_view(con, "incoming_vectors", emb):
             con.execute(
-                "INSERT INTO embeddings SELECT text_hash, model, vector FROM incoming_vectors ON CONFLICT DO NOTHING"
+                "INSERT INTO embeddings (text_hash, model, vector) SELECT text_hash, model, vector FROM incoming_vectors "
+                "ON CONFLICT DO NOTHING"
             )
         engine.store.index.add(MEMORIES, memory_rows(chunk, vectors[start : start + 20000], dim), replace=False)
     engine.store.index.refresh_text_index(MEMORIES)

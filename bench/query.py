@@ -159,7 +159,10 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
                 }
             )
             with arrow_view(con, "cache", cache):
-                con.execute("INSERT INTO embeddings SELECT text_hash, model, vector FROM cache ON CONFLICT DO NOTHING")
+                con.execute(
+                    "INSERT INTO embeddings (text_hash, model, vector) SELECT text_hash, model, vector FROM cache "
+                    "ON CONFLICT DO NOTHING"
+                )
             con.execute(f"INSERT INTO records {_RECORD_SQL}", params)
             con.execute(f"INSERT INTO units {_UNIT_SQL}", params)
             with arrow_view(con, "copy", copy):

@@ -412,12 +412,14 @@ def test_cluster_pruning_keeps_centroid_near_and_unique_facts(make_engine, write
     assert states["p1"] == "active"  # the richest statement covers the others
     assert states["p5"] == states["p6"] == "dormant"  # chatter carries nothing
     assert "dormant" in (states["p2"], states["p3"])  # repeats of p1
-    # the member nearest the centroid is kept
-    centroid = np.asarray(engine.store.con.execute("SELECT centroid FROM clusters").fetchall()[0][0], dtype=np.float32)
-
-    ids = [r["id"] for r in PRUNE]
+    # the member nearest the centroid (one cluster: the members' mean) is kept
+    ids = [
+        i for (i,) in engine.store.con.execute("SELECT record_id FROM cluster_members ORDER BY record_id").fetchall()
+    ]
+    assert ids == sorted(r["id"] for r in PRUNE)
     texts = dict(engine.store.con.execute("SELECT id, text FROM records").fetchall())
-    nearest = ids[int(np.argmax(engine.store.embeddings.encode([texts[i] for i in ids]) @ centroid))]
+    vectors = engine.store.embeddings.encode([texts[i] for i in ids])
+    nearest = ids[int(np.argmax(vectors @ vectors.mean(axis=0)))]
     assert states[nearest] == "active"
     reasons = dict(engine.store.con.execute("SELECT id, state_reason FROM records WHERE state = 'dormant'").fetchall())
     assert reasons["p5"].startswith("cluster pruning: carries nothing")

@@ -9,7 +9,7 @@ import pytest
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.store.db import DB_FILE, close_database, open_database
-from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, text_hash
+from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
 from expengine.store.index import MEMORIES
 from expengine.store.state import set_state
 from expengine.store.vector_bytes import blob_vectors
@@ -32,7 +32,7 @@ def make_float32_store(path) -> dict[str, np.ndarray]:
         "PRIMARY KEY (text_hash, model))"
     )
     con.executemany("INSERT INTO embeddings VALUES (?, ?, ?)", [[h, m, vectors[h].tolist()] for h, m, _ in rows])
-    con.execute("DELETE FROM migrations WHERE name = 'm011_embeddings_blob'")
+    con.execute("DELETE FROM migrations WHERE name IN ('m011_embeddings_blob', 'm012_embeddings_float16')")
     con.close()
     return vectors
 
@@ -134,3 +134,69 @@ def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_
     assert counting.texts == embedded
     hits = engine.query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
     assert hits.hits and counting.texts == embedded + 1  # only the query itself was embedded
+
+
+def cached_row(store, text: str) -> tuple:
+    return store.con.execute(
+        "SELECT octet_length(vector), float16 FROM embeddings WHERE text_hash = ?", [text_hash(text)]
+    ).fetchone()
+
+
+def test_an_archived_memory_keeps_lancedbs_float16_vector_and_why_and_revive_use_it(make_engine, write_jsonl, embedder):
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    embedded = counting.texts
+    with engine.session() as store:
+        rows = store.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} ORDER BY id").fetchall()
+        (fresh_id, fresh_text), (dropped_id, dropped_text) = rows[0], rows[1]
+        assert cached_row(store, fresh_text) == (4 * embedder.dim, False)  # float32 as ingest cached it
+        store.embeddings.drop_indexed()
+        assert cached_row(store, dropped_text) is None  # LanceDB holds it
+        held = store.index.vectors(MEMORIES, [fresh_id, dropped_id])
+        set_state(store, [fresh_id, dropped_id], "archived", reason="test")
+        for text in (fresh_text, dropped_text):  # float16 bytes, in place of the float32 row
+            assert cached_row(store, text) == (2 * embedder.dim, True)
+        assert not store.index.vectors(MEMORIES, [fresh_id, dropped_id])
+        memo_vector = store.embeddings.encode([fresh_text])[0]
+        store.embeddings.memo = VectorMemo()  # as a later process reads it
+        read = store.embeddings.encode([fresh_text, dropped_text])
+        assert np.array_equal(read, np.stack([held[fresh_id], held[dropped_id]]))
+        assert np.array_equal(memo_vector, read[0])  # the memo was given the same vector
+        assert store.embeddings.dim == embedder.dim
+    assert counting.texts == embedded
+    found = engine.why(dropped_text, limit=1, revive=True)
+    assert [(i.id, i.status, i.revived) for i in found.items] == [(dropped_id, "archived", True)]
+    assert found.items[0].similarity > 0.999
+    assert counting.texts == embedded  # the question is its text: the cached float16 vector
+    with engine.session() as store:
+        assert store.con.execute("SELECT state FROM records WHERE id = ?", [dropped_id]).fetchone() == ("active",)
+        indexed = store.index.vectors(MEMORIES, [dropped_id])
+        assert np.array_equal(indexed[dropped_id], held[dropped_id])  # indexed again from the cache, not embedded
+    assert counting.texts == embedded
+
+
+def test_a_snapshot_from_before_the_float16_flag_takes_only_the_float32_vectors(embedder, tmp_path):
+    live, old = tmp_path / "live.duckdb", tmp_path / "old.duckdb"
+    for path in (live, old):
+        close_database(open_database(path))
+    con = open_database(live)
+    try:
+        cache = EmbeddingCache(con, embedder)
+        vectors = cache.encode(["book a flight to Tokyo", "the refund window is 30 days"])
+        cache._write(embedder.name, {text_hash("an archived memory"): vectors[0]}, archived=True)
+    finally:
+        close_database(con)
+    con = duckdb.connect(str(old))
+    con.execute("ALTER TABLE embeddings DROP COLUMN float16")  # as m012 had not run on it
+    con.close()
+    carry_cache(live, old)
+    con = duckdb.connect(str(old), read_only=True)
+    try:
+        carried = dict(con.execute("SELECT text_hash, octet_length(vector) FROM embeddings").fetchall())
+    finally:
+        con.close()
+    assert carried == {
+        text_hash("book a flight to Tokyo"): 4 * embedder.dim,
+        text_hash("the refund window is 30 days"): 4 * embedder.dim,
+    }

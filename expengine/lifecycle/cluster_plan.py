@@ -210,7 +210,6 @@ def _plan_cluster(
         {
             "cluster_key": "c" + hashlib.sha1(f"{rows[0]['agent']}|{medoid}".encode()).hexdigest()[:15],
             "size": len(ids),
-            "centroid": centroid.tolist(),
             "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16],
             "members": ids,
         }

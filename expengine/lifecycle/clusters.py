@@ -215,7 +215,6 @@ def _write_clusters(store: "Store", agent: str, plan: Plan, now: dt.datetime) ->
             "cluster_key": [c["cluster_key"] for c in plan.clusters],
             "agent": [agent] * len(plan.clusters),
             "size": [c["size"] for c in plan.clusters],
-            "centroid": [c["centroid"] for c in plan.clusters],
             "signature": [c["signature"] for c in plan.clusters],
             "updated": [now] * len(plan.clusters),
         }
@@ -227,9 +226,7 @@ def _write_clusters(store: "Store", agent: str, plan: Plan, now: dt.datetime) ->
         }
     )
     with arrow_view(con, "new_clusters", clusters):
-        con.execute(
-            "INSERT INTO clusters SELECT cluster_key, agent, size, centroid::FLOAT[], signature, updated FROM new_clusters"
-        )
+        con.execute("INSERT INTO clusters SELECT cluster_key, agent, size, signature, updated FROM new_clusters")
     with arrow_view(con, "new_members", members):
         con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")
 

@@ -1,8 +1,9 @@
 """The embedding cache: vectors kept in DuckDB under (text hash, model), so a text is embedded once.
 
 A vector is kept as the bytes of `vector_bytes.STORED_TYPE` (a BLOB, read back in one go). A fresh
-vector is rounded the same way before it is
-used, so a text gets the same vector whether it was just embedded or read back."""
+vector is rounded the same way before it is used, so a text gets the same vector whether it was just
+embedded or read back. An archived memory's is kept as the float16 vector LanceDB held for it
+(`ARCHIVED_TYPE`, flagged `float16`), in the cache and in its memo alike."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import arrow_view
 from .filters import sql_str
-from .vector_bytes import STORED_TYPE, as_stored, blob_vectors, vector_blobs
+from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_blobs
 from .vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
@@ -89,13 +90,23 @@ class VectorMemo:
 def carry_cache(from_path: Path, to_path: Path) -> None:
     """Copy the cached vectors of the closed database `from_path` into the closed `to_path` (a snapshot's
     database before it replaces a store's), keeping those `to_path` has."""
-    columns = "text_hash, model, vector"
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH {sql_str(str(from_path))} AS cache_from (READ_ONLY)")
         con.execute(f"ATTACH {sql_str(str(to_path))} AS cache_to")
+        flagged = con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'cache_to' AND table_name = ? "
+            "AND column_name = 'float16'",
+            [CACHE_TABLE],
+        ).fetchone()
+        # a snapshot from before m012 reads every vector as float32: only those go into it
+        columns, rows = (
+            ("text_hash, model, vector, float16", "")
+            if flagged and flagged[0]
+            else ("text_hash, model, vector", " WHERE NOT float16")
+        )
         con.execute(
-            f"INSERT INTO cache_to.{CACHE_TABLE} ({columns}) SELECT {columns} FROM cache_from.{CACHE_TABLE} "
+            f"INSERT INTO cache_to.{CACHE_TABLE} ({columns}) SELECT {columns} FROM cache_from.{CACHE_TABLE}{rows} "
             "ON CONFLICT DO NOTHING"
         )
     except duckdb.Error as exc:  # only a cache: what is missing is embedded again when needed
@@ -135,9 +146,11 @@ class EmbeddingCache:
         if self.halves is not None:
             return sum(DIMS)
         row = self.con.execute(
-            "SELECT octet_length(vector) FROM embeddings WHERE model = ? LIMIT 1", [self.name]
+            "SELECT octet_length(vector), float16 FROM embeddings WHERE model = ? LIMIT 1", [self.name]
         ).fetchall()
-        return int(row[0][0]) // np.dtype(STORED_TYPE).itemsize if row else int(self.embedder.dim)
+        if not row:
+            return int(self.embedder.dim)
+        return int(row[0][0]) // np.dtype(ARCHIVED_TYPE if row[0][1] else STORED_TYPE).itemsize
 
     def preload(self, texts: list[str]) -> int:
         """Read the cached vectors of `texts` into the memo in one scan (up to its capacity), embedding
@@ -164,10 +177,12 @@ class EmbeddingCache:
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
         rows = self.con.execute(
-            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            "SELECT text_hash, vector, float16 FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
             [model, hashes],
         ).fetchall()
-        read = dict(zip((h for h, _ in rows), blob_vectors([v for _, v in rows]))) if rows else {}
+        if not rows:
+            return {}
+        read = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows])))
         self.memo.put(model, read)
         return read
 
@@ -203,17 +218,21 @@ class EmbeddingCache:
             counts.cached += len(texts) - sum(1 for h in hashes if h in unique_missing)
         return np.stack([cached[h] for h in hashes])
 
-    def _write(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+    def _write(self, model: str, vectors: dict[str, np.ndarray], *, archived: bool = False) -> None:
+        """Cache `vectors` (hash -> vector); `archived`: as `ARCHIVED_TYPE` bytes, in place of a text's
+        float32 row (its memory's vector is LanceDB's float16 one from now on)."""
         newvec = pa.table(
             {
                 "text_hash": list(vectors),
                 "model": [model] * len(vectors),
-                "vector": vector_blobs(np.stack(list(vectors.values()))),
+                "vector": vector_blobs(np.stack(list(vectors.values())), ARCHIVED_TYPE if archived else STORED_TYPE),
             }
         )
+        conflict = "DO UPDATE SET vector = excluded.vector, float16 = true" if archived else "DO NOTHING"
         with arrow_view(self.con, "newvec", newvec):
             self.con.execute(
-                "INSERT INTO embeddings SELECT text_hash, model, vector FROM newvec ON CONFLICT DO NOTHING"
+                "INSERT INTO embeddings (text_hash, model, vector, float16) "
+                f"SELECT text_hash, model, vector, {archived} FROM newvec ON CONFLICT {conflict}"
             )
 
     def _indexes(self, model: str) -> bool:
@@ -260,7 +279,10 @@ class EmbeddingCache:
 
     def keep_leaving(self, ids: list[str]) -> None:
         """Cache the LanceDB vectors of memories about to leave it (archived): a query still reads the
-        vectors of the archived sources it shows, and a revived memory is indexed again, from the cache."""
+        vectors of the archived sources it shows, and a revived memory is indexed again, from the cache.
+        They are float16 numbers already (float32 in a table made before `index.VECTOR_TYPE` was float16:
+        rounded then), so they are kept as float16 bytes in place of any float32 row of their texts, and
+        the memo gets the same vectors, so this process reads what a later one will."""
         from .index import MEMORIES
 
         model = self.name
@@ -270,7 +292,8 @@ class EmbeddingCache:
         texts = self.con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
         kept = {text_hash(t): vectors[i] for i, t in texts if i in vectors}
         if kept:
-            self._write(model, kept)
+            self._write(model, kept, archived=True)
+            self.memo.put(model, kept)
 
     def _encode_halves(self, texts: list[str], counts: EmbedCounts | None) -> np.ndarray:
         """A mixed embedder's vectors: each text's from its half's cache, in that half's place."""

@@ -277,3 +277,17 @@ def m011_embeddings_blob(con: duckdb.DuckDBPyConnection) -> None:
             after = page.column(0)[-1].as_py()
     con.execute("DROP TABLE embeddings")
     con.execute("ALTER TABLE embeddings_blob RENAME TO embeddings")
+
+
+@migration
+def m012_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
+    """Which cached vectors are float16 bytes (`vector_bytes.ARCHIVED_TYPE`): archived memories', as LanceDB
+    held them (issue 23); the rows before are all float32."""
+    con.execute("ALTER TABLE embeddings ADD COLUMN float16 BOOLEAN NOT NULL DEFAULT false")
+
+
+@migration
+def m013_clusters_without_centroid(con: duckdb.DuckDBPyConnection) -> None:
+    """Clusters without their float32 centroids: nothing read them (issue 23: 0.3 MB of the sample logs' store,
+    and as much again in each snapshot)."""
+    con.execute("ALTER TABLE clusters DROP COLUMN centroid")
