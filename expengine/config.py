@@ -103,9 +103,9 @@ class RefineConfig:
     max_llm_calls: int = 50
     time_limit_s: float = 600.0
     archive_sources: bool = True
-    # on: a rule's sources sleep through decay.observation_window_hours before purge archives them. Off
-    # (archived at once): sleeping sources cost tau-bench 2 points of gold tools (docs/benchmarks.md)
-    observe_sources: bool = False
+    # on: a rule's sources wait out decay.observation_window_hours (dormant, out of LanceDB and of every
+    # step, as if archived; a query can wake them) before purge archives them. Off: archived at once
+    observe_sources: bool = True
     harmful_quarantine: int = 3
     # message sources a unit quotes (every member of a digest) go dormant, reachable through the unit
     dormant_sources: bool = True

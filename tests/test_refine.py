@@ -377,7 +377,6 @@ def test_template_mode_never_loads_a_model_and_bad_answers_are_model_errors(tmp_
 
 # --- the cycle on a real store ---------------------------------------------------------------------------
 def test_template_refine_writes_grounded_traceable_rule_and_marks_process_sources_for_archiving(store):
-    store.store.config.refine.observe_sources = True
     ids = weather_ids(store)
     set_clusters(store, {"weather": ids}, "bot")
     report = store.refine(run_id="r1")
@@ -711,7 +710,6 @@ def test_by_default_a_conversation_yields_no_digest_or_quote_bag_and_its_turns_s
 def test_refinement_waits_out_the_observation_window_before_archiving_sources(store):
     """Mark → observe → clean: a rule's process sources sleep first; purge archives them only after
     `decay.observation_window_hours` (72 h) untouched, and one a query used meanwhile stays."""
-    store.store.config.refine.observe_sources = True
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     store.refine(run_id="r1")
 
@@ -740,7 +738,6 @@ def test_sources_waiting_out_the_window_leave_lancedb_and_one_woken_returns(stor
     from expengine.store.reindex import rebuild
     from expengine.store.state import set_state
 
-    store.store.config.refine.observe_sources = True
     ids = weather_ids(store)
     set_clusters(store, {"weather": ids}, "bot")
     store.refine(run_id="r1")
@@ -757,8 +754,56 @@ def test_sources_waiting_out_the_window_leave_lancedb_and_one_woken_returns(stor
     assert index.count(MEMORIES, f"id = '{marked[0]}' AND state = 'active'") == 1
 
 
-def test_by_default_a_rules_sources_are_archived_at_once(store):
-    assert store.store.config.refine.observe_sources is False
+def _cycle_state(engine: Engine) -> tuple[list[tuple], dict[str, tuple]]:
+    """Every unit (id, status, support, weight, sources) and every record's (state, reason, weight)."""
+    units = sorted(
+        (u["id"], u["status"], u["support"], round(u["weight"], 9), tuple(sorted(u["source_ids"])))
+        for u in engine.units()
+    )
+    rows = engine.store.con.execute("SELECT id, state, coalesce(state_reason, ''), weight FROM records").fetchall()
+    return units, {r[0]: r[1:] for r in rows}
+
+
+def test_waiting_out_the_window_compacts_as_archiving_at_once_does(tmp_path, make_engine):
+    """Mark → observe → clean, whole, on the support-bot sample log: with `refine.observe_sources` on,
+    each cycle writes the units archiving at once writes (ids, support, weights, sources), the records
+    waiting are those archived at once (among them sources that were already dormant, merged into a
+    survivor), out of LanceDB and out of decay; after the window purge archives them all."""
+    import shutil
+    from pathlib import Path
+
+    from expengine.store.index import MEMORIES
+
+    with make_engine(store=tmp_path / "ingested", overrides={"llm.mode": "template"}) as engine:
+        engine.ingest([str(Path(__file__).resolve().parents[1] / "sample_logs" / "support_bot.jsonl")])
+    engines = {}
+    for observe in ("false", "true"):
+        shutil.copytree(tmp_path / "ingested", tmp_path / observe)
+        overrides = {"llm.mode": "template", "refine.observe_sources": observe}
+        engines[observe] = make_engine(store=tmp_path / observe, overrides=overrides)
+    start = dt.datetime(2026, 3, 10, 3, 0)
+    for hours in (25, 50, 75, 150):
+        for engine in engines.values():
+            engine.compact(now=start + dt.timedelta(hours=hours))
+        (units_off, off), (units_on, on) = (_cycle_state(e) for e in engines.values())
+        assert units_on == units_off and units_off
+        waiting = sorted(
+            i for i, (state, reason, _) in on.items() if state == "dormant" and reason.startswith("refined into ")
+        )
+        archived_off = {i for i, (state, _, _) in off.items() if state == "archived"}
+        assert archived_off == {i for i, (state, _, _) in on.items() if state == "archived"} | set(waiting)
+        assert {i: w for i, (_, _, w) in on.items()} == {i: w for i, (_, _, w) in off.items()}  # none decayed
+        assert engines["true"].store.index.vectors(MEMORIES, waiting) == {}
+        assert bool(waiting) == (hours < 150)  # marked at 25-75 h, archived once 72 h have passed
+        if hours == 25:
+            con = engines["true"].store.con
+            merged = "SELECT count(*) FROM records WHERE id IN (SELECT unnest(?)) AND merged_into IS NOT NULL"
+            assert con.execute(merged, [waiting]).fetchone()[0] > 0  # dormant before refinement marked them
+
+
+def test_with_observe_sources_off_a_rules_sources_are_archived_at_once(store):
+    assert store.store.config.refine.observe_sources is True  # the default: they wait out the window
+    store.store.config.refine.observe_sources = False
     set_clusters(store, {"weather": weather_ids(store)}, "bot")
     report = store.refine(run_id="r1")
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())

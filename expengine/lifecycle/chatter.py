@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..results import Result
+from ..store.vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -172,7 +173,7 @@ def sleep_chatter(
     report = ChatterReport(run_id=run_id, dry_run=dry_run)
     rows = store.con.execute(
         "SELECT id, agent, coalesce(session, id), text, category, pinned OR protected FROM records "
-        "WHERE kind = 'message' AND state IN ('active', 'dormant') AND tool_name IS NULL ORDER BY ts, id"
+        f"WHERE kind = 'message' AND {INDEXED_RECORDS_SQL} AND tool_name IS NULL ORDER BY ts, id"
     ).fetchall()
     by_agent: dict[str, list[Message]] = defaultdict(list)
     eligible: set[str] = set()

@@ -3,7 +3,8 @@ Units decay too, with λ by kind (`decay.lambda_by_unit_kind`): an active unit u
 dormant (still found, at its low weight, and woken when a query shows it); units are never purged.
 
 Pinned and protected memories do not decay, nor do the units standing for them. Active and dormant memories both decay (a dormant one
-must keep sinking to reach θ_purge); archived ones are out of the cycle. A λ above 1 (a boost on a
+must keep sinking to reach θ_purge); archived ones, and a rule's sources waiting out the observation
+window to be archived, are out of the cycle. A λ above 1 (a boost on a
 high λ) lets a weight grow back, but never past 1.0 or past where it already was.
 Reinforcement on use (W += δ_access) happens at query time, not here.
 """
@@ -20,6 +21,7 @@ from ..store import unit_reads, units
 from ..store.db import utcnow
 from ..store.filters import sql_str
 from ..store.state import set_state
+from ..store.vocabulary import INDEXED_RECORDS_SQL
 from .common import examples, sql_float
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ def _decayed_sql(store: "Store") -> str:
                NOT (r.pinned OR r.protected) AS may_sleep
         FROM records r
         LEFT JOIN (SELECT DISTINCT goal_id FROM goals WHERE long_term) lt ON r.goal_id = lt.goal_id
-        WHERE r.state IN ('active', 'dormant')
+        WHERE {INDEXED_RECORDS_SQL}
     """
 
 

@@ -8,7 +8,8 @@ Each goal whose status changed since it was last handled (`goals.handled_status`
 - failed: the records that explain the failure (errors, the call that caused each error, the last
   action taken, user corrections, the outcome) get `delta_task_failure_lesson` (and wake if dormant);
 - cancelled: nothing; open goals are never touched (long-term goals slow decay, see decay.py).
-Memories link to a goal by `goal_id`, or, when they have none, by session within the goal's time span.
+Memories link to a goal by `goal_id`, or, when they have none, by session within the goal's time span;
+archived ones, and a rule's sources waiting out the observation window to be archived, are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow as pa
 from ..results import Result
 from ..store.db import arrow_view, utcnow
 from ..store.state import set_state
+from ..store.vocabulary import INDEXED_RECORDS_SQL
 from .common import examples
 
 if TYPE_CHECKING:
@@ -148,7 +150,7 @@ def _linked_records(store: "Store", goal: tuple) -> list[dict[str, Any]]:
     goal_id, agent, session, _status, opened, updated = goal
     cursor = store.con.execute(
         f"""SELECT {", ".join(FIELDS)} FROM records
-            WHERE state IN ('active', 'dormant')
+            WHERE {INDEXED_RECORDS_SQL}
               AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
             ORDER BY ts, id""",
         [goal_id, agent, session, opened, updated],

@@ -10,7 +10,7 @@ import numpy as np
 from ..store.db import json_ids
 from ..store.index import MEMORIES
 from ..store.reindex import UNIT_EMBEDDED_TEXT
-from ..store.vocabulary import LIVE_SQL
+from ..store.vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
 from .hits import Evidence, Hit
 from .score import record_texts
 
@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 def warm(store: "Store") -> int:
     """Read into memory the cached vectors queries compare but LanceDB does not hold: the texts of
-    active rules whose LanceDB vector embeds their condition (the rule slot), and the archived sources
-    of active units (expansion). Each first read would cost a query 45-65 ms at 100k memories (see
-    `VectorMemo`); a server does them all at start. How many were read."""
+    active rules whose LanceDB vector embeds their condition (the rule slot), and the sources of live
+    units it does not hold (archived, or waiting out the observation window; expansion). Each first
+    read would cost a query 45-65 ms at 100k memories (see `VectorMemo`); a server does them all at
+    start. How many were read."""
     rules = store.con.execute(
         f"SELECT text FROM units WHERE {LIVE_SQL} AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
     ).fetchall()
@@ -32,7 +33,7 @@ def warm(store: "Store") -> int:
         for i in json_ids(ids)
     }
     archived = store.con.execute(
-        "SELECT text FROM records WHERE state = 'archived' AND id IN (SELECT unnest(?))", [sorted(sources)]
+        f"SELECT text FROM records WHERE NOT {INDEXED_RECORDS_SQL} AND id IN (SELECT unnest(?))", [sorted(sources)]
     ).fetchall()
     return store.embeddings.preload([t for (t,) in rules + archived])
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .db import utcnow
 from .index import MEMORIES
-from .vocabulary import ARCHIVE_AFTER_WINDOW, INDEXED_RECORDS_SQL
+from .vocabulary import ARCHIVE_AFTER_WINDOW, INDEXED_RECORDS_SQL, OBSERVED_SQL
 
 if TYPE_CHECKING:
     from .store import Store
@@ -34,11 +34,16 @@ def set_state(
     if not ids:
         return 0
     con = store.con
+    marking = state == "dormant" and reason.startswith(f"{ARCHIVE_AFTER_WINDOW} ")
+    # marking takes records already dormant for another reason (merged into a survivor, process of a
+    # succeeded goal) too: left as they were, they would stay indexed and in the cycle, where archiving
+    # at once (`refine.observe_sources` off) takes them out
+    moving = f"NOT {OBSERVED_SQL}" if marking else "state <> ?"
     previous = dict(
         con.execute(
-            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE id IN (SELECT unnest(?)) AND state <> ? "
+            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE id IN (SELECT unnest(?)) AND {moving} "
             "AND (NOT pinned OR ? = 'active')",
-            [list(ids), state, state],
+            [list(ids), *([] if marking else [state]), state],
         ).fetchall()
     )
     changed = list(previous)
@@ -52,7 +57,7 @@ def set_state(
         [state, reason, state, now, changed],
     )
     con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
-    if state == "archived" or (state == "dormant" and reason.startswith(f"{ARCHIVE_AFTER_WINDOW} ")):
+    if state == "archived" or marking:
         store.embeddings.keep_leaving(changed)  # archived, or waiting out the observation window
         store.index.delete(MEMORIES, changed)
         return len(changed)

@@ -17,12 +17,14 @@ LIVE_UNIT_STATUSES = ("active", "dormant")
 LIVE_SQL = "status IN ('active', 'dormant')"
 # The reason refinement marks a rule's process sources with: purge archives them once the observation
 # window has passed without a query touching them (mark → observe → clean), whatever their weight.
-# Until then they stay out of LanceDB (their vectors and words would move the full-text statistics
-# and the fused ranks of what stays; on tau-bench that cost 2 points of gold tools), and one that is
-# woken is indexed again.
+# Until then they are treated as archived: out of LanceDB (their vectors and words would move the
+# full-text statistics and fused ranks of what stays) and of every compaction step; one that is woken
+# is indexed again.
 ARCHIVE_AFTER_WINDOW = "refined into"
 OBSERVED_SQL = f"(state = 'dormant' AND starts_with(coalesce(state_reason, ''), '{ARCHIVE_AFTER_WINDOW} '))"
-# The records LanceDB holds: active and dormant ones, less those waiting out the observation window
+# The records LanceDB holds and the compaction steps work on (decay, goal cleanup, chatter, refinement's
+# fallback clusters): active and dormant ones, less those waiting out the observation window, which every
+# step treats as archived (frozen, out of the cycle) until purge archives them or a query wakes them
 INDEXED_RECORDS_SQL = f"(state IN ('active', 'dormant') AND NOT {OBSERVED_SQL})"
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.records import select_records
 from ...store.units import signature_of
+from ...store.vocabulary import INDEXED_RECORDS_SQL
 from .facts import extract_facts
 from .wording import Wording, wording_for
 
@@ -46,7 +47,7 @@ def load_clusters(store: "Store") -> tuple[list[ClusterInput], bool]:
 def auto_clusters(store: "Store") -> list[ClusterInput]:
     """The fallback grouping documented in the module docstring, over active and dormant records."""
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for r in select_records(store, "state IN ('active', 'dormant')"):
+    for r in select_records(store, INDEXED_RECORDS_SQL):
         agent = r["agent"]
         if r["kind"] in ("tool_call", "tool_result") and r["tool_name"]:
             groups[(agent, f"tool:{r['tool_name']}")].append(r["id"])
