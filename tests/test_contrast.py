@@ -108,6 +108,15 @@ def test_the_score_test_of_one_unit_is_the_mantel_haenszel_test() -> None:
     assert judgement.counts["excess_successes"] == pytest.approx(3 - expected, abs=0.01)
 
 
+def test_a_judged_unit_never_shown_here_changes_nothing() -> None:
+    # "other" was judged elsewhere; in these situations it carries no information and is left out
+    rows = _episodes(0, set(), 11, 5) + _episodes(0, {"u"}, 3, 13)
+    alone = contrast("u", *_split(rows), {0}, [], min_runs=5)
+    beside = contrast("u", *_split(rows), {0}, ["other"], min_runs=5)
+    assert alone is not None and beside is not None and alone.p_value < 0.01
+    assert beside.p_value == pytest.approx(alone.p_value, abs=1e-4) and beside.worse
+
+
 def test_too_few_episodes_are_not_judged() -> None:
     episodes, labels = _split(_episodes(0, set(), 4, 0) + _episodes(0, {"u"}, 0, 4))
     assert contrast("u", episodes, labels, {0}, [], min_runs=5) is None
