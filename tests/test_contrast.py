@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import chi2, fisher_exact
 from scipy.stats.contingency import odds_ratio
 
-from expengine.lifecycle.contrast import Episode, conditional_fit, contrast, judge, situations
+from expengine.lifecycle.contrast import EPISODES_EACH_WAY, Episode, conditional_fit, contrast, judge, situations
 
 
 def _episodes(label: int, shown: set[str], succeeded: int, failed: int) -> list[tuple[Episode, int]]:
@@ -128,3 +128,13 @@ def test_situations_group_close_first_queries() -> None:
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.995, 0.0998], [0.6, 0.8]])
     assert situations(vectors, 0.9) == [0, 1, 0, 2]
     assert situations(vectors, 0.5) == [0, 1, 0, 1]
+
+
+def test_a_task_repeated_thousands_of_times_is_judged_on_its_latest_episodes_each_way() -> None:
+    # 1,500 episodes before the unit (half succeeded), then 1,500 shown it (a fifth succeeded): the
+    # judgement reads the latest 100 of each, and still finds the unit worse
+    before = [Episode(f"b{n}", n % 2 == 0, set(), ["q"]) for n in range(1500)]
+    after = [Episode(f"a{n}", n % 5 == 0, {"u"}, ["q"]) for n in range(1500)]
+    judgement = contrast("u", before + after, [0] * 3000, {0}, [], min_runs=5)
+    assert judgement is not None and judgement.worse and judgement.p_value < 0.05
+    assert judgement.counts["shown"] == judgement.counts["not_shown"] == EPISODES_EACH_WAY
