@@ -138,7 +138,7 @@ class CreditConfig:
     # on: on the tau-bench simulation (bench/credit.py, 20 seeds) no neutral unit moved, the planted right
     # rule was credited and the wrong one quarantined in part of the seeds; tau --holdout unchanged
     enabled: bool = True
-    alpha: float = 0.05  # the pooled exact test's two-sided p-value below which the contrast counts
+    alpha: float = 0.05  # the score test's two-sided p-value (contrast.py) below which the contrast counts
     min_runs: int = 5  # ended episodes shown the unit, and ones of the same situations not shown it
     # episodes whose first queries are at least this cosine alike are one situation (one task asked
     # again): a unit is judged only against episodes of its own situations, so a hard task fools nobody

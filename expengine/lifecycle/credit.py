@@ -5,8 +5,9 @@ succeeded or failed (the `goals` table, which outcome records and openai-chat re
 success only says how hard a task was, so a unit is judged only within situations (contrast.py):
 episodes whose first queries are at least `credit.same_situation` cosine alike, where a logged query
 is close to the unit (`query.unit_slot_floor`). Within each, the episodes shown the unit are compared
-with those not shown it (before it existed, or when a query did not show it), pooled by an exact
-test at `credit.alpha`, once `credit.min_runs` episodes of each side are in situations that compare:
+with those not shown it (before it existed, or when a query did not show it), pooled over situations
+by the score test of a conditional logistic regression at `credit.alpha`, the units judged before
+it fitted beside it, once `credit.min_runs` episodes of each side are in situations that compare:
 
 - clearly worse: the unit becomes suspect (history "suspect" with the counts); still clearly worse in
   a later cycle, on new evidence, it is quarantined through `units.set_status`, as harmful feedback does;
