@@ -1,7 +1,7 @@
 """Outcome credit with a simulated agent on the tau-bench airline store: is a planted wrong rule
 quarantined, a planted right one credited, and no neutral unit moved?
 
-    python bench/credit.py [--data PATH] [--seeds 20] [--before 1] [--rounds 3] [--effect 0.4] [--out PATH]
+    python bench/credit.py [--data PATH] [--seeds 20] [--first-seed 0] [--before 1] [--rounds 3] [--effect 0.4] [--out PATH]
 
 The 160 shared runs are ingested and compacted once (templates), then per seed, from that snapshot:
 - the agent works each of the 40 tasks `--before` times, each a session with its own goal (the
@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first-seed .. first-seed + seeds - 1")
     parser.add_argument("--before", type=int, default=1, help="sessions per task before planting (default: 1)")
     parser.add_argument("--rounds", type=int, default=3, help="sessions per task after planting (default: 3)")
     parser.add_argument("--effect", type=float, default=0.4, help="success change when shown a planted rule")
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         engine.compact()
         snapshot = engine.snapshot(reason="credit benchmark: compacted tau-bench").id
         neutral_units = engine.store.con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchone()[0]
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             seeds.append(run_seed(engine, tasks, snapshot, seed, args, tmp))
             print(seeds[-1], file=sys.stderr)
     quarantined = sum(s["neutral_moved"].get("quarantined", 0) for s in seeds)
