@@ -245,11 +245,12 @@ def check_store(store: Path, expected_ids: set[str], embedder: Any = None) -> li
 
     No duplicate ids in DuckDB (records, units) or LanceDB (memories, units); the raw records are exactly
     `expected_ids`; LanceDB holds every active and dormant memory with its state and nothing else (archived
-    memories leave it), and every active unit; every unit's sources exist; no journalled index write is
+    memories, and a rule's sources waiting out the observation window, leave it), and every active unit; every unit's sources exist; no journalled index write is
     left; no compaction is left 'running'; and a query answers with JSON."""
     import duckdb
 
     from expengine.store.index import MEMORIES, UNITS, Index
+    from expengine.store.vocabulary import INDEXED_RECORDS_SQL
 
     problems: list[str] = []
     con = duckdb.connect(str(store / "expengine.duckdb"), read_only=True)
@@ -264,7 +265,8 @@ def check_store(store: Path, expected_ids: set[str], embedder: Any = None) -> li
                 f"raw count {len(raw)} != {len(expected_ids)} ingested "
                 f"(missing {sorted(expected_ids - raw)[:3]}, extra {sorted(raw - expected_ids)[:3]})"
             )
-        states = dict(con.execute("SELECT id, state FROM records WHERE state IN ('active', 'dormant')").fetchall())
+        # what LanceDB must hold: live records, less a rule's sources waiting out the observation window
+        states = dict(con.execute(f"SELECT id, state FROM records WHERE {INDEXED_RECORDS_SQL}").fetchall())
         units = {r[0] for r in con.execute("SELECT id FROM units WHERE status = 'active'").fetchall()}
         for uid, sources in con.execute("SELECT id, source_ids FROM units").fetchall():
             lost = [s for s in json.loads(sources or "[]") if s not in raw]

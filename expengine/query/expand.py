@@ -9,8 +9,7 @@ import numpy as np
 
 from ..store.db import json_ids
 from ..store.index import MEMORIES
-from ..store.reindex import UNIT_EMBEDDED_TEXT
-from ..store.vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
+from ..store.vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 from .hits import Evidence, Hit
 from .score import record_texts
 

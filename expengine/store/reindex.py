@@ -8,16 +8,12 @@ import pyarrow as pa
 
 from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
-from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL
+from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:
     from .store import Store
 
 CHUNK = 2000
-# The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
-# its vector is its condition (the typical requests of its intent); full-text search still sees its
-# whole text (tools, arguments). Every other unit embeds its text.
-UNIT_EMBEDDED_TEXT = "CASE WHEN cluster_key LIKE 'intent:%' AND condition IS NOT NULL THEN condition ELSE text END"
 
 
 def _memory_batches(store: "Store", where: str):

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from .db import DB_FILE, json_ids
+from .vocabulary import UNIT_EMBEDDED_TEXT
 
 # what `query.score.rank` reads of a record (its text comes from LanceDB)
 RECORD_COLUMNS = (
@@ -57,7 +58,7 @@ def files_version(folder: Path) -> tuple[Any, ...]:
 
 
 # what queries read of a unit; `sources` is its parsed `source_ids`, `text_keyed` whether its LanceDB
-# vector embeds its text (`reindex.UNIT_EMBEDDED_TEXT`: an intent rule's embeds its condition)
+# vector embeds its text (`vocabulary.UNIT_EMBEDDED_TEXT`: an intent rule's embeds its condition)
 UNIT_COLUMNS = (
     "id",
     "kind",
@@ -170,8 +171,6 @@ def _parsed_sources(row: tuple) -> tuple:
 
 def unit_memo() -> RowMemo:
     """The `units` columns queries read (`UNIT_COLUMNS`), kept like the records'."""
-    from .reindex import UNIT_EMBEDDED_TEXT
-
     return RowMemo(
         "units",
         UNIT_COLUMNS,

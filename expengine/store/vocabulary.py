@@ -15,6 +15,10 @@ SIGNALS = ("positive", "negative")
 # A unit's statuses in which it is indexed, a query candidate, refined into and merged with
 LIVE_UNIT_STATUSES = ("active", "dormant")
 LIVE_SQL = "status IN ('active', 'dormant')"
+# The text a unit's LanceDB vector embeds: a rule keyed by the situation is found by what is asked, so
+# its vector is its condition (the typical requests of its intent); full-text search still sees its
+# whole text (tools, arguments). Every other unit embeds its text.
+UNIT_EMBEDDED_TEXT = "CASE WHEN cluster_key LIKE 'intent:%' AND condition IS NOT NULL THEN condition ELSE text END"
 # The reason refinement marks a rule's process sources with: purge archives them once the observation
 # window has passed without a query touching them (mark → observe → clean), whatever their weight.
 # Until then they are treated as archived: out of LanceDB (their vectors and words would move the
