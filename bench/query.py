@@ -324,16 +324,22 @@ def measure_server(store: Path, queries: list[str], cold: int) -> dict:
     return out
 
 
-def measure_cold(store: Path, text: str) -> dict:
-    t0 = time.perf_counter()
-    out = subprocess.run(
-        ["expengine", "--store", str(store), "query", text, "--no-touch", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    wall = time.perf_counter() - t0
-    assert json.loads(out.stdout)["hits"], "the cold query found nothing"
+def measure_cold(store: Path, queries: list[str]) -> dict:
+    """A cold `expengine query` process, timed on the first of `queries` that has hits (a LoCoMo question
+    asked of a store of the sample logs is mostly "nothing relevant", which returns before the scoring)."""
+    for text in queries[:20]:
+        t0 = time.perf_counter()
+        out = subprocess.run(
+            ["expengine", "--store", str(store), "query", text, "--no-touch", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        wall = time.perf_counter() - t0
+        if json.loads(out.stdout)["hits"]:
+            break
+    else:
+        raise AssertionError("none of the first 20 cold queries found anything")
     t0 = time.perf_counter()
     parts = json.loads(
         subprocess.run(
@@ -375,7 +381,7 @@ def main() -> None:
             built = json.loads(built_file.read_text())
             api = measure_api(store, queries, embedder)
             server = measure_server(store, queries, args.cold)
-            cold = None if args.skip_cold else measure_cold(store, queries[0])
+            cold = None if args.skip_cold else measure_cold(store, queries)
             report["sizes"][str(n)] = {
                 "memories": built["records"],
                 "copies": copies,
