@@ -250,6 +250,17 @@ def logistic_halves(stores: list[dict[str, Any]], floor: float) -> list[dict[str
     return out
 
 
+def _both_halves(half: dict[str, Any]) -> list[str]:
+    """A tuned setting's shares and cost on its own half and on the held-out one, before | after."""
+    return [
+        " | ".join(
+            f"{100 * r['irrelevant_share']:.1f}% / {100 * r['absent_share']:.1f}%, {r['agreement_cost_points']} p"
+            for r in half[side]
+        )
+        for side in ("trained", "held_out")
+    ]
+
+
 def _print(report: dict[str, Any]) -> None:
     share = "borrowed / absent-only 'nothing relevant'"
     common = [share, "own silenced", "agreement@k", "cost (points)"]
@@ -272,30 +283,10 @@ def _print(report: dict[str, Any]) -> None:
         rows = [[r["lexical_max_similarity"], r["min_lexical"], *cells(r)] for r in report[f"combined_{stage}"]]
         print(table(["lexical_max_similarity", "min_lexical", *common], rows))
     print("\ncombined decision tuned on half the users, read on the other half (before | after):\n")
-    rows = [
-        [h["train"], h["lexical_max_similarity"], h["min_lexical"]]
-        + [
-            " | ".join(
-                f"{100 * r['irrelevant_share']:.1f}% / {100 * r['absent_share']:.1f}%, {r['agreement_cost_points']} p"
-                for r in h[side]
-            )
-            for side in ("trained", "held_out")
-        ]
-        for h in report["halves"]
-    ]
+    rows = [[h["train"], h["lexical_max_similarity"], h["min_lexical"], *_both_halves(h)] for h in report["halves"]]
     print(table(["tuned on", "lexical_max_similarity", "min_lexical", "on its half", "held out"], rows))
     print("\nlogistic regression on (cosine, lexical evidence) tuned on half the users (before | after):\n")
-    rows = [
-        [h["train"], h["weights"]]
-        + [
-            " | ".join(
-                f"{100 * r['irrelevant_share']:.1f}% / {100 * r['absent_share']:.1f}%, {r['agreement_cost_points']} p"
-                for r in h[side]
-            )
-            for side in ("trained", "held_out")
-        ]
-        for h in report["logistic_halves"]
-    ]
+    rows = [[h["train"], h["weights"], *_both_halves(h)] for h in report["logistic_halves"]]
     print(table(["tuned on", "weights (cosine, lexical)", "on its half", "held out"], rows))
     d = report["default"]
     print(
