@@ -1,0 +1,54 @@
+"""A cold `expengine query` (a new process, no server) loads only what answering needs: no torch,
+sentence-transformers or transformers (the ONNX encoder), and not the REST client of Lance namespaces
+(`store.lance_import` defers it; a local store never uses it). docs/benchmarks.md, "Cold query"."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_compact import BOOKING, CHATTER, REFUND
+
+from expengine import Engine
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+# runs the CLI as `python -m expengine` does, then reports which of these modules the process holds
+CLI_THEN_MODULES = """
+import runpy, sys, json
+sys.argv = ["expengine", *sys.argv[1:]]
+try:
+    runpy.run_module("expengine", run_name="__main__")
+except SystemExit as done:
+    assert not done.code, done.code
+held = [m for m in ("torch", "sentence_transformers", "transformers", "lancedb", "onnxruntime",
+                    "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
+        if m in sys.modules]
+print(json.dumps(held), file=sys.stderr)
+"""
+
+
+def test_a_cold_cli_query_loads_no_torch_and_no_rest_client(write_jsonl, tmp_path):
+    store = tmp_path / "store"
+    with Engine(store=store, overrides={"llm.mode": "template"}) as engine:
+        engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
+        engine.compact(refine=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_THEN_MODULES, "--store", str(store), "--direct"]
+        + ["query", "refund past the window", "--no-touch", "--json"],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["hits"], done.stdout[-2000:]
+    held = json.loads(done.stderr.strip().splitlines()[-1])
+    # the query did open LanceDB and the ONNX encoder (so the check below is about a real query)
+    assert held == ["lancedb", "onnxruntime"], held
