@@ -266,16 +266,41 @@ class EmbeddingCache:
         """Delete the cached vectors of the memories LanceDB holds (`INDEXED_SQL`), when they are this
         model's: the same vectors twice were a third of the sample logs' store. How many went.
         `encode(..., indexed=True)` reads them from LanceDB, and `keep_leaving` puts them back before
-        their memories leave it."""
+        their memories leave it. A text that a memory out of LanceDB holds too (archived, waiting out the
+        observation window, or pending) keeps its vector, taken from LanceDB if the cache lost it: a query
+        showing that memory would embed it again, and appending one row made DuckDB rewrite the cache's
+        whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store; issue 23)."""
         model = self.name
         if not self._indexes(model):
             return 0
+        self._keep_shared(model)
         gone = self.con.execute(
             "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
-            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL})",
+            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL})",
             [model],
         ).fetchone()
         return int(gone[0]) if gone else 0
+
+    def _keep_shared(self, model: str) -> None:
+        """Cache, as `keep_leaving` does, LanceDB's vectors of the texts that memories out of it hold and
+        the cache lacks, read from a memory in LanceDB with the same text (a store whose cycles dropped
+        them before `drop_indexed` kept shared texts)."""
+        from .index import MEMORIES
+
+        rows = self.con.execute(
+            f"WITH outside AS (SELECT DISTINCT text FROM records WHERE NOT {INDEXED_SQL}) "
+            f"SELECT min(id), text FROM records WHERE {INDEXED_SQL} AND text IN (SELECT text FROM outside) "
+            "AND substr(sha256(text), 1, 32) NOT IN (SELECT text_hash FROM embeddings WHERE model = ?) GROUP BY text",
+            [model],
+        ).fetchall()
+        if not rows or self.index is None:
+            return
+        vectors = self.index.vectors(MEMORIES, [i for i, _ in rows])
+        kept = {text_hash(t): vectors[i] for i, t in rows if i in vectors}
+        if kept:
+            self._write(model, kept, archived=True)
+            self.memo.put(model, kept)
 
     def keep_leaving(self, ids: list[str]) -> None:
         """Cache the LanceDB vectors of memories about to leave it (archived): a query still reads the
