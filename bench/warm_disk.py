@@ -108,6 +108,8 @@ def main() -> None:
     logs = sorted(p for p in args.logs.iterdir() if p.is_file())
     raw = sum(p.stat().st_size for p in logs)
     texts = query_texts(args.logs, args.queries * (3 if args.unseen else 1))
+    if args.unseen and len(set(texts)) < len(texts):
+        parser.error(f"--unseen needs {3 * args.queries} distinct user messages in --logs; pass fewer --queries")
     if args.queries_only:
         before = disk_sizes(args.workdir / "store", raw)
         timings = measure_queries(args.workdir / "store", texts, embedder, unseen=args.unseen)

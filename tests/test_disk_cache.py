@@ -202,6 +202,32 @@ def test_a_text_that_a_memory_out_of_lancedb_shares_keeps_its_cached_vector(make
     assert counting.texts == embedded
 
 
+def test_a_cycle_caches_every_vector_queries_read_from_the_cache(make_engine, write_jsonl, embedder):
+    """What a query reads from the cache (rules' texts, archived sources) is cached by the cycle, so a query
+    appends nothing to the cache (one appended row rewrote the whole table at the next checkpoint)."""
+    from expengine.query.expand import cached_texts
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    engine.compact()
+    with engine.session() as store:
+        texts = cached_texts(store)
+        assert texts
+        store.con.execute(
+            "DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [[text_hash(t) for t in texts]]
+        )
+    engine.compact()
+    with engine.session() as store:
+        texts = cached_texts(store)
+        assert all(cached_row(store, t) for t in texts)
+        cached = store.con.execute("SELECT count(*) FROM embeddings").fetchone()
+    engine.close()
+    for question in ("book a flight to Tokyo", "refund order W123", "aisle seat"):
+        engine.query(question, k=5, touch=False)
+    with engine.session() as store:
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone() == cached
+
+
 def test_a_snapshot_from_before_the_float16_flag_takes_only_the_float32_vectors(embedder, tmp_path):
     live, old = tmp_path / "live.duckdb", tmp_path / "old.duckdb"
     for path in (live, old):
