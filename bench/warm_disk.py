@@ -104,12 +104,12 @@ def main() -> None:
     args = parser.parse_args()
     from expengine import Engine
 
-    embedder = load_embedder()
     logs = sorted(p for p in args.logs.iterdir() if p.is_file())
     raw = sum(p.stat().st_size for p in logs)
     texts = query_texts(args.logs, args.queries * (3 if args.unseen else 1))
     if args.unseen and len(set(texts)) < len(texts):
         parser.error(f"--unseen needs {3 * args.queries} distinct user messages in --logs; pass fewer --queries")
+    embedder = load_embedder()
     if args.queries_only:
         before = disk_sizes(args.workdir / "store", raw)
         timings = measure_queries(args.workdir / "store", texts, embedder, unseen=args.unseen)
