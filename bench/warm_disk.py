@@ -1,7 +1,7 @@
 """A plain `Engine.query` between other processes' writes, and the store's size on disk (issue 23).
 
     python bench/warm_disk.py [--logs sample_logs] [--cycles 3] [--queries 200] [--workdir DIR]
-                              [--out bench/results/warm_disk.json] [--queries-only]
+                              [--out bench/results/warm_disk.json] [--queries-only] [--unseen]
 
 The sample logs are ingested into a fresh store and compacted `--cycles` times one nightly clock tick
 apart (templates only). After each cycle the store folder (snapshots included), its LanceDB folder
@@ -9,7 +9,7 @@ and its snapshots are measured against the raw log bytes. Then, on the compacted
 `Engine.query(text, k=5, touch=False)` as an embedding agent makes it (no `session()`: the store lock
 is taken and let go on every call) against the same queries inside one `engine.session()`, in wall and CPU time (this process's threads: steadier on a busy machine).
 `--queries-only` times the queries alone on the store `--workdir` already holds (to compare two
-versions of the code on one store, one after the other).
+versions of the code on one store, one after the other). The store is measured again after the queries.
 """
 
 from __future__ import annotations
@@ -58,24 +58,31 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def measure_queries(store: Path, queries: list[str], embedder) -> dict:
+def measure_queries(store: Path, queries: list[str], embedder, *, unseen: bool = False) -> dict:
+    """Plain calls, then the same inside a session, after a warm-up pass. The timed passes ask the warm-up's
+    texts again (a warm process has their vectors in memory), or with `unseen` texts no earlier pass asked
+    (`queries` is then three passes long: plain, session, warm-up), so that each call embeds its text."""
     from expengine import Engine
 
-    def timed(engine) -> dict:
+    def timed(engine, texts: list[str]) -> dict:
         wall, cpu = [], []
-        for q in queries:
+        for q in texts:
             started, used = time.perf_counter(), time.process_time()
             engine.query(q, k=5, touch=False)
             wall.append((time.perf_counter() - started) * 1000)
             cpu.append((time.process_time() - used) * 1000)
         return {"wall": percentiles(wall), "cpu": percentiles(cpu)}
 
+    third = len(queries) // 3
+    plain_texts, session_texts, warmup_texts = (
+        (queries[:third], queries[third : 2 * third], queries[2 * third :]) if unseen else (queries,) * 3
+    )
     with Engine(store=store, embedder=embedder, overrides=TEMPLATE_ONLY) as engine:
         engine.warm()
-        timed(engine)  # one pass to warm caches and the OS page cache
-        plain = timed(engine)
+        timed(engine, warmup_texts)  # one pass to warm caches and the OS page cache
+        plain = timed(engine, plain_texts)
         with engine.session():
-            session = timed(engine)
+            session = timed(engine, session_texts)
     return {"plain": plain, "session": session}
 
 
@@ -87,18 +94,29 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="build the store here (default: a temp folder)")
     parser.add_argument("--out", type=Path, default=RESULTS / "warm_disk.json")
     parser.add_argument(
+        "--unseen",
+        action="store_true",
+        help="time texts no earlier pass asked (each embedded), rather than the warm-up pass's again",
+    )
+    parser.add_argument(
         "--queries-only", action="store_true", help="only time the queries, on the store already in --workdir"
     )
     args = parser.parse_args()
     from expengine import Engine
 
-    embedder = load_embedder()
-    if args.queries_only:
-        timings = measure_queries(args.workdir / "store", query_texts(args.logs, args.queries), embedder)
-        print(json.dumps(timings))
-        return
     logs = sorted(p for p in args.logs.iterdir() if p.is_file())
     raw = sum(p.stat().st_size for p in logs)
+    texts = query_texts(args.logs, args.queries * (3 if args.unseen else 1))
+    if args.unseen and len(set(texts)) < len(texts):
+        parser.error(f"--unseen needs {3 * args.queries} distinct user messages in --logs; pass fewer --queries")
+    embedder = load_embedder()
+    if args.queries_only:
+        before = disk_sizes(args.workdir / "store", raw)
+        timings = measure_queries(args.workdir / "store", texts, embedder, unseen=args.unseen)
+        print(
+            json.dumps({**timings, "before_queries": before, "after_queries": disk_sizes(args.workdir / "store", raw)})
+        )
+        return
     work = args.workdir or Path(tempfile.mkdtemp(prefix="expengine-warm-"))
     store = work / "store"
     report: dict = {"machine": machine(), "raw_log_bytes": raw, "cycles": []}
@@ -109,7 +127,8 @@ def main() -> None:
             run_cycles(engine, 1, start=START + CYCLE_SPACING * n)
             report["cycles"].append({"cycle": n + 1, **disk_sizes(store, raw)})
             print(f"cycle {n + 1}: {report['cycles'][-1]}", file=sys.stderr)
-    report["query_ms"] = measure_queries(store, query_texts(args.logs, args.queries), embedder)
+    report["query_ms"] = measure_queries(store, texts, embedder, unseen=args.unseen)
+    report["after_queries"] = disk_sizes(store, raw)  # a query must not make the store grow (issue 23)
     write_json(args.out, report)
     print(json.dumps(report, indent=2))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
+from test_compact import BOOKING, CHATTER, REFUND, ev
 
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
@@ -174,6 +174,58 @@ def test_an_archived_memory_keeps_lancedbs_float16_vector_and_why_and_revive_use
         indexed = store.index.vectors(MEMORIES, [dropped_id])
         assert np.array_equal(indexed[dropped_id], held[dropped_id])  # indexed again from the cache, not embedded
     assert counting.texts == embedded
+
+
+def test_a_text_that_a_memory_out_of_lancedb_shares_keeps_its_cached_vector(make_engine, write_jsonl, embedder):
+    """A cycle dropped the cached vector of a text when any memory in LanceDB held it, also when an archived
+    one held it too: a query showing that archived memory embedded its text again, and the one row appended
+    made DuckDB rewrite the cache's whole row group at the next checkpoint (issue 23: +1.2 MB on the sample
+    logs' store after 3 cycles). A cycle also puts back what a store lost so (from LanceDB, embedding none)."""
+    said = "I need a flight from DEN to Tokyo NRT on 2026-03-20"
+    again = ev("d01", 40, "message", session="s4", role="user", content=said)  # b02's text, another session
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER + [again])])
+    embedded = counting.texts
+    with engine.session() as store:
+        ids = [i for (i,) in store.con.execute("SELECT id FROM records WHERE text = ? ORDER BY id", [said]).fetchall()]
+        assert len(ids) == 2
+        held = store.index.vectors(MEMORIES, ids[:1])[ids[0]]
+        set_state(store, ids[1:], "archived", reason="test")
+        store.embeddings.drop_indexed()  # the other memory with that text is still in LanceDB
+        assert cached_row(store, said) == (2 * embedder.dim, True)
+        store.con.execute("DELETE FROM embeddings WHERE text_hash = ?", [text_hash(said)])  # as a cycle before left it
+        store.embeddings.drop_indexed()
+        assert cached_row(store, said) == (2 * embedder.dim, True)  # LanceDB's vector, put back
+        store.embeddings.memo = VectorMemo()  # as a later process reads it
+        assert np.array_equal(store.embeddings.encode([said])[0], held)
+    assert counting.texts == embedded
+
+
+def test_a_cycle_caches_every_vector_queries_read_from_the_cache(make_engine, write_jsonl, embedder):
+    """What a query reads from the cache (rules' texts, archived sources) is cached by the cycle, so a query
+    appends nothing to the cache (one appended row rewrote the whole table at the next checkpoint)."""
+    from expengine.query.expand import cached_texts
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    engine.compact()
+    with engine.session() as store:
+        texts = cached_texts(store)
+        assert texts
+        store.con.execute(
+            "DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [[text_hash(t) for t in texts]]
+        )
+    engine.compact()
+    with engine.session() as store:
+        texts = cached_texts(store)
+        assert all(cached_row(store, t) for t in texts)
+        cached = store.con.execute("SELECT count(*) FROM embeddings").fetchone()
+    engine.close()
+    for question in ("book a flight to Tokyo", "refund order W123", "aisle seat"):
+        engine.query(question, k=5, touch=False)
+    with engine.session() as store:
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone() == cached
 
 
 def test_a_snapshot_from_before_the_float16_flag_takes_only_the_float32_vectors(embedder, tmp_path):

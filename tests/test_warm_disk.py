@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from test_compact import BOOKING, CHATTER, REFUND, ev
 from test_disk_cache import Counting
@@ -15,7 +16,8 @@ from test_disk_cache import Counting
 from expengine.config import Config
 from expengine.errors import InputError
 from expengine.lifecycle.snapshot import PACKED_DB, disk_bytes
-from expengine.store.db import LANCE_DIR, REINDEX_PENDING, SNAPSHOT_DIR, link_tree
+from expengine.store import db
+from expengine.store.db import DB_FILE, LANCE_DIR, REINDEX_PENDING, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, UNITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +61,30 @@ def test_a_plain_query_keeps_its_tables_open_and_another_process_still_writes_be
     reopened = agent._index._tables[MEMORIES]
     agent.query("flight to Tokyo", k=3, touch=False)
     assert agent._index._tables[MEMORIES] is reopened
+
+
+def test_a_plain_query_asked_again_embeds_nothing_and_checks_migrations_only_on_a_changed_file(
+    make_engine, write_jsonl, embedder, tmp_path, monkeypatch
+):
+    counting = Counting(embedder)
+    agent = make_engine(embedder=counting)
+    agent.ingest([write_jsonl("booking.jsonl", BOOKING)])
+    first = agent.query("flight to Tokyo", k=3, touch=False)
+    embedded, lock = counting.texts, tmp_path / "store" / ".lock"
+    lock_written = lock.stat().st_mtime_ns
+    checks = []
+    real_migrate = db._migrate
+    monkeypatch.setattr(db, "_migrate", lambda con, **kw: (checks.append(1), real_migrate(con, **kw)))
+    again = agent.query("flight to Tokyo", k=3, touch=False)
+    assert counting.texts == embedded  # the query's vector came from memory
+    assert [h.id for h in again.hits] == [h.id for h in first.hits]
+    assert not checks  # the file was as this process left it
+    assert lock.stat().st_mtime_ns == lock_written and lock.read_text() == f"pid {os.getpid()}"
+    other = duckdb.connect(str(tmp_path / "store" / DB_FILE))  # another process's write between calls
+    other.execute("INSERT INTO store_meta VALUES ('written elsewhere', 'yes')")
+    other.close()
+    agent.query("rate limited search", k=3, touch=False)
+    assert checks == [1] and counting.texts == embedded + 1
 
 
 def test_a_cycle_leaves_one_version_of_each_index_table(make_engine, write_jsonl, tmp_path):

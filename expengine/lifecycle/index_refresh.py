@@ -41,6 +41,7 @@ class IndexReport(Result):
 
 class IndexStep:
     def run(self, store: "Store", ctx: "CycleContext") -> IndexReport:
+        from ..query.expand import cached_texts
         from ..store.index import MEMORIES, UNITS
         from ..store.reindex import refresh_indexes
 
@@ -54,6 +55,7 @@ class IndexStep:
             indexes = planned_indexes(store) if ctx.dry_run else refresh_indexes(store)
         if not ctx.dry_run:  # files, not memories: a dry run's report (equal to the real one's) leaves it out
             store.embeddings.drop_indexed()  # LanceDB holds them now
+            store.embeddings.keep(cached_texts(store))  # so that a query appends nothing to the cache
             for name in (MEMORIES, UNITS):
                 store.index.drop_old_versions(name)
         return IndexReport(int(moved), indexes, seconds=round(time.perf_counter() - started, 3))

@@ -18,11 +18,16 @@ if TYPE_CHECKING:
 
 
 def warm(store: "Store") -> int:
-    """Read into memory the cached vectors queries compare but LanceDB does not hold: the texts of
-    active rules whose LanceDB vector embeds their condition (the rule slot), and the sources of live
-    units it does not hold (archived, or waiting out the observation window; expansion). Each first
-    read would cost a query 45-65 ms at 100k memories (see `VectorMemo`); a server does them all at
+    """Read into memory the cached vectors queries compare but LanceDB does not hold (`cached_texts`). Each
+    first read would cost a query 45-65 ms at 100k memories (see `VectorMemo`); a server does them all at
     start. How many were read."""
+    return store.embeddings.preload(cached_texts(store))
+
+
+def cached_texts(store: "Store") -> list[str]:
+    """The texts whose vectors queries read from the embedding cache, as LanceDB does not hold them: those of
+    active rules whose LanceDB vector embeds their condition (the rule slot), and the sources of live units
+    it does not hold (archived, or waiting out the observation window; expansion)."""
     rules = store.con.execute(
         f"SELECT text FROM units WHERE {LIVE_SQL} AND kind = 'rule' AND ({UNIT_EMBEDDED_TEXT}) <> text"
     ).fetchall()
@@ -34,7 +39,7 @@ def warm(store: "Store") -> int:
     archived = store.con.execute(
         f"SELECT text FROM records WHERE NOT {INDEXED_RECORDS_SQL} AND id IN (SELECT unnest(?))", [sorted(sources)]
     ).fetchall()
-    return store.embeddings.preload([t for (t,) in rules + archived])
+    return [t for (t,) in rules + archived]
 
 
 def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarray]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..store.embeddings import text_hash
 from ..store.index import MEMORIES, UNITS
 from ..store.row_memo import Rows
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
@@ -31,9 +32,27 @@ def fts_text(text: str) -> str:
     return " ".join(_WORD.findall(text))
 
 
+# the memo's key for query texts' vectors, apart from the cache's (an archived memory's text maps to LanceDB's
+# float16 vector there, and a query's fresh vector must not stand in for it)
+QUERY_MEMO = "query:"
+
+
 def embed_query(store: "Store", text: str) -> np.ndarray:
-    """The query vector, computed on one torch thread: as fast for one short text, and far steadier
-    when other processes share the cores (measured on 2 busy cores: p95 ~30 ms vs ~800 ms)."""
+    """The query vector, kept in the store's memo so a process asked the same text again embeds nothing (an
+    agent repeats its questions); in memory only, as writing it to the cache made DuckDB rewrite the
+    cache's row group at the next checkpoint (issue 23)."""
+    memo, key, digest = store.embeddings.memo, QUERY_MEMO + store.embeddings.name, text_hash(text)
+    known = memo.get(key, [digest])
+    if known:
+        return known[digest]
+    vector = _embed_one(store, text)
+    memo.put(key, {digest: vector})
+    return vector
+
+
+def _embed_one(store: "Store", text: str) -> np.ndarray:
+    """One text's vector, on one torch thread: as fast for one short text, and far steadier when other
+    processes share the cores (measured on 2 busy cores: p95 ~30 ms vs ~800 ms)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return store.embedder.encode([text])[0]

@@ -95,8 +95,10 @@ class StoreLock:
             return
         self.read_only = False
         self._wait(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
+        holder = f"pid {os.getpid()}".encode()
+        if os.pread(fd, 64, 0) != holder:  # an Engine takes the lock per call: rewriting it cost 1-4 ms wall
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder, 0)
         self._fd = fd
 
     def _acquire_shared(self) -> None:
@@ -210,10 +212,12 @@ def open_database(
             f"cannot open the store database {path}: {exc}", hint="is it a DuckDB file from expengine?"
         ) from exc
     try:
-        problem = unreadable(con) if short and _WHOLE.get(os.path.abspath(path)) != _file_state(path) else None
+        as_left = _WHOLE.get(os.path.abspath(path)) == _file_state(path)
+        problem = unreadable(con) if short and not as_left else None
         if problem:
             raise damaged(path, f"{short}, and {problem}")
-        _migrate(con, read_only=read_only)
+        if not as_left:  # a file as this process left it was migrated when it opened it
+            _migrate(con, read_only=read_only)
     except BaseException:
         close_database(con, whole=False)
         raise

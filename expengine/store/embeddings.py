@@ -164,6 +164,27 @@ class EmbeddingCache:
         wanted = list(dict.fromkeys(text_hash(t) for t in texts))[: self.memo.capacity]
         return len(self._read(self.name, wanted)) if wanted else 0
 
+    def keep(self, texts: list[str]) -> int:
+        """Make sure DuckDB holds the vectors of `texts`, taken from the memo or embedded, whatever the memo
+        holds: a cycle does it for those queries read from the cache (`query.expand.cached_texts`), so that a
+        query appends none (one appended row made DuckDB rewrite the cache's whole row group at the next
+        checkpoint: +1.2 MB on the sample logs' store, issue 23). How many it wrote."""
+        if self.halves is not None:
+            english, multilingual = self.halves
+            routed = [reads_multilingual(t) for t in texts]
+            return english.keep([t for t, r in zip(texts, routed) if not r]) + multilingual.keep(
+                [t for t, r in zip(texts, routed) if r]
+            )
+        model, by_hash = self.name, {text_hash(t): t for t in texts}
+        held = self.con.execute(
+            "SELECT text_hash FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            [model, list(by_hash)],
+        ).fetchall()
+        missing = {h: t for h, t in by_hash.items() if h not in {h for (h,) in held}}
+        if missing:  # `encode` writes only what it embeds; the memo's vectors are written here
+            self._write(model, dict(zip(missing, self.encode(list(missing.values())))))
+        return len(missing)
+
     def seed(self, model: str, texts: list[str], vectors: np.ndarray) -> int:
         """Cache vectors embedded elsewhere (a fleet's embedding actors) when `model` is this cache's, so
         that `encode` finds them; how many texts. Another model's vectors are not this store's: none taken."""
@@ -266,16 +287,41 @@ class EmbeddingCache:
         """Delete the cached vectors of the memories LanceDB holds (`INDEXED_SQL`), when they are this
         model's: the same vectors twice were a third of the sample logs' store. How many went.
         `encode(..., indexed=True)` reads them from LanceDB, and `keep_leaving` puts them back before
-        their memories leave it."""
+        their memories leave it. A text that a memory out of LanceDB holds too (archived, waiting out the
+        observation window, or pending) keeps its vector, taken from LanceDB if the cache lost it: a query
+        showing that memory would embed it again, and appending one row made DuckDB rewrite the cache's
+        whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store; issue 23)."""
         model = self.name
         if not self._indexes(model):
             return 0
+        self._keep_shared(model)
         gone = self.con.execute(
             "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
-            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL})",
+            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL})",
             [model],
         ).fetchone()
         return int(gone[0]) if gone else 0
+
+    def _keep_shared(self, model: str) -> None:
+        """Cache, as `keep_leaving` does, LanceDB's vectors of the texts that memories out of it hold and
+        the cache lacks, read from a memory in LanceDB with the same text (a store whose cycles dropped
+        them before `drop_indexed` kept shared texts)."""
+        from .index import MEMORIES
+
+        rows = self.con.execute(
+            f"WITH outside AS (SELECT DISTINCT text FROM records WHERE NOT {INDEXED_SQL}) "
+            f"SELECT min(id), text FROM records WHERE {INDEXED_SQL} AND text IN (SELECT text FROM outside) "
+            "AND substr(sha256(text), 1, 32) NOT IN (SELECT text_hash FROM embeddings WHERE model = ?) GROUP BY text",
+            [model],
+        ).fetchall()
+        if not rows or self.index is None:
+            return
+        vectors = self.index.vectors(MEMORIES, [i for i, _ in rows])
+        kept = {text_hash(t): vectors[i] for i, t in rows if i in vectors}
+        if kept:
+            self._write(model, kept, archived=True)
+            self.memo.put(model, kept)
 
     def keep_leaving(self, ids: list[str]) -> None:
         """Cache the LanceDB vectors of memories about to leave it (archived): a query still reads the
