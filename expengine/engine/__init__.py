@@ -22,7 +22,7 @@ from ..store.db import (
     store_errors,
 )
 from ..store.embeddings import VectorMemo
-from ..store.index import Index
+from ..store.index import UNITS, Index
 from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
@@ -333,6 +333,8 @@ class Engine(Upkeep, Explain):
             if not store.in_transaction:
                 store.rows.load(store.con, store.dir)
                 store.unit_rows.load(store.con, store.dir)
+            with store.index.files.reading():
+                store.index.held(UNITS)  # the units' vectors, searched in memory
             return warm(store)
 
     def query(self, text: str, **options: Any) -> "QueryResult":
