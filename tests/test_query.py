@@ -804,6 +804,10 @@ def test_the_units_vectors_held_in_memory_rank_as_lancedb_exact_search(engine_on
     assert [i for i, _ in nearest_two] == [i for i, _ in _vector_search(store, UNITS, vector, Filters().unit_where(), 2)]
     assert "u-old" not in {i for i, _ in held.nearest(vector, Filters().unit_mask(held.columns), 50)}
     assert held.nearest(vector, Filters(since=utcnow() - dt.timedelta(days=9)).unit_mask(held.columns), 50) == []
+    # the rule slot's vectors by id: what a LanceDB read by id gives
+    read = store.index.vectors(UNITS, ["u-flight", "u-code", "missing"])
+    assert held.by_id(["u-flight", "u-code", "missing"]).keys() == read.keys() == {"u-flight", "u-code"}
+    assert all((held.by_id([i])[i] == read[i]).all() for i in read)
     add_unit(engine, "u-new", "Ask the user which city before booking a hotel.", ["f1"], category="booking")
     assert store.index.held(UNITS) is not held, "a write to the table is read again"
     assert "u-new" in {h.id for h in engine.query("which city for the hotel booking", kind="rule", touch=False).hits}

@@ -191,12 +191,17 @@ class HeldVectors:
         self.vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), width)
         self.norms = np.linalg.norm(self.vectors, axis=1)
         self.ids = np.array(rows.column("id").to_pylist(), dtype=object)
+        self._row = {i: n for n, i in enumerate(self.ids.tolist())}
         # the filter columns, as NumPy arrays (strings as objects, timestamps as datetime64)
         self.columns = {
             name: rows.column(name).to_numpy(zero_copy_only=False)
             for name in rows.column_names
             if name not in ("id", "text", "vector")
         }
+
+    def by_id(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """id → vector, for those of `ids` held (as `Index.vectors` reads them: float32 of the stored numbers)."""
+        return {i: self.vectors[self._row[i]] for i in ids if i in self._row}
 
     def nearest(self, vector: np.ndarray, mask: np.ndarray | None, limit: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the `limit` rows in `mask` nearest to `vector`, nearest first (equal
