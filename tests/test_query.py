@@ -801,7 +801,9 @@ def test_the_units_vectors_held_in_memory_rank_as_lancedb_exact_search(engine_on
             assert [i for i, _ in memory] == [i for i, _ in lance], (text, f)
             assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(memory, lance))
     nearest_two = held.nearest(vector, Filters().unit_mask(held.columns), 2)
-    assert [i for i, _ in nearest_two] == [i for i, _ in _vector_search(store, UNITS, vector, Filters().unit_where(), 2)]
+    assert [i for i, _ in nearest_two] == [
+        i for i, _ in _vector_search(store, UNITS, vector, Filters().unit_where(), 2)
+    ]
     assert "u-old" not in {i for i, _ in held.nearest(vector, Filters().unit_mask(held.columns), 50)}
     assert held.nearest(vector, Filters(since=utcnow() - dt.timedelta(days=9)).unit_mask(held.columns), 50) == []
     # the rule slot's vectors by id: what a LanceDB read by id gives

@@ -174,9 +174,7 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
     ]
     vector = vector() if callable(vector) else vector
     # the memories' search starts first (on a thread); the units' held search then runs here meanwhile
-    vector_jobs = [
-        (t, _vector_job(store, pool, name, vector, where, limit, filters)) for t, name, where in tables
-    ]
+    vector_jobs = [(t, _vector_job(store, pool, name, vector, where, limit, filters)) for t, name, where in tables]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     texts: dict[str, str] = {}
