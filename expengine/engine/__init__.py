@@ -325,11 +325,8 @@ class Engine(Upkeep, Explain):
     def warm(self) -> int:
         """Load the embedding model and read into memory the vectors queries compare but LanceDB does
         not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
-        how many vectors were read.
-
-        What it read stays for the process's life, so it is moved out of the cyclic garbage collector's
-        sight (`gc.freeze`): each full collection walked the memos' ~100k rows at 100k memories, a
-        130-240 ms pause in one query of 200 (reference counting still frees a memo replaced later)."""
+        how many vectors were read. What it read stays, so it leaves the cyclic GC's sight (`gc.freeze`):
+        a full collection walked the memos' ~100k rows at 100k memories, 124-293 ms in a query of 200."""
         import gc
 
         from ..query.expand import warm
@@ -342,7 +339,7 @@ class Engine(Upkeep, Explain):
             with store.index.files.reading():
                 store.index.held(UNITS)  # the units' vectors, searched in memory
             read = warm(store)
-        gc.collect()  # no garbage goes to the permanent generation
+        gc.collect()  # no garbage goes to the permanent generation (refcounting frees a replaced memo)
         gc.freeze()
         return read
 

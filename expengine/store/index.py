@@ -6,14 +6,15 @@ import datetime as dt
 import os
 import threading
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
+from .file_guard import FileGuard
 from .filters import lance_in
+from .held_vectors import HeldTables, HeldVectors
 
 MEMORIES = "memories"
 UNITS = "units"
@@ -125,100 +126,6 @@ def storage_options(endpoint: str = "", region: str = "") -> dict[str, str]:
     return options
 
 
-class FileGuard:
-    """Searches in flight against the deletion of old table versions' files (`Index.drop_old_versions`).
-
-    A search reads the files of the version its table had when it started; in a server, reader threads
-    search the tables the writer thread compacts, and a search still reading when the cycle deleted the
-    old version's files failed ("Not found: ...lance"). Searches hold it shared (a thread may nest);
-    a deletion holds it alone, and waits for the searches under way while new ones wait for it."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._deleting = False
-        self._waiting = 0
-        self._depth = threading.local()
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        depth = getattr(self._depth, "n", 0)
-        if not depth:
-            with self._cond:
-                while self._deleting or self._waiting:
-                    self._cond.wait()
-                self._readers += 1
-        self._depth.n = depth + 1
-        try:
-            yield
-        finally:
-            self._depth.n = depth
-            if not depth:
-                with self._cond:
-                    self._readers -= 1
-                    self._cond.notify_all()
-
-    @contextmanager
-    def deleting(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting += 1
-            while self._deleting or self._readers:
-                self._cond.wait()
-            self._waiting -= 1
-            self._deleting = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._deleting = False
-                self._cond.notify_all()
-
-
-class HeldVectors:
-    """A table's vectors (float32, with their norms) and columns other than `text`, in memory as of one
-    version of it, for an exact cosine search in NumPy: LanceDB's exact search of the 3,510 unit
-    vectors at 100k memories took ~7 ms of a warm query; a matrix product over them takes well under 1
-    ms and ranks them the same (both exact). Only a table without a vector index is held (an indexed
-    one is searched approximately, and is large)."""
-
-    def __init__(self, table: Any, files: Any):
-        self.table, self.files = table, files  # the kept table read, and its version files then
-        rows = table.to_arrow()
-        column = rows.column("vector").combine_chunks()
-        width = column.type.list_size
-        # LanceDB casts the query to the column's number type (float16 here) before comparing
-        self.query_type = np.float16 if column.type.value_type == pa.float16() else np.float32
-        self.vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), width)
-        self.norms = np.linalg.norm(self.vectors, axis=1)
-        self.ids = np.array(rows.column("id").to_pylist(), dtype=object)
-        self._row = {i: n for n, i in enumerate(self.ids.tolist())}
-        # the filter columns, as NumPy arrays (strings as objects, timestamps as datetime64)
-        self.columns = {
-            name: rows.column(name).to_numpy(zero_copy_only=False)
-            for name in rows.column_names
-            if name not in ("id", "text", "vector")
-        }
-
-    def by_id(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """id → vector, for those of `ids` held (as `Index.vectors` reads them: float32 of the stored numbers)."""
-        return {i: self.vectors[self._row[i]] for i in ids if i in self._row}
-
-    def nearest(self, vector: np.ndarray, mask: np.ndarray | None, limit: int) -> list[tuple[str, float]]:
-        """(id, cosine distance) of the `limit` rows in `mask` nearest to `vector`, nearest first (equal
-        distances in table order), as LanceDB's exact cosine search gives them."""
-        query = np.asarray(vector).astype(self.query_type).astype(np.float32)
-        # einsum, not `@`: OpenBLAS spreads a matrix-vector product over its threads, which spin (1.3
-        # ms of CPU against 0.3 on one thread here, and slower still on busy cores)
-        dots = np.einsum("ij,j->i", self.vectors, query)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            distances = 1.0 - dots / (self.norms * np.linalg.norm(query))
-        rows = np.arange(len(distances)) if mask is None else np.flatnonzero(mask)
-        if len(rows) > limit:
-            rows = rows[np.argpartition(distances[rows], limit - 1)[:limit]]
-        rows = rows[np.lexsort((rows, distances[rows]))]
-        return list(zip(self.ids[rows].tolist(), distances[rows].tolist()))
-
-
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
 
@@ -242,8 +149,7 @@ class Index:
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
-        self._held: dict[str, HeldVectors] = {}
-        self._held_lock = threading.Lock()  # a server's reader threads share the held vectors
+        self._held = HeldTables()
         self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
@@ -266,19 +172,12 @@ class Index:
         return table
 
     def held(self, name: str) -> HeldVectors | None:
-        """The table's vectors in memory (`HeldVectors`), read again from the kept table when that is
-        another (reopened) or the table's version files changed (any commit; asking the table its
-        version goes through LanceDB's event loop, ~0.3 ms idle and ~5 ms while searches run); None
-        for a table that is missing, has a vector index, or is remote (no cheap change check)."""
+        """The table's vectors in memory (`HeldVectors`), read again when the kept table is another or
+        its version files changed; None for a table that is missing, has a vector index, or is remote."""
         table = self.table(name)
         if table is None or self.remote or self.has_vector_index(name):
             return None
-        files = self._versions(name)
-        with self._held_lock:
-            held = self._held.get(name)
-            if held is None or held.table is not table or held.files != files:
-                held = self._held[name] = HeldVectors(table, files)
-            return held
+        return self._held.current(name, table, self._versions(name))
 
     def _versions(self, name: str) -> Any:
         """What changes with every commit to a table: its version folder (a dropped and remade table gets a
