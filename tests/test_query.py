@@ -765,3 +765,51 @@ def test_a_unit_write_of_its_own_is_seen_by_the_next_query(engine_on):
             assert s.unit_rows.current(s.con, s.dir, in_transaction=s.in_transaction) is None, "never in a transaction"
             hit = _unit_hit(engine)
             assert hit is not None and hit.parts.weight == 0.0
+
+
+def test_the_units_vectors_held_in_memory_rank_as_lancedb_exact_search(engine_on):
+    """The units' vector search runs on their vectors held in memory (`Index.held`): the same ids in the
+    same order, and the same distances, as LanceDB's exact search, under every unit filter; a write to
+    the table is seen by the next search."""
+    from expengine.query.filters import Filters
+    from expengine.query.retrieve import _vector_search
+
+    engine = engine_on()
+    store = engine.store
+    add_unit(engine, "u-flight", "Book the aisle seat the user prefers on every flight.", ["f1"], category="booking")
+    add_unit(engine, "u-code", "Run the tests before a commit.", ["c1"], agent="coding-assistant", category="code")
+    add_unit(engine, "u-fact", "The user lives in Paris.", ["f2"], kind="fact", category="booking")
+    add_unit(engine, "u-old", "Retry a failed refund after an hour.", ["w2"])
+    store.con.execute("UPDATE units SET status = 'quarantined' WHERE id = 'u-old'")
+    store.index.update(UNITS, ["u-old"], {"status": "quarantined"})
+    held = store.index.held(UNITS)
+    assert held is not None and len(held.ids) == 5
+    filters = [
+        Filters(),
+        Filters(kind="rule"),
+        Filters(kind="fact"),
+        Filters(agent="coding-assistant"),
+        Filters(category="booking"),
+        Filters(since=utcnow() - dt.timedelta(days=11), until=utcnow()),
+        Filters(since=utcnow() - dt.timedelta(days=9)),
+    ]
+    for text in ("get_weather 429 retry", "which seat on the plane", "where does the user live"):
+        vector = store.embedder.encode([text])[0]
+        for f in filters:
+            lance = _vector_search(store, UNITS, vector, f.unit_where(), 50)
+            memory = held.nearest(vector, f.unit_mask(held.columns), 50)
+            assert [i for i, _ in memory] == [i for i, _ in lance], (text, f)
+            assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(memory, lance))
+    nearest_two = held.nearest(vector, Filters().unit_mask(held.columns), 2)
+    assert [i for i, _ in nearest_two] == [
+        i for i, _ in _vector_search(store, UNITS, vector, Filters().unit_where(), 2)
+    ]
+    assert "u-old" not in {i for i, _ in held.nearest(vector, Filters().unit_mask(held.columns), 50)}
+    assert held.nearest(vector, Filters(since=utcnow() - dt.timedelta(days=9)).unit_mask(held.columns), 50) == []
+    # the rule slot's vectors by id: what a LanceDB read by id gives
+    read = store.index.vectors(UNITS, ["u-flight", "u-code", "missing"])
+    assert held.by_id(["u-flight", "u-code", "missing"]).keys() == read.keys() == {"u-flight", "u-code"}
+    assert all((held.by_id([i])[i] == read[i]).all() for i in read)
+    add_unit(engine, "u-new", "Ask the user which city before booking a hotel.", ["f1"], category="booking")
+    assert store.index.held(UNITS) is not held, "a write to the table is read again"
+    assert "u-new" in {h.id for h in engine.query("which city for the hotel booking", kind="rule", touch=False).hits}

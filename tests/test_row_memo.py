@@ -4,6 +4,7 @@ as a cron compaction in another process does)."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
@@ -75,3 +76,19 @@ def test_a_write_of_its_own_is_seen_by_the_next_query(make_engine, write_jsonl):
                 "never inside a transaction"
             )
             assert _weight(engine) == 0.0
+
+
+def test_warm_moves_what_it_read_out_of_the_cyclic_collector(make_engine, write_jsonl):
+    """The memos a warm Engine keeps are frozen (`gc.freeze`): a full collection no longer walks them."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", EVENTS)])
+    gc.unfreeze()
+    try:
+        engine.warm()
+        with engine.session() as store:
+            rows = store.rows.current(store.con, store.dir, in_transaction=store.in_transaction)
+            assert rows is not None and "m1" in rows
+            assert gc.get_freeze_count() > len(rows)
+            assert not any(r is rows for r in gc.get_objects(generation=2)), "the memo is in the permanent generation"
+    finally:
+        gc.unfreeze()  # the test process's collector as it was

@@ -10,10 +10,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import InputError
 from ..store.filters import lance_eq
 from ..store.vocabulary import KINDS as RECORD_KINDS
-from ..store.vocabulary import LIVE_SQL, OUTCOMES, EventError, parse_ts
+from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES, OUTCOMES, EventError, parse_ts
 
 if TYPE_CHECKING:
     from .args import QueryArgs
@@ -55,6 +57,19 @@ class Filters:
 
     def unit_where(self) -> str:
         return " AND ".join([LIVE_SQL, *self._common("ts"), *_equals(kind=self.kind)])
+
+    def unit_mask(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        """`unit_where` over the units table's columns held in memory (`store.index.HeldVectors`): the
+        rows it keeps (a missing value matches no filter, as in SQL)."""
+        mask = np.isin(columns["status"], LIVE_UNIT_STATUSES)
+        for column, value in (("agent", self.agent), ("category", self.category), ("kind", self.kind)):
+            if value is not None:
+                mask &= columns[column] == value
+        if self.since:
+            mask &= columns["ts"] >= np.datetime64(self.since, "us")
+        if self.until:
+            mask &= columns["ts"] <= np.datetime64(self.until, "us")
+        return mask
 
     def _common(self, ts_column: str) -> list[str]:
         clauses = _equals(agent=self.agent, category=self.category)

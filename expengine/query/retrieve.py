@@ -132,11 +132,29 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
+def _held_search(store: "Store", name: str, vector: np.ndarray, filters: Filters, limit: int) -> list[tuple] | None:
+    """The units' vector search on their vectors held in memory (`Index.held`: exact, as LanceDB's search
+    of a table without a vector index), or None when they are not held (the memories, or an indexed table)."""
+    held = store.index.held(name) if name == UNITS else None
+    return None if held is None else held.nearest(vector, filters.unit_mask(held.columns), limit)
+
+
+def _vector_job(
+    store: "Store", pool: Any, name: str, vector: np.ndarray, where: str, limit: int, filters: Filters
+) -> Any:
+    """What gives a table's vector search rows: the held search, done now, or LanceDB's on a thread."""
+    rows = _held_search(store, name, vector, filters, limit)
+    if rows is not None:
+        return lambda: rows
+    return pool.submit(_vector_search, store, name, vector, where, limit, _WITH[name]).result
+
+
 def _results(jobs: list[tuple[str, Any]], texts: dict[str, str]) -> list[tuple[float, tuple[str, str]]]:
-    """(distance or score, (type, id)) of each search's rows; the texts that came with them go to `texts`."""
+    """(distance or score, (type, id)) of each search's rows (a job is called for them); the texts that
+    came with them go to `texts`."""
     found = []
     for t, job in jobs:
-        for i, value, *rest in job.result():
+        for i, value, *rest in job():
             found.append((value, (t, i)))
             if rest:
                 texts[i] = rest[0]
@@ -170,13 +188,12 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
     # indexes are built before the threads start, so a search never writes
     searchable = [(t, name, where) for t, name, where in tables if words and store.index.ensure_text_index(name)]
     text_jobs = [
-        (t, pool.submit(_text_search, store.index.table(name), words, where, limit, _WITH[name]))
+        (t, pool.submit(_text_search, store.index.table(name), words, where, limit, _WITH[name]).result)
         for t, name, where in searchable
     ]
     vector = vector() if callable(vector) else vector
-    vector_jobs = [
-        (t, pool.submit(_vector_search, store, name, vector, where, limit, _WITH[name])) for t, name, where in tables
-    ]
+    # the memories' search starts first (on a thread); the units' held search then runs here meanwhile
+    vector_jobs = [(t, _vector_job(store, pool, name, vector, where, limit, filters)) for t, name, where in tables]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     texts: dict[str, str] = {}

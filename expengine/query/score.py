@@ -178,8 +178,8 @@ def top_with_unit_slot(
 ) -> list[Hit]:
     """The best `k`; when no rule is among them, the last slot goes to the best-scored rule whose
     cosine similarity to the query is at least `query.unit_slot_floor` (if there is one). A rule's
-    text vector is its LanceDB vector when that embeds its text (one lookup for all), else it comes
-    from the embedding cache. `units`: as for `rank`."""
+    text vector is its LanceDB vector when that embeds its text (held in memory, `Index.held`, or one
+    lookup for all), else it comes from the embedding cache. `units`: as for `rank`."""
 
     def is_rule(hit: Hit) -> bool:
         return hit.type == "unit" and hit.kind == "rule"
@@ -193,7 +193,10 @@ def top_with_unit_slot(
     if not rules:
         return top
     ids = [h.id for h in rules]
-    indexed = store.index.vectors(UNITS, [u.id for u in unit_rows(store, units, ids) if u.text_keyed])
+    keyed = [u.id for u in unit_rows(store, units, ids) if u.text_keyed]
+    with store.index.files.reading():
+        held = store.index.held(UNITS)  # the units' vectors in memory, else a LanceDB read by id
+    indexed = held.by_id(keyed) if held is not None else store.index.vectors(UNITS, keyed)
     floor = store.config.query.unit_slot_floor
     known = [h for h in rules if h.id in indexed]
     cosines = dict(zip((h.id for h in known), np.stack([indexed[h.id] for h in known]) @ vector)) if known else {}

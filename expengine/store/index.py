@@ -6,14 +6,15 @@ import datetime as dt
 import os
 import threading
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
+from .file_guard import FileGuard
 from .filters import lance_in
+from .held_vectors import HeldTables, HeldVectors
 
 MEMORIES = "memories"
 UNITS = "units"
@@ -125,55 +126,6 @@ def storage_options(endpoint: str = "", region: str = "") -> dict[str, str]:
     return options
 
 
-class FileGuard:
-    """Searches in flight against the deletion of old table versions' files (`Index.drop_old_versions`).
-
-    A search reads the files of the version its table had when it started; in a server, reader threads
-    search the tables the writer thread compacts, and a search still reading when the cycle deleted the
-    old version's files failed ("Not found: ...lance"). Searches hold it shared (a thread may nest);
-    a deletion holds it alone, and waits for the searches under way while new ones wait for it."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._deleting = False
-        self._waiting = 0
-        self._depth = threading.local()
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        depth = getattr(self._depth, "n", 0)
-        if not depth:
-            with self._cond:
-                while self._deleting or self._waiting:
-                    self._cond.wait()
-                self._readers += 1
-        self._depth.n = depth + 1
-        try:
-            yield
-        finally:
-            self._depth.n = depth
-            if not depth:
-                with self._cond:
-                    self._readers -= 1
-                    self._cond.notify_all()
-
-    @contextmanager
-    def deleting(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting += 1
-            while self._deleting or self._readers:
-                self._cond.wait()
-            self._waiting -= 1
-            self._deleting = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._deleting = False
-                self._cond.notify_all()
-
-
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
 
@@ -197,6 +149,7 @@ class Index:
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
+        self._held = HeldTables()
         self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
@@ -217,6 +170,14 @@ class Index:
             except (FileNotFoundError, ValueError):
                 return None
         return table
+
+    def held(self, name: str) -> HeldVectors | None:
+        """The table's vectors in memory (`HeldVectors`), read again when the kept table is another or
+        its version files changed; None for a table that is missing, has a vector index, or is remote."""
+        table = self.table(name)
+        if table is None or self.remote or self.has_vector_index(name):
+            return None
+        return self._held.current(name, table, self._versions(name))
 
     def _versions(self, name: str) -> Any:
         """What changes with every commit to a table: its version folder (a dropped and remade table gets a
