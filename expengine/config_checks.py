@@ -52,7 +52,6 @@ def check_type(key: str, value: Any, default: Any) -> None:
 # grow each cycle; a count of 0 would make a step do nothing or divide by zero.
 UNIT = (0.0, 1.0)
 RANGES: dict[str, tuple[float | None, float | None]] = {
-    "embedder.batch_size": (1, None),
     "llm.n_ctx": (1, None),
     "llm.n_threads": (1, None),
     "llm.max_tokens": (1, None),

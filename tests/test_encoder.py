@@ -43,6 +43,18 @@ def test_onnx_and_torch_minilm_vectors_agree_on_real_text():
     assert float(onnx.encode([texts[3]])[0] @ a[3]) > 0.9999
 
 
+def test_each_encoder_runs_its_measured_batch_size_unless_one_is_set():
+    from expengine.config import EmbedderConfig
+    from expengine.models.embedder import ONNX_BATCH, TORCH_BATCH, get_embedder
+
+    assert EmbedderConfig().batch_size == 0  # the default: the encoder's own size
+    onnx = get_embedder(batch_size=EmbedderConfig().batch_size, encoder="onnx")
+    assert onnx.batch_size == ONNX_BATCH == 16
+    assert get_embedder(batch_size=ONNX_BATCH, encoder="onnx") is onnx  # one model for the same size
+    assert get_embedder(encoder="torch").batch_size == TORCH_BATCH == 64
+    assert get_embedder(batch_size=8, encoder="onnx").batch_size == 8  # a size set in the config wins
+
+
 def test_int8_vectors_have_a_name_of_their_own():
     from expengine.models.embedder import get_embedder
 

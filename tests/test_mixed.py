@@ -149,3 +149,14 @@ def test_a_mixed_store_ingests_and_answers_without_torch(tmp_path: Path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["z0", "e1"]
+
+
+def test_count_scripts_counts_ascii_text_as_the_word_by_word_count_does():
+    from collections import Counter
+
+    from expengine.textutil import count_scripts
+
+    texts = ["Please help with order 42, refund_order ok", "我对海鲜过敏 but fine", "naïve café", "", "123 _ ..."]
+    # the ASCII text's words are latin; the others still go word by word (and add to the same counter)
+    assert count_scripts(texts[:1]) == Counter(latin=7)  # refund_order is two words
+    assert count_scripts(texts) == Counter(latin=11, cjk=6)  # as word by word (the code before, on main)

@@ -30,7 +30,9 @@ PRESCAN = 2000
 if TYPE_CHECKING:
     from ..store.store import Store
 
-BATCH = 512
+# events per write (one DuckDB transaction, one LanceDB append): each batch costs a few fixed queries and
+# commits, so 2,048 took a third less CPU per record than 512 outside the encoder (docs/benchmarks.md, branch ingest6)
+BATCH = 2048
 
 
 @dataclass

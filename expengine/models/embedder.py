@@ -18,6 +18,10 @@ from ..errors import InputError, ModelError
 from .mixed import MixedEmbedder, mixed_name
 from .onnx import ENCODERS, HEAD_CHARS, INT8_SUFFIX, ONNX, ONNX_INT8, TORCH, OnnxEmbedder, export, onnx_compatible
 
+# texts per model run for `[embedder] batch_size = 0` (see `default_batch_size`)
+ONNX_BATCH = 16
+TORCH_BATCH = 64
+
 
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 vectors of a fixed size."""
@@ -160,13 +164,15 @@ def _packaged_folder() -> Path | None:
         return None
 
 
-def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MINILM, encoder: str = "auto") -> Embedder:
+def get_embedder(model_path: str = "", *, batch_size: int = 0, model: str = MINILM, encoder: str = "auto") -> Embedder:
     """One loaded model per process, shared by every Engine. `model_path` (a sentence-transformers
     folder) wins over `model`, the packaged model's key (`minilm` or `multilingual`); `encoder` is the
-    runtime (`auto`, `onnx`, `onnx-int8`, `torch`; see `resolve_encoder`)."""
+    runtime (`auto`, `onnx`, `onnx-int8`, `torch`; see `resolve_encoder`); `batch_size` 0 is the
+    runtime's measured size (`default_batch_size`)."""
     if not model_path and model not in MODELS:
         raise ModelError(f"unknown embedder model {model!r}", hint=f"use one of auto, {', '.join(MODELS)}")
     runtime = resolve_encoder(encoder, model_path, model)
+    batch_size = batch_size or default_batch_size(runtime)
     key = (model_path, "" if model_path else model, batch_size, runtime)
     if key not in _LOADED:
         if not model_path and model == MIXED:
@@ -189,6 +195,13 @@ def get_embedder(model_path: str = "", *, batch_size: int = 64, model: str = MIN
                 folder, name=name, batch_size=batch_size, threads=usable_cores(), int8=runtime == ONNX_INT8
             )
     return _LOADED[key]
+
+
+def default_batch_size(runtime: str) -> int:
+    """Texts per model run when `[embedder] batch_size` is 0. ONNX Runtime: 16, which took the least CPU
+    per short text in every sweep on 2 cores (5.9-6.7 ms against 7.8-10.4 at 64; docs/benchmarks.md,
+    branch ingest6); torch and the multilingual encoder: 64 (torch at 16 was no cheaper)."""
+    return ONNX_BATCH if runtime in (ONNX, ONNX_INT8) else TORCH_BATCH
 
 
 def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "auto", int8: bool = False) -> list[Path]:
@@ -243,7 +256,7 @@ class LazyEmbedder:
     model's key (`minilm`, `multilingual` or `mixed`), used when no `model_path` folder is set; `encoder` the
     runtime setting (`auto`, `onnx`, `onnx-int8`, `torch`)."""
 
-    def __init__(self, model_path: str = "", *, batch_size: int = 64, model: str = MINILM, encoder: str = "auto"):
+    def __init__(self, model_path: str = "", *, batch_size: int = 0, model: str = MINILM, encoder: str = "auto"):
         self.model_path, self.batch_size, self.encoder = model_path, batch_size, encoder
         self.switch(model)
 
