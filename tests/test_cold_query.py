@@ -5,17 +5,13 @@ sentence-transformers or transformers (the ONNX encoder), and not the REST clien
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from offline_python import run_offline_python
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine import Engine
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 # runs the CLI as `python -m expengine` does, then reports which of these modules the process holds
@@ -38,14 +34,16 @@ def test_a_cold_cli_query_loads_no_torch_and_no_rest_client(write_jsonl, tmp_pat
     with Engine(store=store, overrides={"llm.mode": "template"}) as engine:
         engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
         engine.compact(refine=False)
-    done = subprocess.run(
-        [sys.executable, "-c", CLI_THEN_MODULES, "--store", str(store), "--direct"]
-        + ["query", "refund past the window", "--no-touch", "--json"],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = run_offline_python(
+        "-c",
+        CLI_THEN_MODULES,
+        "--store",
+        str(store),
+        "--direct",
+        "query",
+        "refund past the window",
+        "--no-touch",
+        "--json",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["hits"], done.stdout[-2000:]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from offline_python import run_offline_python
 from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.errors import ModelError
@@ -104,14 +105,7 @@ print(len(hits))
 
 def test_ingest_compaction_and_query_import_no_torch(write_jsonl, tmp_path):
     log = write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)
-    done = subprocess.run(
-        [sys.executable, "-c", QUERY_WITHOUT_TORCH, str(tmp_path / "store"), log],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_offline_python("-c", QUERY_WITHOUT_TORCH, str(tmp_path / "store"), log)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.strip()) > 0
 

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from offline_python import run_offline_python
 from typer.testing import CliRunner
 
 from expengine.cli import app
@@ -139,14 +137,7 @@ print(" ".join(hits))
 
 def test_a_mixed_store_ingests_and_answers_without_torch(tmp_path: Path):
     logs = [write_log(tmp_path / "en.jsonl", ENGLISH, "e"), write_log(tmp_path / "zh.jsonl", CHINESE, "z")]
-    done = subprocess.run(
-        [sys.executable, "-c", QUERY_WITHOUT_TORCH, str(tmp_path / "store"), *logs],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_offline_python("-c", QUERY_WITHOUT_TORCH, str(tmp_path / "store"), *logs)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["z0", "e1"]
 
