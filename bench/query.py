@@ -218,6 +218,10 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(cuts[49], 1), "p95_ms": round(cuts[94], 1), "max_ms": round(max(values), 1)}
 
 
+# the queries that warm each timed pass up, none of them a bench query
+WARM_UP = [f"warm-up question {i}: what did the agent do about the weather?" for i in range(5)]
+
+
 def measure_api(store: Path, queries: list[str], embedder) -> dict:
     """p50/p95 of the whole `Engine.query`, of the query embedding alone, and of the rest, split into
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
@@ -226,11 +230,11 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     from expengine.query.args import QueryArgs
     from expengine.query.expand import attach_evidence
     from expengine.query.filters import make_filters
-    from expengine.query.retrieve import embed_query, retrieve
+    from expengine.query.retrieve import retrieve
     from expengine.query.score import rank, top_with_unit_slot
 
     def timed(engine, fn) -> list[float]:
-        for q in queries[:5]:
+        for q in WARM_UP:  # not the timed texts: a warm process answers a text it was asked from its memo
             fn(engine, q)
         out = []
         for q in queries:
@@ -244,15 +248,15 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     with Engine(store=store, embedder=embedder) as engine, engine.session() as db:
         warmed = engine.warm()
         total = timed(engine, lambda e, q: e.query(q, touch=False))
-        embed = timed(db, lambda d, q: embed_query(d, q))
+        embed = timed(db, lambda d, q: embedder.encode([q]))  # what `embed_query` runs for a text not asked before
         hits = sum(len(engine.query(q, touch=False).hits) for q in queries[:20])
-    precomputed = PrecomputedEmbedder(embedder, queries)
+    precomputed = PrecomputedEmbedder(embedder, queries + WARM_UP)
     with Engine(store=store, embedder=precomputed) as engine, engine.session() as db:
         engine.warm()
         search = timed(engine, lambda e, q: e.query(q, touch=False))
         filters = make_filters(QueryArgs(text="any"))
         lance = timed(db, lambda d, q: retrieve(d, q, precomputed.encode([q])[0], filters))
-        found = {q: retrieve(db, q, precomputed.encode([q])[0], filters) for q in queries}
+        found = {q: retrieve(db, q, precomputed.encode([q])[0], filters) for q in queries + WARM_UP}
 
         def unit_memo_rows(d):  # the unit memo's rows, as `search.query` reads them once a query
             return d.unit_rows.current(d.con, d.dir, in_transaction=d.in_transaction)
@@ -261,7 +265,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
             return rank(d, found[q].fused, filters, found[q].texts, found[q].cosines, unit_memo_rows(d))
 
         duck = timed(db, score)
-        ranked = {q: score(db, q) for q in queries}
+        ranked = {q: score(db, q) for q in queries + WARM_UP}
 
         def expand(d, q: str) -> None:
             vector = precomputed.encode([q])[0]
@@ -302,21 +306,22 @@ print(json.dumps({"import_cli_s": t1 - t0, "import_engine_duckdb_lancedb_s": t2 
 """
 
 
-def measure_server(store: Path, queries: list[str], cold: int) -> dict:
-    """p50/p95 of the query API of a warm server, over the Unix socket and over HTTP; and `cold` CLI
-    processes answered through it (wall and CPU seconds, median)."""
+def measure_server(store: Path, queries: list[str], http_queries: list[str], cold_text: str, cold: int) -> dict:
+    """p50/p95 of the query API of a warm server, over the Unix socket (`queries`) and over HTTP
+    (`http_queries`: other texts, as the server answers a text it was asked from its memo); and `cold`
+    CLI processes asking `cold_text` through it (wall and CPU seconds, median)."""
     out: dict = {}
     with served(store, dict(TEMPLATE_ONLY)) as (unix, tcp):
-        cli = ["expengine", "--store", str(store), "query", queries[0], "--no-touch", "--json"]
+        cli = ["expengine", "--store", str(store), "query", cold_text, "--no-touch", "--json"]
         runs = [timed_process(cli) for _ in range(cold)]
         if runs:
             out["cold_cli"] = {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "cpu_s")}
             out["cold_cli"]["wall_s_min"] = min(r["wall_s"] for r in runs)
-        for name, client in (("socket", unix), ("http", tcp)):
-            for q in queries[:5]:
+        for name, client, texts in (("socket", unix, queries), ("http", tcp, http_queries)):
+            for q in WARM_UP:
                 client.call("query", {"text": q, "touch": False})
             times = []
-            for q in queries:
+            for q in texts:
                 t0 = time.perf_counter()
                 client.call("query", {"text": q, "touch": False})
                 times.append((time.perf_counter() - t0) * 1000)
@@ -366,7 +371,9 @@ def main() -> None:
     args = parser.parse_args()
 
     embedder = load_embedder()
-    queries = query_texts(args.logs, args.locomo, args.queries)
+    # the HTTP pass and the cold CLI through the server ask texts of their own (see `measure_server`)
+    texts = query_texts(args.logs, args.locomo, 2 * args.queries + 1)
+    queries, http_queries, server_cold_text = texts[: args.queries], texts[args.queries : -1], texts[-1]
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         base = base_store(workdir / "base", args.logs, embedder)
@@ -380,7 +387,7 @@ def main() -> None:
                 built_file.write_text(json.dumps(build_store(store, workdir / "base", copies, embedder)))
             built = json.loads(built_file.read_text())
             api = measure_api(store, queries, embedder)
-            server = measure_server(store, queries, args.cold)
+            server = measure_server(store, queries, http_queries, server_cold_text, args.cold)
             cold = None if args.skip_cold else measure_cold(store, queries)
             report["sizes"][str(n)] = {
                 "memories": built["records"],
