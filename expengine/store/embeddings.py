@@ -176,11 +176,14 @@ class EmbeddingCache:
                 [t for t, r in zip(texts, routed) if r]
             )
         model, by_hash = self.name, {text_hash(t): t for t in texts}
-        held = self.con.execute(
-            "SELECT text_hash FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-            [model, list(by_hash)],
-        ).fetchall()
-        missing = {h: t for h, t in by_hash.items() if h not in {h for (h,) in held}}
+        held = {
+            h
+            for (h,) in self.con.execute(
+                "SELECT text_hash FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                [model, list(by_hash)],
+            ).fetchall()
+        }
+        missing = {h: t for h, t in by_hash.items() if h not in held}
         if missing:  # `encode` writes only what it embeds; the memo's vectors are written here
             self._write(model, dict(zip(missing, self.encode(list(missing.values())))))
         return len(missing)
