@@ -16,27 +16,19 @@ import collections
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import timed_process  # noqa: E402
 
 _IMPORT = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
 def cold_command(store: str, text: str) -> list[str]:
     return [sys.executable, "-m", "expengine", "--store", store, "--direct", "query", text, "--no-touch", "--json"]
-
-
-def timed(command: list[str]) -> tuple[float, float]:
-    """(CPU user+system seconds, wall seconds) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
 
 
 def self_times(stderr: str) -> dict[str, float]:
@@ -50,9 +42,11 @@ def main() -> None:
     parser.add_argument("--text", default="get_weather returned 429 Too Many Requests")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     command = cold_command(args.store, args.text)
-    runs = [timed(command) for _ in range(args.runs)]
-    cpu, wall = [r[0] for r in runs], [r[1] for r in runs]
+    runs = [timed_process(command) for _ in range(args.runs)]
+    cpu, wall = [r["cpu_s"] for r in runs], [r["wall_s"] for r in runs]
     query = self_times(
         subprocess.run(command[:1] + ["-X", "importtime"] + command[1:], capture_output=True, text=True).stderr
     )
