@@ -201,8 +201,15 @@ def open_database(
     short = short_of_its_header(path)
     con = (host or database_host()).cursor()
     options = "READ_ONLY" if read_only else "" if path.exists() else f"BLOCK_SIZE {BLOCK_SIZE}"
+    attach = f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({options})" if options else "")
     try:
-        con.execute(f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({options})" if options else ""))
+        try:
+            con.execute(attach)
+        except duckdb.IOException as exc:
+            if read_only or FOREIGN_WAL not in str(exc):
+                raise
+            drop_foreign_wal(path)
+            con.execute(attach)
         con.execute(f"USE {DB_ALIAS}")
     except duckdb.Error as exc:
         con.close()
@@ -240,13 +247,22 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
 
 
 def close_database(con: duckdb.DuckDBPyConnection, *, whole: bool = True) -> None:
-    """Detach the store's file (which checkpoints it and lets it go) and close the connection; `whole`:
-    it was opened whole, so the file as DuckDB leaves it needs no full read at the next open."""
+    """Checkpoint the store's file, detach it (which lets it go) and close the connection; `whole`: it was
+    opened whole, so the file as DuckDB leaves it needs no full read at the next open. The checkpoint is
+    explicit because DETACH's own one was seen to leave the WAL behind (DuckDB 2.0.1, after a replay at
+    open): a file rewritten after that (`rewrite_database`) then stood beside a WAL it could not read."""
     path = None
     try:
         if whole:
-            row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [DB_ALIAS]).fetchone()
+            row = con.execute(
+                "SELECT path, readonly FROM duckdb_databases() WHERE database_name = ?", [DB_ALIAS]
+            ).fetchone()
             path = row[0] if row else None
+            if row and not row[1] and wal_of(Path(row[0])).exists():  # a read left none: nothing to fold
+                try:
+                    con.execute("CHECKPOINT")
+                except duckdb.Error as exc:  # another cursor's transaction still open: DETACH tries again
+                    log.debug(f"checkpoint before detach failed: {exc}")
         con.execute("USE memory")
         con.execute(f"DETACH {DB_ALIAS}")
     finally:
@@ -254,6 +270,43 @@ def close_database(con: duckdb.DuckDBPyConnection, *, whole: bool = True) -> Non
     state = _file_state(Path(path)) if path else None
     if path and state:
         _WHOLE[os.path.abspath(path)] = state
+
+
+# DuckDB's error for a WAL written for another database file (the identifier in its header differs)
+FOREIGN_WAL = "WAL does not match database file"
+
+
+def wal_of(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def fold_wal(path: Path) -> None:
+    """Replay the closed file's WAL into it and remove it (a checkpoint), so the file holds every commit
+    by itself: before it is copied into a new file that replaces it, which would otherwise leave the old
+    WAL beside a file it does not match. Nothing to do without a WAL."""
+    if not wal_of(path).exists():
+        return
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH {sql_str(str(path))} AS folding")
+        con.execute("CHECKPOINT folding")
+        con.execute("DETACH folding")
+    finally:
+        con.close()
+    if wal_of(path).exists():
+        raise StoreError(f"the WAL of {path} could not be folded into it", hint="is another process using the store?")
+
+
+def drop_foreign_wal(path: Path) -> None:
+    """Remove a WAL that DuckDB says belongs to another database file. Only a replaced file leaves one (a
+    rewrite or a restore, killed between the swap and the WAL's removal by an older expengine): what it
+    logged is in the new file or was meant to go, so it can never be replayed, and keeping it would leave
+    the store unopenable (and a forgotten row's bytes on disk)."""
+    wal = wal_of(path)
+    log.warning(
+        f"notice: removed {wal}: a write-ahead log written for an earlier version of the file, so never replayable"
+    )
+    wal.unlink(missing_ok=True)
 
 
 def short_of_its_header(path: Path) -> str | None:

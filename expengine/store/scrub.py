@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from .db import BLOCK_SIZE
+from .db import BLOCK_SIZE, fold_wal, wal_of
 from .filters import sql_str
 from .index import Index
 
@@ -25,10 +25,12 @@ FRESH_SUFFIX = ".fresh"
 def rewrite_database(path: Path) -> None:
     """Copy every table (with constraints and indexes) into a new file and swap it in.
 
-    The file must be closed (no open connection), so its WAL is already folded in."""
+    The file must be closed (no open connection); a WAL it still has is folded in first, so the new file
+    replaces both."""
+    fold_wal(path)
     fresh = path.with_name(path.name + FRESH_SUFFIX)
     fresh.unlink(missing_ok=True)  # left by a process killed while writing it
-    fresh.with_name(fresh.name + ".wal").unlink(missing_ok=True)
+    wal_of(fresh).unlink(missing_ok=True)
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH {sql_str(str(path))} AS old_db (READ_ONLY)")
