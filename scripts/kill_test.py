@@ -253,7 +253,10 @@ def check_store(store: Path, expected_ids: set[str], embedder: Any = None) -> li
     from expengine.store.vocabulary import INDEXED_RECORDS_SQL
 
     problems: list[str] = []
-    con = duckdb.connect(str(store / "expengine.duckdb"), read_only=True)
+    try:
+        con = duckdb.connect(str(store / "expengine.duckdb"), read_only=True)
+    except duckdb.Error as exc:  # reported beside the rerun's failure, which it usually explains
+        return [f"the database does not open: {exc}"]
     try:
         for table in ("records", "units"):
             dupes = con.execute(f"SELECT id FROM {table} GROUP BY id HAVING count(*) > 1 LIMIT 3").fetchall()
