@@ -12,8 +12,9 @@ from offline_python import run_offline_python
 from test_forget import MARKER, OTHERS, SECRET, files_holding
 
 from expengine.errors import NotFoundError
-from expengine.store.db import DB_FILE, wal_of
+from expengine.store.db import DB_FILE
 from expengine.store.scrub import rewrite_database
+from expengine.store.wal import wal_of
 
 
 class Killed(BaseException):

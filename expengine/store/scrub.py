@@ -15,9 +15,10 @@ from pathlib import Path
 
 import duckdb
 
-from .db import BLOCK_SIZE, fold_wal, wal_of
+from .db import BLOCK_SIZE
 from .filters import sql_str
 from .index import Index
+from .wal import fold_wal, wal_of
 
 FRESH_SUFFIX = ".fresh"
 
