@@ -41,6 +41,7 @@ from ..store.embeddings import carry_cache
 from ..store.index import MEMORIES, UNITS, Index
 from ..store.reindex import rebuild_if_pending
 from ..store.scrub import rewrite_database, scrub_index
+from ..store.wal import wal_of
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -193,7 +194,7 @@ def snapshot_database(folder: Path) -> Iterator[Path]:
     """A plain copy of the snapshot's database for the block, beside it under a temporary name (removed
     after; a kill leaves it to the next call). Changes to it are the caller's to pack back."""
     plain = folder / (TMP_PREFIX + DB_FILE)
-    wal = plain.with_name(plain.name + ".wal")
+    wal = wal_of(plain)
     wal.unlink(missing_ok=True)
     _unpack(folder, plain)
     try:
@@ -228,7 +229,7 @@ def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
     if new_lance.exists():
         new_lance.rename(lance)
     shutil.rmtree(old_lance, ignore_errors=True)
-    db_path.with_name(DB_FILE + ".wal").unlink(missing_ok=True)  # closed cleanly, so it holds nothing
+    wal_of(db_path).unlink(missing_ok=True)  # closed cleanly, so it holds nothing
     os.replace(new_db, db_path)
 
 
