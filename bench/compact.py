@@ -95,7 +95,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
     from expengine import Engine
     from expengine.store.db import arrow_view, utcnow
     from expengine.store.embeddings import text_hash
-    from expengine.store.index import MEMORIES, memory_rows
+    from expengine.store.index import MEMORIES
+    from expengine.store.lance_rows import memory_rows
     from expengine.store.vector_bytes import vector_blobs
 
     rng = np.random.default_rng(seed)

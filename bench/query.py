@@ -124,7 +124,8 @@ def build_store(store: Path, base: Path, copies: int, embedder) -> dict:
     from expengine import Engine
     from expengine.store.db import arrow_view
     from expengine.store.embeddings import text_hash
-    from expengine.store.index import MEMORIES, UNITS, memory_schema, unit_schema
+    from expengine.store.index import MEMORIES, UNITS
+    from expengine.store.lance_rows import memory_schema, unit_schema
     from expengine.store.reindex import refresh_indexes
     from expengine.store.vector_bytes import vector_blobs
 

@@ -1,6 +1,6 @@
 """A cold `expengine query` (a new process, no server) loads only what answering needs: no torch,
-sentence-transformers or transformers (the ONNX encoder), and not the REST client of Lance namespaces
-(`store.lance_import` defers it; a local store never uses it). docs/benchmarks.md, "Cold query"."""
+sentence-transformers or transformers (the ONNX encoder), and no lancedb (reads go through pylance;
+`store.index`), so not the REST client of Lance namespaces either. docs/benchmarks.md, "Cold query"."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ try:
     runpy.run_module("expengine", run_name="__main__")
 except SystemExit as done:
     assert not done.code, done.code
-held = [m for m in ("torch", "sentence_transformers", "transformers", "lancedb", "onnxruntime",
+held = [m for m in ("torch", "sentence_transformers", "transformers", "lancedb", "lance", "onnxruntime",
                     "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
         if m in sys.modules]
 print(json.dumps(held), file=sys.stderr)
@@ -48,5 +48,6 @@ def test_a_cold_cli_query_loads_no_torch_and_no_rest_client(write_jsonl, tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["hits"], done.stdout[-2000:]
     held = json.loads(done.stderr.strip().splitlines()[-1])
-    # the query did open LanceDB and the ONNX encoder (so the check below is about a real query)
-    assert held == ["lancedb", "onnxruntime"], held
+    # the query did read the Lance datasets and run the ONNX encoder (so the check is about a real
+    # query), and never imported lancedb, which only writes need
+    assert held == ["lance", "onnxruntime"], held

@@ -16,7 +16,8 @@ from test_compact import BOOKING, CHATTER, REFUND
 
 from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
-from expengine.store.index import MEMORIES, Index, memory_rows
+from expengine.store.index import MEMORIES, Index
+from expengine.store.lance_rows import memory_rows
 
 REPO = Path(__file__).resolve().parents[1]
 DIM = 8

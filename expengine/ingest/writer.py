@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from ..store.db import DB_ALIAS, arrow_view
 from ..store.embeddings import EmbedCounts, EmbeddingCache
-from ..store.index import MEMORIES, memory_rows
+from ..store.index import MEMORIES
+from ..store.lance_rows import memory_rows
 
 if TYPE_CHECKING:
     from ..store.store import Store

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 
-# With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine
-# (PQ distances are coarse); without one the search is exact and it is not asked for.
-VECTOR_REFINE_FACTOR = 4
 # the candidates closest by cosine that are read for lexical evidence (lexical.py)
 NEAREST = 10
 _WORD = re.compile(r"\w+")
@@ -85,27 +82,25 @@ def nearest(cosines: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
 
 
 def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:
-    return list(zip(*(rows.column(c).to_pylist() for c in ("id", first, *extra)))) if rows.num_rows else []
+    return (
+        list(zip(*(rows.column(c).to_pylist() for c in ("id", first, *extra))))
+        if rows is not None and rows.num_rows
+        else []
+    )
 
 
 def _vector_search(
     store: "Store", name: str, vector: np.ndarray, where: str, limit: int, extra: tuple[str, ...] = ()
 ) -> list[tuple]:
     """(id, cosine distance, *extra) of the nearest rows."""
-    table = store.index.table(name)
-    if table is None:
-        return []
-    search = table.search(vector, query_type="vector", vector_column_name="vector").distance_type("cosine")
-    if store.index.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
-        search = search.refine_factor(VECTOR_REFINE_FACTOR)
-    rows = search.where(where, prefilter=True).limit(limit).select(["id", "_distance", *extra]).to_arrow()
-    return _columns(rows, "_distance", extra)
+    return _columns(store.index.nearest(name, vector, where, limit, extra), "_distance", extra)
 
 
-def _text_search(table: Any, words: str, where: str, limit: int, extra: tuple[str, ...] = ()) -> list[tuple]:
+def _text_search(
+    store: "Store", name: str, words: str, where: str, limit: int, extra: tuple[str, ...] = ()
+) -> list[tuple]:
     """(id, BM25 score, *extra) from a table with a full-text index (`Index.ensure_text_index`)."""
-    search = table.search(words, query_type="fts").where(where, prefilter=True).limit(limit)
-    return _columns(search.select(["id", "_score", *extra]).to_arrow(), "_score", extra)
+    return _columns(store.index.text_search(name, words, where, limit, extra), "_score", extra)
 
 
 def _fuse(lists: list[list[tuple[str, str]]], rrf_k: int) -> dict[tuple[str, str], float]:
@@ -183,12 +178,13 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
         if wanted
     ]
     pool = _search_pool()
-    store.index.db  # connect once, before the threads share it
+    for _, name, _ in tables:  # opened once, before the threads share them
+        store.index.dataset(name)
     words = fts_text(text)
     # indexes are built before the threads start, so a search never writes
     searchable = [(t, name, where) for t, name, where in tables if words and store.index.ensure_text_index(name)]
     text_jobs = [
-        (t, pool.submit(_text_search, store.index.table(name), words, where, limit, _WITH[name]).result)
+        (t, pool.submit(_text_search, store, name, words, where, limit, _WITH[name]).result)
         for t, name, where in searchable
     ]
     vector = vector() if callable(vector) else vector

@@ -329,7 +329,7 @@ class EmbeddingCache:
     def keep_leaving(self, ids: list[str]) -> None:
         """Cache the LanceDB vectors of memories about to leave it (archived): a query still reads the
         vectors of the archived sources it shows, and a revived memory is indexed again, from the cache.
-        They are float16 numbers already (float32 in a table made before `index.VECTOR_TYPE` was float16:
+        They are float16 numbers already (float32 in a table made before `lance_rows.VECTOR_TYPE` was float16:
         rounded then), so they are kept as float16 bytes in place of any float32 row of their texts, and
         the memo gets the same vectors, so this process reads what a later one will."""
         from .index import MEMORIES

@@ -16,9 +16,9 @@ class HeldVectors:
     ms and ranks them the same (both exact). Only a table without a vector index is held (an indexed
     one is searched approximately, and is large)."""
 
-    def __init__(self, table: Any, files: Any):
-        self.table, self.files = table, files  # the kept table read, and its version files then
-        rows = table.to_arrow()
+    def __init__(self, dataset: Any, files: Any):
+        self.dataset, self.files = dataset, files  # the kept dataset read, and its version files then
+        rows = dataset.to_table(columns=[c for c in dataset.schema.names if c != "text"])
         column = rows.column("vector").combine_chunks()
         width = column.type.list_size
         # LanceDB casts the query to the column's number type (float16 here) before comparing
@@ -55,18 +55,19 @@ class HeldVectors:
 
 
 class HeldTables:
-    """Each table's `HeldVectors`, read again from the kept table when that is another (`forget_changed`
-    reopened it) or the table's version files changed (any commit: a `stat` and a `listdir`; asking the
-    table its version goes through LanceDB's event loop, ~0.3 ms idle and ~5 ms while searches run).
+    """Each table's `HeldVectors`, read again from the kept dataset when that is another (a commit or
+    `forget_changed` reopened it) or the table's version files changed (any commit: a `stat` and a
+    `listdir`; asking lancedb's table its version went through its event loop, ~0.3 ms idle and ~5 ms
+    while searches run).
     A server's reader threads share them."""
 
     def __init__(self) -> None:
         self._held: dict[str, HeldVectors] = {}
         self._lock = threading.Lock()
 
-    def current(self, name: str, table: Any, files: Any) -> HeldVectors:
+    def current(self, name: str, dataset: Any, files: Any) -> HeldVectors:
         with self._lock:
             held = self._held.get(name)
-            if held is None or held.table is not table or held.files != files:
-                held = self._held[name] = HeldVectors(table, files)
+            if held is None or held.dataset is not dataset or held.files != files:
+                held = self._held[name] = HeldVectors(dataset, files)
             return held

@@ -1,4 +1,8 @@
-"""LanceDB: the fast store of vectors and full text, derived from DuckDB and rebuildable from it."""
+"""LanceDB: the fast store of vectors and full text, derived from DuckDB and rebuildable from it.
+
+Writes go through lancedb (its tables, indexes and cleanup); reads (searches, counts, rows by id) go
+through Lance's own datasets (pylance), which lancedb is built on: `import lancedb` took 0.8 s of a
+cold `expengine query`'s 1.05 s of imports, and a query never needs it."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,123 +19,41 @@ import pyarrow as pa
 from .file_guard import FileGuard
 from .filters import lance_in
 from .held_vectors import HeldTables, HeldVectors
+from .lance_rows import as_table_vectors
 
 MEMORIES = "memories"
 UNITS = "units"
 STATE_COLUMN = {MEMORIES: "state", UNITS: "status"}
-# the stored vectors' numbers: half floats halve the LanceDB folder and the snapshots' share of it (a
-# unit vector's cosine to its float16 copy is 0.9999+; Lance searches float16 columns as it does float32
-# ones). Tables made before keep float32: `Index.add` casts new rows to the table's own type.
-VECTOR_TYPE = pa.float16()
 # `Index.compact_files` merges fragments smaller than this (or a quarter of the table) into bigger ones
 MIN_FRAGMENT_ROWS = 1024
+# IVF-PQ partitions a search probes: lancedb's default, which the answers measured before reads moved
+# to pylance were given with (pylance's own default is 1)
+NPROBES = 20
+# With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine (PQ
+# distances are coarse); without one the search is exact and it is not asked for.
+VECTOR_REFINE_FACTOR = 4
+
+_SESSION: Any = None
 
 
-def memory_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("agent", pa.string()),
-            ("kind", pa.string()),
-            ("category", pa.string()),
-            ("outcome", pa.string()),
-            ("goal_id", pa.string()),
-            ("session", pa.string()),
-            ("ts", pa.timestamp("us")),
-            ("state", pa.string()),
-            ("text", pa.string()),
-            ("vector", pa.list_(VECTOR_TYPE, dim)),
-        ]
-    )
+def _lance_session() -> Any:
+    """One Lance session for every dataset of the process: its index and metadata caches survive the
+    reopening of a dataset after each commit (a server's query keeps its loaded FTS and vector indexes)."""
+    global _SESSION
+    if _SESSION is None:
+        import lance
 
-
-def unit_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("agent", pa.string()),
-            ("kind", pa.string()),
-            ("category", pa.string()),
-            ("status", pa.string()),
-            ("ts", pa.timestamp("us")),
-            ("text", pa.string()),
-            ("vector", pa.list_(VECTOR_TYPE, dim)),
-        ]
-    )
-
-
-def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table:
-    rows = list(rows)
-    return with_vectors(
-        [
-            {
-                "id": r["id"],
-                "agent": r["agent"],
-                "kind": r["kind"],
-                "category": r["category"],
-                "outcome": r.get("outcome"),
-                "goal_id": r.get("goal_id"),
-                "session": r.get("session"),
-                "ts": r["ts"],
-                "state": r.get("state") or "active",
-                "text": r["text"],
-            }
-            for r in rows
-        ],
-        vectors,
-        memory_schema(dim),
-    )
-
-
-def with_vectors(rows: list[dict], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
-    """`rows` (every column of `schema` but the last, `vector`) with `vectors` as that column, converted
-    from a NumPy array in one go (not number by number from Python lists)."""
-    field = schema.field("vector")
-    table = pa.Table.from_pylist(rows, schema=pa.schema(list(schema)[:-1]))
-    flat = np.asarray(vectors, dtype=np.float16 if field.type.value_type == pa.float16() else np.float32).reshape(-1)
-    column = pa.FixedSizeListArray.from_arrays(pa.array(flat), field.type.list_size)
-    return table.append_column(field, column)
-
-
-def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`rows` with their vectors in the number type of the table they go into (float32 in a table made
-    before `VECTOR_TYPE` was float16)."""
-    wanted = schema.field("vector").type
-    at = rows.schema.get_field_index("vector")
-    if rows.schema.field(at).type == wanted:
-        return rows
-    return rows.set_column(at, pa.field("vector", wanted), rows.column(at).cast(wanted))
-
-
-def storage_options(endpoint: str = "", region: str = "") -> dict[str, str]:
-    """LanceDB's options for an index on S3: the endpoint and region given, else the usual AWS variables
-    (AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION), and the keys from AWS_ACCESS_KEY_ID,
-    AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN when set (else Lance's own chain: profile, instance role)."""
-    env = os.environ
-    endpoint = endpoint or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or ""
-    region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
-    options = {
-        key: value
-        for key, value in (
-            ("aws_endpoint", endpoint),
-            ("aws_region", region),
-            ("aws_access_key_id", env.get("AWS_ACCESS_KEY_ID", "")),
-            ("aws_secret_access_key", env.get("AWS_SECRET_ACCESS_KEY", "")),
-            ("aws_session_token", env.get("AWS_SESSION_TOKEN", "")),
-        )
-        if value
-    }
-    if endpoint.startswith("http://"):
-        options["allow_http"] = "true"  # a local S3-compatible server (MinIO, moto)
-    return options
+        _SESSION = lance.Session()
+    return _SESSION
 
 
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
 
-    Opened tables are kept: opening one reads its manifest, a few ms a query. A kept table sees the
-    writes made through it, and every write in this process goes through `table()` (a store is
-    written by one process, which holds its lock); a new Index (`Store.reopen`) starts afresh. An
+    Opened tables (lancedb, for writes) and datasets (pylance, for reads) are kept: opening one reads
+    its manifest, a few ms a query. Every write in this process goes through `table()` (a store is
+    written by one process, which holds its lock) and drops the kept dataset of its table, so the next
+    read opens the version it made; a new Index (`Store.reopen`) starts afresh. An
     Index kept while the lock is let go (`Engine` between calls) may miss another process's writes:
     `remember_versions` before letting go and `forget_changed` after taking the lock again reopen
     only the tables whose version files changed meanwhile."""
@@ -145,6 +67,7 @@ class Index:
         self.storage_options = dict(storage_options or {})
         self._db: Any = None
         self._tables: dict[str, Any] = {}
+        self._datasets: dict[str, Any] = {}
         self._vector_indexed: dict[str, bool] = {}
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
@@ -171,13 +94,60 @@ class Index:
                 return None
         return table
 
+    def dataset(self, name: str) -> Any | None:
+        """The table's Lance dataset at its latest version, for reads; None when the table is missing."""
+        dataset = self._datasets.get(name)
+        if dataset is None:
+            import lance
+
+            try:
+                dataset = lance.dataset(
+                    f"{self.uri.rstrip('/')}/{name}.lance",
+                    storage_options=self.storage_options or None,
+                    session=_lance_session(),
+                )
+            except (FileNotFoundError, ValueError):
+                return None
+            self._datasets[name] = dataset
+        return dataset
+
+    def _written(self, name: str) -> None:
+        """After a commit through the lancedb table: the next read opens the version it made."""
+        self._datasets.pop(name, None)
+
     def held(self, name: str) -> HeldVectors | None:
-        """The table's vectors in memory (`HeldVectors`), read again when the kept table is another or
+        """The table's vectors in memory (`HeldVectors`), read again when the kept dataset is another or
         its version files changed; None for a table that is missing, has a vector index, or is remote."""
-        table = self.table(name)
-        if table is None or self.remote or self.has_vector_index(name):
+        dataset = self.dataset(name)
+        if dataset is None or self.remote or self.has_vector_index(name):
             return None
-        return self._held.current(name, table, self._versions(name))
+        return self._held.current(name, dataset, self._versions(name))
+
+    def nearest(
+        self, name: str, vector: np.ndarray, where: str, limit: int, columns: tuple[str, ...] = ()
+    ) -> pa.Table | None:
+        """The `limit` rows matching `where` (a prefilter) nearest to `vector` by cosine: `id`,
+        `_distance` and `columns`. With an IVF-PQ index the PQ distances of `VECTOR_REFINE_FACTOR` times
+        the candidates are re-ranked exactly; without one the search is exact."""
+        dataset = self.dataset(name)
+        if dataset is None:
+            return None
+        query = {"column": "vector", "q": np.asarray(vector, dtype=np.float32), "k": limit, "metric": "cosine"}
+        if self.has_vector_index(name):  # an exact search has nothing to refine (and pays ~3 ms for it)
+            query |= {"nprobes": NPROBES, "refine_factor": VECTOR_REFINE_FACTOR}
+        return dataset.to_table(nearest=query, filter=where, prefilter=True, columns=["id", "_distance", *columns])
+
+    def text_search(
+        self, name: str, words: str, where: str, limit: int, columns: tuple[str, ...] = ()
+    ) -> pa.Table | None:
+        """The `limit` rows matching `where` (a prefilter) best by BM25 over the full-text index: `id`,
+        `_score` and `columns` (`ensure_text_index` first)."""
+        dataset = self.dataset(name)
+        if dataset is None:
+            return None
+        return dataset.to_table(
+            full_text_query=words, filter=where, prefilter=True, limit=limit, columns=["id", "_score", *columns]
+        )
 
     def _versions(self, name: str) -> Any:
         """What changes with every commit to a table: its version folder (a dropped and remade table gets a
@@ -201,27 +171,28 @@ class Index:
         for name, seen in self._seen.items():
             if self._versions(name) != seen:
                 self._tables.pop(name, None)
+                self._datasets.pop(name, None)
                 self._vector_indexed.pop(name, None)
                 self._text_indexed.pop(name, None)
         self._seen = {}
 
     def count(self, name: str, where: str | None = None) -> int:
-        table = self.table(name)
-        return 0 if table is None else table.count_rows(where)
+        dataset = self.dataset(name)
+        return 0 if dataset is None else dataset.count_rows(filter=where)
 
     def vectors(self, name: str, ids: list[str], *, texts: dict[str, str] | None = None) -> dict[str, np.ndarray]:
         """id → stored vector, for those of `ids` the table holds (a filtered read per 5,000 ids); given
         `texts`, their texts go there from the same reads."""
-        table = self.table(name)
+        dataset = self.dataset(name)
         wanted = list(dict.fromkeys(ids))
         found: dict[str, np.ndarray] = {}
-        if table is None:
+        if dataset is None:
             return found
         columns = ["id", "vector", *(["text"] if texts is not None else [])]
         for start in range(0, len(wanted), 5000):  # an IN list of bounded size
             chunk = wanted[start : start + 5000]
             with self.files.reading():
-                rows = table.search().where(lance_in("id", chunk)).select(columns).limit(len(chunk)).to_arrow()
+                rows = dataset.to_table(columns=columns, filter=lance_in("id", chunk))
             if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
                 continue
             column = rows.column("vector").combine_chunks()
@@ -241,10 +212,11 @@ class Index:
             self._tables[name] = self.db.create_table(name, data=rows)
             self._vector_indexed.pop(name, None)
             self._text_indexed.pop(name, None)
-            return
-        if replace:
-            self.delete(name, rows.column("id").to_pylist())
-        table.add(as_table_vectors(rows, table.schema))
+        else:
+            if replace:
+                self.delete(name, rows.column("id").to_pylist())
+            table.add(as_table_vectors(rows, table.schema))
+        self._written(name)
 
     def delete(self, name: str, ids: list[str]) -> None:
         table = self.table(name)
@@ -252,6 +224,7 @@ class Index:
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
                 table.delete(lance_in("id", chunk))
+        self._written(name)
 
     def update(self, name: str, ids: list[str], values: dict[str, Any]) -> None:
         table = self.table(name)
@@ -259,10 +232,12 @@ class Index:
             chunk = ids[start : start + 5000]
             if table is not None and chunk:
                 table.update(where=lance_in("id", chunk), values=values)
+        self._written(name)
 
     def drop(self, name: str) -> None:
         if self.table(name) is not None:
             self._tables.pop(name, None)
+            self._written(name)
             self._vector_indexed.pop(name, None)
             self._text_indexed.pop(name, None)
             with self.files.deleting():
@@ -280,6 +255,7 @@ class Index:
         if table is not None and (rows := table.count_rows()) > 0:
             table.to_lance().optimize.compact_files(target_rows_per_fragment=max(MIN_FRAGMENT_ROWS, rows // 4))
             table.checkout_latest()
+            self._written(name)
 
     def drop_old_versions(self, name: str) -> None:
         """Delete every version of the table but the latest, and the files only they use. Lance keeps each commit's files (an ingest, a state change, a rebuilt index), and
@@ -290,6 +266,7 @@ class Index:
             with self.files.deleting(), warnings.catch_warnings():  # "removes every version but the latest"
                 warnings.simplefilter("ignore")
                 table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
+            self._written(name)
 
     def refresh_scalar_indexes(self, name: str) -> None:
         """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by
@@ -301,6 +278,7 @@ class Index:
 
             table.create_index("id", config=BTree(), replace=True)
             table.create_index(STATE_COLUMN[name], config=Bitmap(), replace=True)
+            self._written(name)
 
     def refresh_text_index(self, name: str) -> None:
         """(Re)build the native full-text index; LanceDB's own, so it works offline."""
@@ -309,6 +287,7 @@ class Index:
             from lancedb.index import FTS
 
             table.create_index("text", config=FTS(with_position=False, base_tokenizer=self.tokenizer), replace=True)
+            self._written(name)
             self._text_indexed[name] = True
 
     def ensure_text_index(self, name: str) -> bool:
@@ -319,10 +298,12 @@ class Index:
         if self._text_indexed.get(name):
             return True
         with self._text_index_lock:
-            table = self.table(name)
-            if table is None:
+            dataset = self.dataset(name)
+            if dataset is None:
                 return False
-            self._text_indexed[name] = any(i.index_type == "FTS" for i in table.list_indices())
+            self._text_indexed[name] = any(
+                i.type_url.endswith("InvertedIndexDetails") for i in dataset.describe_indices()
+            )
             if not self._text_indexed[name]:
                 self.refresh_text_index(name)  # nothing to index in an empty table: it stays unsearchable
             return self._text_indexed[name]
@@ -330,8 +311,10 @@ class Index:
     def has_vector_index(self, name: str) -> bool:
         """Whether the table has a vector index (asked once per table; `ensure_vector_index` updates it)."""
         if name not in self._vector_indexed:
-            table = self.table(name)
-            self._vector_indexed[name] = table is not None and any("vector" in i.columns for i in table.list_indices())
+            dataset = self.dataset(name)
+            self._vector_indexed[name] = dataset is not None and any(
+                "vector" in i.field_names for i in dataset.describe_indices()
+            )
         return self._vector_indexed[name]
 
     def ensure_vector_index(self, name: str, *, min_rows: int, stale_share: float = 0.2) -> bool:
@@ -352,5 +335,6 @@ class Index:
         table.create_index(
             "vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True
         )
+        self._written(name)
         self._vector_indexed[name] = True
         return True

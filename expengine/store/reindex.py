@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .db import REINDEX_PENDING
-from .index import MEMORIES, UNITS, memory_rows, unit_schema, with_vectors
+from .index import MEMORIES, UNITS
+from .lance_rows import memory_rows, unit_schema, with_vectors
 from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:

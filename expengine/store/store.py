@@ -18,7 +18,8 @@ from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
 from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_database, utcnow
 from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
 from .filters import sql_str
-from .index import Index, storage_options
+from .index import Index
+from .lance_rows import storage_options
 from .row_memo import RowMemo, unit_memo
 from .scrub import rewrite_database
 
