@@ -42,9 +42,9 @@ def test_a_plain_query_keeps_its_tables_open_and_another_process_still_writes_be
     agent = make_engine()
     agent.ingest([write_jsonl("booking.jsonl", BOOKING)])
     assert agent.query("flight to Tokyo", k=3, touch=False).hits
-    kept = agent._index._tables[MEMORIES]
+    kept = agent._index._datasets[MEMORIES]
     agent.query("rate limited search", k=3, touch=False)
-    assert agent._store is None and agent._index._tables[MEMORIES] is kept  # let go of the store, not the table
+    assert agent._store is None and agent._index._datasets[MEMORIES] is kept  # let go of the store, not the dataset
     news = write_jsonl("llama.jsonl", [ev("z01", 90, "message", role="user", content="my llama Gustavo eats hay")])
     writer = subprocess.run(
         [sys.executable, "-m", "expengine", "--store", str(tmp_path / "store"), "--wait", "30", "ingest", news],
@@ -57,10 +57,10 @@ def test_a_plain_query_keeps_its_tables_open_and_another_process_still_writes_be
     assert writer.returncode == 0, writer.stderr
     after = agent.query("what does the llama Gustavo eat", k=3, touch=False)
     assert "z01" in [h.id for h in after.hits]  # the other process's write is seen
-    assert agent._index._tables[MEMORIES] is not kept  # the changed table was reopened, and only then
-    reopened = agent._index._tables[MEMORIES]
+    assert agent._index._datasets[MEMORIES] is not kept  # the changed table was reopened, and only then
+    reopened = agent._index._datasets[MEMORIES]
     agent.query("flight to Tokyo", k=3, touch=False)
-    assert agent._index._tables[MEMORIES] is reopened
+    assert agent._index._datasets[MEMORIES] is reopened
 
 
 def test_a_plain_query_asked_again_embeds_nothing_and_checks_migrations_only_on_a_changed_file(
