@@ -2,7 +2,8 @@
 
 lancedb imports `lance_namespace`, whose package imports the generated REST client
 `lance_namespace_urllib3_client`: its package `__init__` loads every API class, the HTTP client and
-urllib3 (about 0.45 s of CPU, half of `import lancedb` and a third of a cold `expengine query`). Only
+urllib3 (about 0.45 s of CPU, half of `import lancedb`, paid by every process that writes the index:
+an ingest, a cycle; a query reads through pylance and imports neither). Only
 the client's `models` subpackage is needed to import lancedb. So before lancedb is first imported, the
 client's package is put in `sys.modules` as an empty module that finds its submodules in the real
 folder; its own `__init__` runs the first time anything asks the package for a name it defines (a
