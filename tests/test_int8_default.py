@@ -1,5 +1,6 @@
 """`[embedder] encoder = "auto"`: int8 ONNX for a new store, and for an existing one the encoder its
-vectors were written with (an fp32 store stays fp32, with no reindex); an explicit encoder is still
+vectors were written with (an fp32 store stays fp32, with no reindex; `warm`, a fleet worker and the
+benches' `load_embedder` too); an explicit encoder is still
 refused by another's vectors; the record commits with the first batch, so a kill after it never
 leaves int8 vectors that a later open reads as fp32."""
 
@@ -104,3 +105,20 @@ def test_a_kill_after_the_first_batch_leaves_the_int8_record(write_jsonl, tmp_pa
         assert recorded(engine) == (INT8,) and engine.embedder.name == INT8
         assert engine.store.con.execute("SELECT count(*) FROM records").fetchone()[0] > 0
         assert hit_ids(engine)
+
+
+def test_a_fleet_worker_and_a_bench_take_an_existing_stores_encoder(write_jsonl, tmp_path):
+    from test_bench_smoke import load
+
+    from expengine.config import Config
+    from expengine.fleet.runtime import cached_embedder, store_engine
+
+    store = tmp_path / "s"
+    with Engine(store=store, overrides={"embedder.encoder": "onnx"}) as engine:
+        engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND)])
+        fp32_hits = hit_ids(engine)
+    with store_engine(store) as engine:
+        assert hit_ids(engine) == fp32_hits and engine.embedder.name == FP32
+    assert cached_embedder(Config.load(store).embedder).name == INT8  # left as it is for the worker's new stores
+    common = load("common")
+    assert common.load_embedder(store).name == FP32 and common.load_embedder(tmp_path / "new").name == INT8
