@@ -85,5 +85,6 @@ def check_encoder(store: "Store") -> bool:
     raise ModelError(
         f"this store's vectors were written by {recorded}, but the configured encoder writes {current} "
         "vectors, which are not interchangeable",
-        hint="run `expengine reindex` to re-embed the store with it, or set [embedder] encoder back in config.toml",
+        hint="run `expengine reindex` to re-embed the store with it, or set [embedder] back in config.toml "
+        '(encoder = "auto" takes the encoder of the store\'s vectors)',
     )
