@@ -61,11 +61,21 @@ def engine_overrides(args: Any) -> dict[str, str]:
     return overrides
 
 
-def load_embedder() -> Any:
-    """The packaged MiniLM, loaded once and shared by every store a benchmark opens."""
-    from expengine.models.embedder import get_embedder
+def load_embedder(store: Path | None = None) -> Any:
+    """The packaged MiniLM, loaded once and shared by every store a benchmark opens, on the encoder
+    `auto` gives a store: for an existing `store` (one a `--workdir` kept) the encoder its vectors were
+    written with, else a new store's (int8)."""
+    from expengine.models.embedder import LazyEmbedder, get_embedder
+    from expengine.store.db import DB_FILE
 
-    embedder = get_embedder()
+    if store is not None and (store / DB_FILE).exists():
+        from expengine import Engine
+
+        with Engine(store=store) as engine, engine.session():
+            followed = engine.embedder
+        embedder = followed.model if isinstance(followed, LazyEmbedder) else followed
+    else:
+        embedder = get_embedder()
     embedder.encode(["warm up the model once"])
     return embedder
 

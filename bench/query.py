@@ -371,7 +371,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, help="also write the table into this Markdown file (its query section)")
     args = parser.parse_args()
 
-    embedder = load_embedder()
+    embedder = load_embedder(args.workdir / "base" if args.workdir else None)
     # the HTTP pass and the cold CLI through the server ask texts of their own (see `measure_server`)
     texts = query_texts(args.logs, args.locomo, 2 * args.queries + 1)
     queries, http_queries, server_cold_text = texts[: args.queries], texts[args.queries : -1], texts[-1]

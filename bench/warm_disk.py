@@ -109,7 +109,7 @@ def main() -> None:
     texts = query_texts(args.logs, args.queries * (3 if args.unseen else 1))
     if args.unseen and len(set(texts)) < len(texts):
         parser.error(f"--unseen needs {3 * args.queries} distinct user messages in --logs; pass fewer --queries")
-    embedder = load_embedder()
+    embedder = load_embedder(args.workdir / "store" if args.workdir else None)
     if args.queries_only:
         before = disk_sizes(args.workdir / "store", raw)
         timings = measure_queries(args.workdir / "store", texts, embedder, unseen=args.unseen)

@@ -35,9 +35,11 @@ class EmbedderConfig:
     # then "multilingual"; if only part of it is (a tenth, or a fifth of one file), "mixed" (MiniLM for
     # English text, multilingual for the rest); written to the store's config.toml. Or set one yourself
     model: str = "auto"
-    # the runtime: "auto" is ONNX Runtime fp32 (exported once from the torch weights into the user cache;
-    # its vectors equal torch's), or torch where onnxruntime is missing; "onnx-int8" is faster but writes
-    # vectors of its own (a store switching to or from it must be reindexed); "torch" loads sentence-transformers
+    # the runtime: "auto" is, for a new store, ONNX Runtime int8 (exported once from the torch weights into
+    # the user cache, then quantised; 2x torch's ingest CPU), or torch where onnxruntime is missing; for an
+    # existing store, the encoder its vectors were written with (an fp32 store stays fp32). "onnx" (fp32:
+    # its vectors equal torch's), "onnx-int8" and "torch" are that encoder for every store: one whose
+    # vectors another wrote is refused until `expengine reindex`
     encoder: str = "auto"
 
 

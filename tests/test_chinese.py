@@ -14,6 +14,7 @@ from expengine.errors import InputError
 
 pytestmark = pytest.mark.slow
 
+MINILM_NAME = "all-MiniLM-L6-v2+int8"  # a new store's MiniLM vectors: int8 ONNX (`[embedder] encoder = "auto"`)
 ZH = [
     "我给你推荐过一部叫《星际穿越》的科幻电影。",
     "今天我去了绿禾公园散步，看到了樱花。",
@@ -100,7 +101,7 @@ def test_english_store_warns_on_chinese_ingest_with_the_fix(tmp_path: Path, embe
     with Engine(store=tmp_path / "s") as engine:
         assert engine.ingest([str(english)]).warning is None
         result = engine.ingest([str(mixed)])
-        assert result.embedder == "all-MiniLM-L6-v2" and result.scripts["cjk"] > 0.5
+        assert result.embedder == MINILM_NAME and result.scripts["cjk"] > 0.5
         assert result.warning and "multilingual" in result.warning and "reindex" in result.warning
 
 
@@ -113,12 +114,12 @@ def test_first_ingest_picks_the_embedder_from_all_its_files_and_one_command_swit
     mostly_english = write_log(tmp_path / "ops.jsonl", lines, "o")
     with Engine(store=tmp_path / "m") as engine:  # a Chinese file among many English lines: the mixed model
         result = engine.ingest([str(mostly_english), str(chinese)])
-        assert result.embedder == "all-MiniLM-L6-v2|use-multilingual-v3" and result.scripts["cjk"] < 0.1
+        assert result.embedder == f"{MINILM_NAME}|use-multilingual-v3" and result.scripts["cjk"] < 0.1
         assert result.warning is None
     with Engine(store=tmp_path / "b") as engine:  # Chinese arriving in an English store: MiniLM, and it says so
         engine.ingest([str(mostly_english)])
         result = engine.ingest([str(chinese)])
-        assert result.embedder == "all-MiniLM-L6-v2"
+        assert result.embedder == MINILM_NAME
         assert result.warning and f"{chinese} 100%" in result.warning
         assert "`expengine reindex --model mixed`" in result.warning
     cli = CliRunner().invoke(app, ["--store", str(tmp_path / "b"), "reindex", "--model", "multilingual", "--json"])
@@ -142,7 +143,7 @@ def test_reindex_after_embedder_change_re_embeds_with_the_new_model(tmp_path: Pa
         assert engine.reindex()["memories"] == 2
         assert len(engine.store.index.table("memories").to_arrow().column("vector")[0]) == 512
         models = {m for (m,) in engine.store.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
-        assert models == {"all-MiniLM-L6-v2", "use-multilingual-v3"}
+        assert models == {MINILM_NAME, "use-multilingual-v3"}
         assert engine.query("running in the park", k=1, touch=False).hits[0].id == "r0"
 
 

@@ -1,6 +1,7 @@
 """A cold `expengine query` (a new process, no server) loads only what answering needs: no torch,
-sentence-transformers or transformers (the ONNX encoder), and no lancedb (reads go through pylance;
-`store.index`), so not the REST client of Lance namespaces either. docs/benchmarks.md, "Cold query"."""
+sentence-transformers or transformers (the ONNX encoder), nor `onnx` (the int8 model is quantised once,
+at its first use, not per query), and no lancedb (reads go through pylance; `store.index`), so not the
+REST client of Lance namespaces either. docs/benchmarks.md, "Cold query"."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ try:
     runpy.run_module("expengine", run_name="__main__")
 except SystemExit as done:
     assert not done.code, done.code
-held = [m for m in ("torch", "sentence_transformers", "transformers", "lancedb", "lance", "onnxruntime",
+held = [m for m in ("torch", "sentence_transformers", "transformers", "onnx", "lancedb", "lance", "onnxruntime",
                     "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
         if m in sys.modules]
 print(json.dumps(held), file=sys.stderr)

@@ -115,9 +115,17 @@ def test_models_prepare_exports_once_into_the_cache_dir(tmp_path):
     command = [sys.executable, "-m", "expengine", "--store", str(tmp_path / "store"), "models", "prepare", "--json"]
     first = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    (path,) = json.loads(first.stdout)["onnx"]
-    assert Path(path).is_relative_to(tmp_path / "cache") and Path(path).stat().st_size > 10_000_000
-    written = Path(path).stat().st_mtime_ns
+    # on `auto`: fp32 (the source, and an older store's encoder) and int8 (a new store's)
+    fp32, int8 = paths = json.loads(first.stdout)["onnx"]
+    assert [Path(p).name for p in paths] == ["model.onnx", "model-int8.onnx"]
+    assert Path(fp32).is_relative_to(tmp_path / "cache") and Path(fp32).stat().st_size > 10_000_000
+    assert 0 < Path(int8).stat().st_size < Path(fp32).stat().st_size  # int8 MatMul weights; the embeddings stay fp32
+    written = [Path(p).stat().st_mtime_ns for p in paths]
     again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert json.loads(again.stdout)["onnx"] == [path] and Path(path).stat().st_mtime_ns == written
-    assert not list(Path(path).parent.glob("*.part"))  # no half-written file left behind
+    assert json.loads(again.stdout)["onnx"] == paths and [Path(p).stat().st_mtime_ns for p in paths] == written
+    assert not list(Path(fp32).parent.glob("*.part"))  # no half-written file left behind
+    fp32_only = [*command[:5], "--set", "embedder.encoder=onnx", *command[5:]]
+    done = subprocess.run(fp32_only, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert json.loads(done.stdout)["onnx"] == [fp32], done.stderr[-2000:]
+    with_int8 = subprocess.run([*fp32_only, "--int8"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert json.loads(with_int8.stdout)["onnx"] == paths, with_int8.stderr[-2000:]

@@ -15,14 +15,15 @@ from typer.testing import CliRunner
 from expengine.cli import app
 from expengine.engine import Engine
 from expengine.errors import ModelError
-from expengine.models.embedder import MODEL_NAMES, get_embedder
+from expengine.models.embedder import get_embedder
 from expengine.models.mixed import encoder_of, reads_multilingual
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_logs"
-MIXED_NAME = "all-MiniLM-L6-v2|use-multilingual-v3"
+MINILM_NAME = "all-MiniLM-L6-v2+int8"  # a new store's MiniLM vectors: int8 ONNX (`[embedder] encoder = "auto"`)
+MIXED_NAME = f"{MINILM_NAME}|use-multilingual-v3"
 ENGLISH = [
     "I live in Portland, Oregon, not Maine",
     "I really hate cilantro, it tastes like soap",
@@ -65,7 +66,7 @@ def test_each_text_gets_the_vector_of_the_encoder_that_reads_its_script():
     assert np.allclose(vectors[1:, 384:], multilingual.encode(texts[1:]), atol=1e-5) and not vectors[1:, :384].any()
     assert float(vectors[0] @ vectors[1]) == 0.0  # the two sets never meet
     # the encoder a query's cosines come from (what a per-encoder similarity floor is keyed by)
-    assert [encoder_of(MIXED_NAME, t) for t in texts] == ["all-MiniLM-L6-v2"] + ["use-multilingual-v3"] * 2
+    assert [encoder_of(MIXED_NAME, t) for t in texts] == [MINILM_NAME] + ["use-multilingual-v3"] * 2
     assert encoder_of("all-MiniLM-L6-v2", "我对海鲜过敏") == "all-MiniLM-L6-v2"
 
 
@@ -98,7 +99,7 @@ def test_an_english_store_switches_to_mixed_with_one_command_and_keeps_its_engli
     chinese = write_log(tmp_path / "zh.jsonl", CHINESE, "z")
     store = tmp_path / "s"
     with Engine(store=store) as engine:
-        assert engine.ingest([english]).embedder == MODEL_NAMES["minilm"]
+        assert engine.ingest([english]).embedder == MINILM_NAME
         warning = engine.ingest([chinese]).warning
         assert warning and "`expengine reindex --model mixed`" in warning
     cli = CliRunner().invoke(app, ["--store", str(store), "reindex", "--model", "mixed", "--json"])
@@ -110,7 +111,7 @@ def test_an_english_store_switches_to_mixed_with_one_command_and_keeps_its_engli
         assert engine.store.text_tokenizer == "icu"
         # each half's vectors are cached under its own model: the English ones MiniLM wrote before
         cached = dict(engine.store.con.execute("SELECT model, count(*) FROM embeddings GROUP BY model").fetchall())
-        assert cached == {"all-MiniLM-L6-v2": len(ENGLISH) + len(CHINESE), "use-multilingual-v3": len(CHINESE)}
+        assert cached == {MINILM_NAME: len(ENGLISH) + len(CHINESE), "use-multilingual-v3": len(CHINESE)}
 
 
 def test_the_demo_store_of_all_sample_logs_takes_the_mixed_model(tmp_path: Path):

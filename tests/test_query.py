@@ -557,6 +557,14 @@ def test_evidence_quoted_by_the_unit_or_shown_above_is_not_repeated(engine_on):
     assert result.prompt.count(f2_text) == 1 and f1_text not in {h.text for h in result.hits if h.type == "memory"}
 
 
+def cosines_to(engine, text: str, others: list[str]) -> list[float]:
+    """The cosines a query of `text` computes: its vector embedded alone (`embed_query`), the others' as
+    the store holds them. An int8 vector depends on the batch it was embedded in (activations are
+    quantised per batch: cosine 0.96-0.99 to the same text alone), so one batch of them all is not it."""
+    query = engine.embedder.encode([text])[0]
+    return [float(query @ v) for v in engine.store.embeddings.encode(others)]
+
+
 def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     text = "get_weather 429 retry"
 
@@ -573,8 +581,7 @@ def test_one_slot_is_reserved_for_a_rule_above_the_similarity_floor(engine_on):
     engine = engine_on()
     engine.store.con.execute("UPDATE units SET weight = 0")
     engine.store.con.execute("UPDATE records SET weight = 50")  # every memory now outranks the unit
-    vectors = engine.embedder.encode([text, UNIT_TEXT])
-    cosine = float(vectors[0] @ vectors[1])
+    (cosine,) = cosines_to(engine, text, [UNIT_TEXT])
     engine.close()
 
     plain = top(cosine + 0.01)  # the unit is not close enough: the top 3 stay memories
@@ -636,8 +643,8 @@ def test_evidence_similarity_is_the_cosine_of_each_source_text_in_any_state(engi
     text = "get_weather 429 retry"
     unit = engine.query(text, k=3, touch=False, kind="rule").hits[0]
     assert {e.id: e.state for e in unit.expanded} == {"w1": "active", "w3": "dormant", "s3": "archived"}
-    vectors = engine.embedder.encode([text, *(e.text for e in unit.expanded)])
-    assert [e.similarity for e in unit.expanded] == [round(float(vectors[0] @ v), 4) for v in vectors[1:]]
+    expected = cosines_to(engine, text, [e.text for e in unit.expanded])
+    assert [e.similarity for e in unit.expanded] == [round(c, 4) for c in expected]
 
 
 def test_an_intent_rule_takes_the_slot_by_its_text_not_its_condition_vector(engine_on):
@@ -648,8 +655,7 @@ def test_an_intent_rule_takes_the_slot_by_its_text_not_its_condition_vector(engi
     engine.store.con.execute("UPDATE units SET cluster_key = 'intent:weather', condition = ?, weight = 0", [condition])
     engine.store.index.add(UNITS, unit_rows(engine.store, "id = 'u-weather'"))
     engine.store.con.execute("UPDATE records SET weight = 50")
-    vectors = engine.embedder.encode([text, UNIT_TEXT, condition])
-    by_text, by_condition = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    by_text, by_condition = cosines_to(engine, text, [UNIT_TEXT, condition])
     assert by_condition < by_text - 0.02
     engine.close()
     for floor, slotted in ((by_text - 0.01, True), (by_text + 0.01, False)):

@@ -13,7 +13,9 @@ app.add_typer(models_app, name="models")
 @models_app.command("prepare")
 def prepare(
     ctx: typer.Context,
-    int8: bool = typer.Option(False, "--int8", help="Also write the int8 model ([embedder] encoder = onnx-int8)."),
+    int8: bool = typer.Option(
+        False, "--int8", help="Also write the int8 model when the encoder is set to onnx (auto writes it anyway)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Export the encoder to ONNX from the installed weights, into the user cache, once (later runs reuse it)."""

@@ -27,7 +27,7 @@ from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
-from ..store.vectors import check_encoder, record_encoder
+from ..store.vectors import check_encoder, follow_encoder, record_encoder
 from .explain import Explain
 from .upkeep import Upkeep
 
@@ -129,6 +129,8 @@ class Engine(Upkeep, Explain):
             self._store = store
             try:
                 # before healing, which embeds; a store whose record is written needs no `_remember_encoder`
+                follow_encoder(store)
+                self.embedder = store.embedder  # on `auto`, the encoder of the store's vectors from now on
                 self._encoder_written = not self._reembedding and check_encoder(store)
                 if not store.read_only:
                     _heal(store)
@@ -207,13 +209,8 @@ class Engine(Upkeep, Explain):
         runs, coding-agent trajectories), then the `outcomes` reports that grade those runs."""
         from ..ingest.pipeline import ingest
 
-        with self.session() as store:
-            try:
-                return ingest(
-                    store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress
-                )
-            finally:
-                _remember_encoder(store)  # now: a server killed later never reaches `_release`
+        with self.session() as store:  # each batch's transaction records the encoder (`write_batch`)
+            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
 
     def stats(self) -> "Stats":
         from ..store.stats import store_stats
@@ -331,6 +328,8 @@ class Engine(Upkeep, Explain):
 
         from ..query.expand import warm
 
+        with self.session():  # first: on `auto`, the store's vectors name the encoder to load
+            pass
         self.embedder.encode(["warm up", "预热"])  # English and Chinese: a mixed store loads both encoders
         with self.session() as store:
             if not store.in_transaction:

@@ -83,7 +83,9 @@ def redact_rows(batch: dict[str, np.ndarray], *, root: str) -> dict[str, np.ndar
 
 
 class Embed:
-    """Stage 3 (`map_batches` on an actor pool): the default model, loaded once per actor."""
+    """Stage 3 (`map_batches` on an actor pool): the default model, loaded once per actor: a new store's
+    encoder (int8 on `auto`). A store whose vectors another encoder wrote takes none of these
+    (`EmbeddingCache.seed`) and embeds its own at the write, with the encoder of its record."""
 
     def __init__(self) -> None:
         from ..config import Config

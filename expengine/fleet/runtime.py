@@ -46,12 +46,16 @@ def task_options(worker_env: dict[str, str] | None = None, retries: int = RETRIE
 
 
 def cached_embedder(config: Any) -> Any:
-    """The embedder for a store's `[embedder]` config, made once per worker process (loaded on first use)."""
+    """The embedder for a store's `[embedder]` config, made once per worker process (loaded on first use).
+    On encoder `auto` an existing store's Engine embeds with the encoder of its vectors instead
+    (`LazyEmbedder.following`, which leaves this one as it is for the worker's other stores)."""
     from ..models.embedder import LazyEmbedder
 
-    key = (config.model_path, config.model, config.batch_size)
+    key = (config.model_path, config.model, config.batch_size, config.encoder)
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = LazyEmbedder(config.model_path, batch_size=config.batch_size, model=config.model)
+        _EMBEDDERS[key] = LazyEmbedder(
+            config.model_path, batch_size=config.batch_size, model=config.model, encoder=config.encoder
+        )
     return _EMBEDDERS[key]
 
 

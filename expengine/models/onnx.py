@@ -104,7 +104,10 @@ def _quantise(source: Path, target: Path) -> None:
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
-        raise ModelError(f"cannot quantise to int8: {exc}", hint="pip install onnx (or expengine[int8]) once") from exc
+        raise ModelError(
+            f"cannot quantise to int8: {exc}",
+            hint='pip install onnx (an expengine dependency), or set [embedder] encoder = "onnx" (fp32)',
+        ) from exc
     quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
 
 

@@ -158,6 +158,12 @@ class Store:
         self.index.tokenizer = self.text_tokenizer
         return True
 
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Embed with `embedder` from now on (`vectors.follow_encoder`: the one that wrote the vectors)."""
+        if embedder is not self.embedder:
+            self.embedder = embedder
+            self.embeddings = EmbeddingCache(self.con, embedder, self.embeddings.memo, self.index)
+
     def reader(self) -> "Store":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Store writes)
         and embedding cache on it, sharing the config, index and embedder. Close the view's `con` only."""

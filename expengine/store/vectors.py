@@ -1,7 +1,9 @@
 """Which encoder wrote a store's vectors, so that a query never compares vectors of two encoders.
 Torch and fp32 ONNX MiniLM write vectors under one name (they agree to cosine 1.0000); int8 ONNX and
-the multilingual model have names of their own. A store opened with an encoder whose name differs
-from its record is refused until `reindex` re-embeds it (the old vectors stay in the cache)."""
+the multilingual model have names of their own. On `[embedder] encoder = "auto"` a store takes the
+encoder of its record (`follow_encoder`); one opened with an explicit encoder whose name differs
+from its record is refused until `reindex` re-embeds it (the old vectors stay in the cache). The
+record commits with the first batch of vectors (`record_batch_encoder`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from ..errors import ModelError
-from ..models.embedder import embedder_name, packaged_model
+from ..models.embedder import LazyEmbedder, embedder_name, packaged_model
 
 if TYPE_CHECKING:
     from .store import Store
@@ -56,6 +58,23 @@ def record_encoder(store: "Store", *, replace: bool = False) -> None:
         store.con.execute("INSERT INTO store_meta VALUES (?, ?) ON CONFLICT DO NOTHING", [KEY, name])
 
 
+def record_batch_encoder(store: "Store") -> None:
+    """Inside the transaction that writes a batch of records: the encoder's name, unless one is recorded,
+    so that a kill after the first batch never leaves int8 vectors that a later open reads as fp32 (the
+    name `recorded_encoder` gives a store with records and no record)."""
+    store.con.execute("INSERT INTO store_meta VALUES (?, ?) ON CONFLICT DO NOTHING", [KEY, store.embeddings.name])
+
+
+def follow_encoder(store: "Store") -> None:
+    """On encoder `auto`, give an existing store the encoder its vectors were written with (an fp32
+    store stays fp32, with no reindex and no refusal); a new store keeps `auto`'s own (int8). An
+    explicit encoder, or an embedder passed in, is left as it is for `check_encoder` to judge."""
+    if isinstance(store.embedder, LazyEmbedder):
+        recorded = recorded_encoder(store)
+        if recorded is not None:
+            store.use_embedder(store.embedder.following(recorded))
+
+
 def check_encoder(store: "Store") -> bool:
     """Refuse an encoder whose vectors are not the ones the store's index holds. True when the store's
     record is written already, so `record_encoder` has nothing left to do for this session."""
@@ -66,5 +85,6 @@ def check_encoder(store: "Store") -> bool:
     raise ModelError(
         f"this store's vectors were written by {recorded}, but the configured encoder writes {current} "
         "vectors, which are not interchangeable",
-        hint="run `expengine reindex` to re-embed the store with it, or set [embedder] encoder back in config.toml",
+        hint="run `expengine reindex` to re-embed the store with it, or set [embedder] back in config.toml "
+        '(encoder = "auto" takes the encoder of the store\'s vectors)',
     )
