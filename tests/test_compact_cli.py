@@ -41,6 +41,19 @@ def cli(store: Path, *args: str, env: dict[str, str] | None = None, **popen) -> 
     )
 
 
+def paused_cli(store: Path, step: str, *args: str, timeout: float = 180) -> subprocess.Popen:
+    """`expengine --store STORE ARGS` stopped at the pause point `step`: it writes the marker there and
+    blocks until the test kills it (polled, bounded by `timeout`; the child's exit fails the wait)."""
+    child = cli(store, *args, env={PAUSE_ENV: step})
+    marker = store / (PAUSE_MARKER + step)
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the child never reached the pause point"
+        time.sleep(0.05)
+    return child
+
+
 def invoke(store: Path, *args: str) -> dict:
     result = CliRunner().invoke(app, ["--store", str(store), *args])
     assert result.exit_code == 0, result.output
@@ -53,16 +66,10 @@ def test_kill_mid_run_is_rolled_back_by_the_next_run(store_dir, make_engine):
     engine = make_engine(store=store_dir)
     original_weights, original_states = weights(engine), state_of(engine)
     engine.close()
-    child = cli(store_dir, "compact", "--no-refine", env={PAUSE_ENV: "decay"})
-    marker = store_dir / (PAUSE_MARKER + "decay")
-    deadline = time.monotonic() + 180
-    while not marker.exists():  # the child writes it after decay was applied, then blocks
-        assert child.poll() is None, child.communicate()
-        assert time.monotonic() < deadline, "the child never reached the pause point"
-        time.sleep(0.05)
+    child = paused_cli(store_dir, "decay", "compact", "--no-refine")  # decay applied, then it blocks
     child.send_signal(signal.SIGKILL)
     child.wait()
-    marker.unlink()
+    (store_dir / (PAUSE_MARKER + "decay")).unlink()
 
     engine = make_engine(store=store_dir)
     assert engine.store.con.execute("SELECT status FROM runs").fetchall() == [("running",)]

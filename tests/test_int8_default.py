@@ -7,15 +7,14 @@ leaves int8 vectors that a later open reads as fp32."""
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 from test_compact import BOOKING, CHATTER, REFUND
-from test_compact_cli import cli
+from test_compact_cli import paused_cli
 
 from expengine import Engine
 from expengine.errors import ModelError
-from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_MARKER
 
 pytestmark = pytest.mark.slow
 
@@ -91,16 +90,11 @@ def test_a_kill_after_the_first_batch_leaves_the_int8_record(write_jsonl, tmp_pa
     (before the Engine lets the store go, where the record was once written), and the store still
     opens as int8, not as a store without a record (fp32)."""
     store = tmp_path / "s"
-    child = cli(store, "ingest", write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER), env={PAUSE_ENV: "ingest-batch"})
-    marker = store / (PAUSE_MARKER + "ingest-batch")
-    deadline = time.monotonic() + 300
-    while not marker.exists():  # the child writes it after its first batch, then blocks
-        assert child.poll() is None, child.communicate()
-        assert time.monotonic() < deadline, "the child never reached the pause point"
-        time.sleep(0.05)
+    log = write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)
+    child = paused_cli(store, "ingest-batch", "ingest", log, timeout=300)  # after its first batch
     child.send_signal(signal.SIGKILL)
     child.wait()
-    marker.unlink()
+    (store / (PAUSE_MARKER + "ingest-batch")).unlink()
     with Engine(store=store) as engine:
         assert recorded(engine) == (INT8,) and engine.embedder.name == INT8
         assert engine.store.con.execute("SELECT count(*) FROM records").fetchone()[0] > 0

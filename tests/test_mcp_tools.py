@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from test_compact import BOOKING, REFUND
-from test_compact_cli import cli
+from test_compact_cli import paused_cli
 from test_service import mcp_params
 
 from expengine import __version__
-from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 NEW = {
     "id": "late-1",
@@ -28,14 +27,7 @@ NEW = {
 
 def _paused_compaction(store: Path) -> Any:
     """A real `expengine compact` holding the store lock, stopped after its decay step."""
-    child = cli(store, "compact", "--no-refine", env={PAUSE_ENV: "decay"})
-    marker = store / (PAUSE_MARKER + "decay")
-    deadline = time.monotonic() + 180
-    while not marker.exists():  # the child writes it after decay was applied, then blocks
-        assert child.poll() is None, child.communicate()
-        assert time.monotonic() < deadline, "the child never reached the pause point"
-        time.sleep(0.05)
-    return child
+    return paused_cli(store, "decay", "compact", "--no-refine")
 
 
 async def _session(store: Path, compaction: Any) -> dict[str, Any]:
