@@ -94,6 +94,23 @@ def test_a_mixed_store_answers_chinese_from_the_chinese_log_and_english_from_the
         engine.query("which herb does the user hate", touch=False)
 
 
+def test_a_store_that_picks_the_mixed_model_leaves_a_shared_embedder_to_the_next_new_store(tmp_path: Path):
+    """A fleet worker shares one embedder between its stores (`fleet.runtime.cached_embedder`): a new
+    store's pick gives that store an embedder of its own, and the next new store starts from `auto`."""
+    from expengine.models.embedder import LazyEmbedder
+
+    shared = LazyEmbedder()
+    english = write_log(tmp_path / "en.jsonl", ENGLISH, "e")
+    chinese = write_log(tmp_path / "zh.jsonl", CHINESE, "z")
+    with Engine(store=tmp_path / "mixed", embedder=shared, overrides={"query.min_similarity": 0}) as engine:
+        assert engine.ingest([english, chinese]).embedder == MIXED_NAME
+        assert engine.embedder is not shared and engine.embedder.name == MIXED_NAME  # adopted when let go
+        assert engine.query("用户对什么过敏", k=3, touch=False).hits[0].id == "z0"
+    assert shared.name == MINILM_NAME
+    with Engine(store=tmp_path / "english", embedder=shared) as engine:
+        assert engine.ingest([english]).embedder == MINILM_NAME
+
+
 def test_an_english_store_switches_to_mixed_with_one_command_and_keeps_its_english_vectors(tmp_path: Path):
     english = write_log(tmp_path / "en.jsonl", ENGLISH, "e")
     chinese = write_log(tmp_path / "zh.jsonl", CHINESE, "z")

@@ -91,7 +91,7 @@ class Engine(Upkeep, Explain):
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
         self._encoder_written = False  # the open store's encoder record is in store_meta already
         cfg = self.config.embedder
-        # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder switches it)
+        # model: "auto" is MiniLM until a new store's first ingest picks (Store.choose_embedder; adopted at release)
         self.embedder: Embedder = embedder or LazyEmbedder(
             cfg.model_path, batch_size=cfg.batch_size, model=cfg.model, encoder=cfg.encoder
         )
@@ -146,6 +146,7 @@ class Engine(Upkeep, Explain):
                 if not self._encoder_written:  # a count and an insert per call otherwise, queries included
                     _remember_encoder(store)
                 store.close()
+                self.embedder = store.embedder  # a new store's first ingest may have picked its model
                 self._index = store.index  # a restore gave the store a new one
                 self._index.remember_versions()
         except BaseException:

@@ -271,13 +271,15 @@ class LazyEmbedder:
 
     def __init__(self, model_path: str = "", *, batch_size: int = 0, model: str = MINILM, encoder: str = "auto"):
         self.model_path, self.batch_size, self.encoder = model_path, batch_size, encoder
-        self.switch(model)
-
-    def switch(self, model: str) -> None:
-        """Point at another packaged model (before a new store's first vectors); nothing loads."""
         self.packaged = packaged_model(model)
         self.runtime = resolve_encoder(self.encoder, self.model_path, self.packaged)
         self.name = vector_name(self.model_path, self.packaged, self.runtime)
+
+    def with_model(self, model: str) -> "LazyEmbedder":
+        """This embedder's settings on another packaged model (a new store's pick before its first
+        vectors); nothing loads. A new one, not this one switched: a fleet worker shares this embedder
+        between its stores, and the next new store must start from `auto` again."""
+        return LazyEmbedder(self.model_path, batch_size=self.batch_size, model=model, encoder=self.encoder)
 
     def following(self, vectors: str) -> "LazyEmbedder":
         """The embedder for a store whose vectors are named `vectors`: on encoder `auto`, one with the

@@ -153,8 +153,7 @@ class Store:
         data.setdefault("embedder", {})["model"] = model
         path.write_text(tomli_w.dumps(data), encoding="utf-8")
         cfg.model = model
-        self.embedder.switch(model)
-        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo, self.index)
+        self.use_embedder(self.embedder.with_model(model))
         self.index.tokenizer = self.text_tokenizer
         return True
 
