@@ -27,7 +27,7 @@ from ..store.permissions import private_files, secure_store_dir
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
-from ..store.vectors import check_encoder, follow_encoder, record_encoder
+from ..store.vectors import record_encoder, settle_encoder
 from .explain import Explain
 from .upkeep import Upkeep
 
@@ -129,9 +129,8 @@ class Engine(Upkeep, Explain):
             self._store = store
             try:
                 # before healing, which embeds; a store whose record is written needs no `_remember_encoder`
-                follow_encoder(store)
+                self._encoder_written = settle_encoder(store, check=not self._reembedding)
                 self.embedder = store.embedder  # on `auto`, the encoder of the store's vectors from now on
-                self._encoder_written = not self._reembedding and check_encoder(store)
                 if not store.read_only:
                     _heal(store)
                 yield store

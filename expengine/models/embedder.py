@@ -284,7 +284,7 @@ class LazyEmbedder:
     def following(self, vectors: str) -> "LazyEmbedder":
         """The embedder for a store whose vectors are named `vectors`: on encoder `auto`, one with the
         runtime that wrote them (an fp32 store stays fp32, with no reindex); else this one, which
-        `store.vectors.check_encoder` refuses if the names differ. A new one, not this one switched: a
+        `store.vectors.settle_encoder` refuses if the names differ. A new one, not this one switched: a
         fleet worker shares this embedder between its stores."""
         if self.encoder != "auto" or vectors == self.name:
             return self

@@ -158,7 +158,7 @@ class Store:
         return True
 
     def use_embedder(self, embedder: Embedder) -> None:
-        """Embed with `embedder` from now on (`vectors.follow_encoder`: the one that wrote the vectors)."""
+        """Embed with `embedder` from now on (`vectors.settle_encoder`: the one that wrote the vectors)."""
         if embedder is not self.embedder:
             self.embedder = embedder
             self.embeddings = EmbeddingCache(self.con, embedder, self.embeddings.memo, self.index)
