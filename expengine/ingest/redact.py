@@ -322,7 +322,8 @@ class Redactor:
         if isinstance(value, str):
             return self(value)
         if isinstance(value, dict):
-            out, total = {}, 0
+            out: dict[Any, Any] = {}
+            total = 0
             for key, item in value.items():
                 if isinstance(key, str) and isinstance(item, int) and _TIME_KEY.search(key):
                     out[key] = item
