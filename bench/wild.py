@@ -41,6 +41,8 @@ def line_type(obj: Any) -> str:
     if not isinstance(obj, dict):
         return type(obj).__name__
     kind = str(obj.get("type") or obj.get("kind") or "object")
+    if obj.get("isMeta"):  # text the client injected (hook output, command caveats), not a user's words
+        return f"{kind}:meta"
     payload = obj.get("payload")
     if isinstance(payload, dict) and payload.get("type"):
         return f"{kind}:{payload['type']}"
@@ -54,7 +56,7 @@ def line_type(obj: Any) -> str:
 def is_content(kind: str) -> bool:
     """A line that says something: a user's or assistant's words, a tool call or its result (thinking and
     injected instructions are skipped by design, so not counted here)."""
-    if kind.startswith(("user", "assistant")):
+    if kind.startswith(("user", "assistant")) and not kind.endswith(":meta"):
         return "thinking" not in kind or any(b in kind for b in ("text", "tool_use", "tool_result"))
     return kind in (
         "response_item:message",
