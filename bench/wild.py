@@ -89,7 +89,8 @@ def read_outcomes(path: Path) -> dict[str, Any]:
     for item in read_items(str(path), fmt="auto", max_line_bytes=1_000_000, agent=None, now=dt.datetime(2026, 1, 1)):
         if item.skipped:
             skipped[item.skipped] += 1
-            outcome.setdefault(item.line, "skipped")
+            # Codex says each message twice (response_item, event_msg): stored from the line that said it first
+            outcome.setdefault(item.line, "stored" if item.skipped == "repeated message" else item.skipped)
         elif item.error:
             outcome[item.line] = "rejected"
         else:
@@ -146,14 +147,18 @@ def run(data: Path, only: str | None, compact: bool) -> dict[str, Any]:
                 types = file_lines(path)
                 read = read_outcomes(path)
                 outcome = read["outcome"]
-                content = [n for n, kind in enumerate(types, start=1) if is_content(kind)]
+                # instructions the tool injects are read and skipped by design: not content
+                injected = ("instructions", "developer message", "meta")
+                content = [
+                    n for n, kind in enumerate(types, start=1) if is_content(kind) and outcome.get(n) not in injected
+                ]
                 result = child("--ingest-one", str(path), "--store", str(store))
                 row = {
                     "file": str(path.relative_to(data)),
                     "bytes": path.stat().st_size,
                     "lines": len(types),
                     "types": dict(Counter(types).most_common()),
-                    "stored_lines": sum(1 for v in outcome.values() if v == "stored"),
+                    "stored_lines": sum(1 for v in outcome.values() if v == "stored"),  # a repeated message counts
                     "skipped": read["skipped"],
                     "rejected": result.get("rejected"),
                     "content_lines": len(content),
