@@ -13,7 +13,9 @@ skipped and counted. The project is the task's repository, else the workspace th
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import json
+from pathlib import Path
+from typing import Any, Iterator
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
@@ -239,3 +241,18 @@ def _is_user_message(e: Any) -> bool:
     return (e.get("action") == "message" and e.get("source", "user") == "user") or (
         e.get("kind") == "MessageEvent" and e.get("source") == "user"
     )
+
+
+def folder_events(folder: Path, *, agent: str, now: dt.datetime) -> Iterator[tuple[str, list[Event], int, str | None]]:
+    """`sessions/<sid>/events/<n>.json`: one event per file, in their numbered order, read by one reader
+    (an observation names its action by `cause`); (file, its events, its size, the error) per file."""
+    reader = OpenHandsReader(agent=agent, session=folder.parent.name, now=now)
+    files = sorted(folder.glob("*.json"), key=lambda p: (int(p.stem) if p.stem.isdigit() else 1 << 62, p.name))
+    for path in files:
+        data = path.read_bytes()
+        try:
+            yield str(path), reader.one(json.loads(data)), len(data), None
+        except ValueError as exc:
+            yield str(path), [], len(data), f"malformed JSON: {exc}"
+        except EventError as exc:
+            yield str(path), [], len(data), str(exc)
