@@ -41,7 +41,7 @@ def test_gemini_cli_session_reads_every_message_and_call():
 def test_gemini_cli_share_exports_pair_commands_with_responses(name: str):
     text = wild("gemini-cli", "go-ai-agent-v2", name).read_text(encoding="utf-8")
     assert gemini.is_gemini_share(text)
-    events = [e for _, es in gemini.share_events(text, name, agent="a", now=NOW) for e in es]
+    events = [e for _, es in gemini.share_events(text, name, gemini.GeminiReader(agent="a", now=NOW)) for e in es]
     calls = [e for e in events if e.kind == "tool_call"]
     results = [e for e in events if e.kind == "tool_result"]
     # a tool's output may quote the export code itself: only a marker at a line's start opens a block

@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
-from .base import AgentReader, from_ms, mapping, project_meta
+from .base import AgentReader, FileContext, counted, from_ms, mapping, project_meta
 
 _SKIPPED_PARTS = {"reasoning", "step-start", "step-finish", "snapshot", "patch", "file", "compaction", "agent", "retry"}
 
@@ -148,3 +148,18 @@ def stored_session(path: Path) -> dict[str, Any]:
         messages.append({"info": minfo, "parts": parts})
     messages.sort(key=lambda m: ((m["info"].get("time") or {}).get("created") or 0, str(m["info"].get("id"))))
     return {"info": info, "messages": messages}
+
+
+def recognises(obj: Any) -> bool:
+    return is_opencode_export(obj) or is_opencode_session(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    """`opencode export` output, or a stored session's info file (read with its messages and parts)."""
+
+    def read(obj: Any, _: int) -> list[Event]:
+        export = obj if is_opencode_export(obj) else stored_session(Path(ctx.label))
+        events, reader = export_events(export, agent=ctx.agent, now=ctx.now)
+        return counted(reader, lambda *_: events)(obj, 1)
+
+    return read
