@@ -30,6 +30,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from expengine.models.onnx import cache_dir  # noqa: E402
+
+ROUNDS = 4  # prompt, call and result rounds per session (--rounds)
 WORDS = "build test lint deploy parser cache index query retry timeout socket schema migration fixture".split()
 
 
@@ -45,7 +49,7 @@ def pad(rng: random.Random, size: int, tag: str) -> str:
 def claude(rng, i, out, size) -> list[str]:
     sid = f"cc{i:05d}"
     lines = []
-    for n in range(4):
+    for n in range(ROUNDS):
         common = {"sessionId": sid, "timestamp": f"2026-01-01T00:00:{n:02d}Z", "cwd": f"/home/u/proj{i % 40}"}
         lines.append(
             {
@@ -67,7 +71,7 @@ def claude(rng, i, out, size) -> list[str]:
         result = {
             "type": "tool_result",
             "tool_use_id": f"{sid}-t{n}",
-            "content": pad(rng, size // 4, f"{sid} out {n}"),
+            "content": pad(rng, size // ROUNDS, f"{sid} out {n}"),
             "is_error": n == 2,
         }
         lines.append(
@@ -86,7 +90,7 @@ def codex(rng, i, out, size) -> list[str]:
             "payload": {"id": sid, "cwd": f"/home/u/proj{i % 40}"},
         }
     ]
-    for n in range(4):
+    for n in range(ROUNDS):
         ts = f"2026-01-01T00:00:{n + 1:02d}Z"
         lines.append(
             {
@@ -119,7 +123,7 @@ def codex(rng, i, out, size) -> list[str]:
                     "type": "function_call_output",
                     "call_id": f"{sid}c{n}",
                     "output": json.dumps(
-                        {"output": pad(rng, size // 4, f"{sid} out {n}"), "metadata": {"exit_code": n % 2}}
+                        {"output": pad(rng, size // ROUNDS, f"{sid} out {n}"), "metadata": {"exit_code": n % 2}}
                     ),
                 },
             }
@@ -130,7 +134,7 @@ def codex(rng, i, out, size) -> list[str]:
 def gemini(rng, i, out, size) -> list[str]:
     sid = f"gm{i:05d}"
     messages = []
-    for n in range(4):
+    for n in range(ROUNDS):
         messages.append(
             {
                 "id": f"{sid}u{n}",
@@ -140,7 +144,7 @@ def gemini(rng, i, out, size) -> list[str]:
             }
         )
         call = {"id": f"{sid}c{n}", "name": "run_shell_command", "args": {"command": f"npm test -- t{i}_{n}"}, "status": "error" if n == 1 else "success",
-                "result": [{"functionResponse": {"response": {"output": pad(rng, size // 4, f"{sid} out {n}")}}}]}  # fmt: skip
+                "result": [{"functionResponse": {"response": {"output": pad(rng, size // ROUNDS, f"{sid} out {n}")}}}]}  # fmt: skip
         messages.append(
             {
                 "id": f"{sid}g{n}",
@@ -170,14 +174,14 @@ def cline(rng, i, out, size) -> list[str]:
     task = out / ".config" / "Code" / "User" / "globalStorage" / ext / "tasks" / f"{1733000000000 + i}"
     task.mkdir(parents=True, exist_ok=True)
     ui = [{"ts": 1733000000000 + i, "type": "say", "say": "task", "text": text(rng, 12, f"cl{i} task")}]
-    for n in range(4):
+    for n in range(ROUNDS):
         ui.append({"ts": 1733000000001 + i + n, "type": "ask", "ask": "command", "text": f"make test{i}_{n}"})
         ui.append(
             {
                 "ts": 1733000000002 + i + n,
                 "type": "say",
                 "say": "command_output",
-                "text": pad(rng, size // 4, f"cl{i} out {n}") + f"\nExit code: {n % 2}",
+                "text": pad(rng, size // ROUNDS, f"cl{i} out {n}") + f"\nExit code: {n % 2}",
             }
         )
     (task / "ui_messages.json").write_text(json.dumps(ui))
@@ -204,7 +208,7 @@ def opencode(rng, i, out, size) -> list[str]:
     (storage / "session" / "p" / f"{sid}.json").write_text(
         json.dumps({"id": sid, "projectID": "p", "directory": f"/home/u/proj{i % 40}"})
     )
-    for n in range(4):
+    for n in range(ROUNDS):
         mid = f"msg_{i:05d}_{n}"
         (storage / "message" / sid).mkdir(parents=True, exist_ok=True)
         (storage / "message" / sid / f"{mid}.json").write_text(
@@ -214,14 +218,14 @@ def opencode(rng, i, out, size) -> list[str]:
         )
         (storage / "part" / mid).mkdir(parents=True, exist_ok=True)
         part = ({"id": f"prt_{mid}", "type": "text", "text": text(rng, 12, f"{sid} ask {n}")} if n % 2 == 0 else
-                {"id": f"prt_{mid}", "type": "tool", "tool": "bash", "callID": f"{mid}c", "state": {"status": "completed", "input": {"command": f"go test ./t{i}"}, "output": pad(rng, size // 2, f"{sid} out {n}")}})  # fmt: skip
+                {"id": f"prt_{mid}", "type": "tool", "tool": "bash", "callID": f"{mid}c", "state": {"status": "completed", "input": {"command": f"go test ./t{i}"}, "output": pad(rng, size // ROUNDS, f"{sid} out {n}")}})  # fmt: skip
         (storage / "part" / mid / f"prt_{mid}.json").write_text(json.dumps(part))
     return []
 
 
 def goose(rng, i, out, size) -> list[str]:
     lines: list[dict[str, Any]] = [{"working_dir": f"/home/u/proj{i % 40}", "description": f"g{i}", "message_count": 8}]
-    for n in range(4):
+    for n in range(ROUNDS):
         lines.append(
             {
                 "role": "user",
@@ -255,7 +259,7 @@ def goose(rng, i, out, size) -> list[str]:
                         "id": f"go{i}r{n}",
                         "toolResult": {
                             "status": "success",
-                            "value": [{"type": "text", "text": pad(rng, size // 4, f"go{i} out {n}")}],
+                            "value": [{"type": "text", "text": pad(rng, size // ROUNDS, f"go{i} out {n}")}],
                         },
                     }
                 ],
@@ -268,7 +272,7 @@ def openhands(rng, i, out, size) -> list[str]:
     events = out / ".openhands" / "sessions" / f"oh{i:05d}" / "events"
     events.mkdir(parents=True, exist_ok=True)
     items = [{"id": 0, "source": "user", "action": "message", "args": {"content": text(rng, 12, f"oh{i} ask")}}]
-    for n in range(3):
+    for n in range(ROUNDS):
         items.append({"id": 2 * n + 1, "source": "agent", "action": "run", "args": {"command": f"make check{i}_{n}"}})
         items.append(
             {
@@ -276,7 +280,7 @@ def openhands(rng, i, out, size) -> list[str]:
                 "source": "agent",
                 "observation": "run",
                 "cause": 2 * n + 1,
-                "content": pad(rng, size // 3, f"oh{i} out {n}"),
+                "content": pad(rng, size // ROUNDS, f"oh{i} out {n}"),
                 "extras": {"metadata": {"exit_code": n % 2}},
             }
         )
@@ -289,9 +293,9 @@ def aider(rng, i, out, size) -> list[str]:
     project = out / "src" / f"proj{i:05d}"
     project.mkdir(parents=True, exist_ok=True)
     body = [f"# aider chat started at 2026-01-01 00:00:{i % 60:02d}\n"]
-    for n in range(4):
+    for n in range(ROUNDS):
         body.append(f"#### {text(rng, 12, f'ai{i} ask {n}')}\n\nOk.\n\n#### /run pytest t{i}_{n}\n")
-        body.extend(f"> {line}\n" for line in pad(rng, size // 4, f"ai{i} out {n}").splitlines())
+        body.extend(f"> {line}\n" for line in pad(rng, size // ROUNDS, f"ai{i} out {n}").splitlines())
         body.append("\n")
     (project / ".aider.chat.history.md").write_text("".join(body))
     return []
@@ -379,8 +383,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--mb", type=float, default=100.0)
     parser.add_argument("--grow", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="prompt/call/result rounds per session")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "sources.json")
     args = parser.parse_args(argv)
+    global ROUNDS
+    ROUNDS = args.rounds
     with tempfile.TemporaryDirectory() as tmp:
         home, store = Path(tmp) / "home", Path(tmp) / "store"
         growable, total = build_home(home, args.files, args.mb)
@@ -389,7 +396,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for k, v in os.environ.items()
             if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
         }
-        env.update({"HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
+        # the encoder's exported model stays where it is cached: the synthetic home would export it again
+        env.update(
+            {"HOME": str(home), "EXPENGINE_CACHE_DIR": str(cache_dir()), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+        )
         first = run(store, home, env)
         first["mb_per_s"] = round(first["bytes_read"] / 1e6 / first["ingest_s"], 2)
         second = run(store, home, env)
@@ -397,6 +407,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         third = run(store, home, env)
         report = {
             "files": args.files,
+            "rounds": args.rounds,
             "home_mb": round(total / 1e6, 1),
             "first": first,
             "nothing_new": second,
