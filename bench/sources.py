@@ -46,10 +46,10 @@ def pad(rng: random.Random, size: int, tag: str) -> str:
     return "\n".join(f"{line} {i}" for i in range(max(1, size // (len(line) + 6))))
 
 
-def claude(rng, i, out, size) -> list[str]:
+def claude(rng, i, out, size, rounds) -> list[str]:
     sid = f"cc{i:05d}"
     lines = []
-    for n in range(ROUNDS):
+    for n in range(rounds):
         common = {"sessionId": sid, "timestamp": f"2026-01-01T00:00:{n:02d}Z", "cwd": f"/home/u/proj{i % 40}"}
         lines.append(
             {
@@ -71,7 +71,7 @@ def claude(rng, i, out, size) -> list[str]:
         result = {
             "type": "tool_result",
             "tool_use_id": f"{sid}-t{n}",
-            "content": pad(rng, size // ROUNDS, f"{sid} out {n}"),
+            "content": pad(rng, size // rounds, f"{sid} out {n}"),
             "is_error": n == 2,
         }
         lines.append(
@@ -81,7 +81,7 @@ def claude(rng, i, out, size) -> list[str]:
     return write_lines(path, lines)
 
 
-def codex(rng, i, out, size) -> list[str]:
+def codex(rng, i, out, size, rounds) -> list[str]:
     sid = f"cx{i:05d}"
     lines: list[dict[str, Any]] = [
         {
@@ -90,7 +90,7 @@ def codex(rng, i, out, size) -> list[str]:
             "payload": {"id": sid, "cwd": f"/home/u/proj{i % 40}"},
         }
     ]
-    for n in range(ROUNDS):
+    for n in range(rounds):
         ts = f"2026-01-01T00:00:{n + 1:02d}Z"
         lines.append(
             {
@@ -123,7 +123,7 @@ def codex(rng, i, out, size) -> list[str]:
                     "type": "function_call_output",
                     "call_id": f"{sid}c{n}",
                     "output": json.dumps(
-                        {"output": pad(rng, size // ROUNDS, f"{sid} out {n}"), "metadata": {"exit_code": n % 2}}
+                        {"output": pad(rng, size // rounds, f"{sid} out {n}"), "metadata": {"exit_code": n % 2}}
                     ),
                 },
             }
@@ -131,10 +131,10 @@ def codex(rng, i, out, size) -> list[str]:
     return write_lines(out / ".codex" / "sessions" / "2026" / "01" / "01" / f"rollout-{sid}.jsonl", lines)
 
 
-def gemini(rng, i, out, size) -> list[str]:
+def gemini(rng, i, out, size, rounds) -> list[str]:
     sid = f"gm{i:05d}"
     messages = []
-    for n in range(ROUNDS):
+    for n in range(rounds):
         messages.append(
             {
                 "id": f"{sid}u{n}",
@@ -144,7 +144,7 @@ def gemini(rng, i, out, size) -> list[str]:
             }
         )
         call = {"id": f"{sid}c{n}", "name": "run_shell_command", "args": {"command": f"npm test -- t{i}_{n}"}, "status": "error" if n == 1 else "success",
-                "result": [{"functionResponse": {"response": {"output": pad(rng, size // ROUNDS, f"{sid} out {n}")}}}]}  # fmt: skip
+                "result": [{"functionResponse": {"response": {"output": pad(rng, size // rounds, f"{sid} out {n}")}}}]}  # fmt: skip
         messages.append(
             {
                 "id": f"{sid}g{n}",
@@ -169,19 +169,19 @@ def gemini(rng, i, out, size) -> list[str]:
     return []
 
 
-def cline(rng, i, out, size) -> list[str]:
+def cline(rng, i, out, size, rounds) -> list[str]:
     ext = "saoudrizwan.claude-dev" if i % 2 else "rooveterinaryinc.roo-cline"
     task = out / ".config" / "Code" / "User" / "globalStorage" / ext / "tasks" / f"{1733000000000 + i}"
     task.mkdir(parents=True, exist_ok=True)
     ui = [{"ts": 1733000000000 + i, "type": "say", "say": "task", "text": text(rng, 12, f"cl{i} task")}]
-    for n in range(ROUNDS):
+    for n in range(rounds):
         ui.append({"ts": 1733000000001 + i + n, "type": "ask", "ask": "command", "text": f"make test{i}_{n}"})
         ui.append(
             {
                 "ts": 1733000000002 + i + n,
                 "type": "say",
                 "say": "command_output",
-                "text": pad(rng, size // ROUNDS, f"cl{i} out {n}") + f"\nExit code: {n % 2}",
+                "text": pad(rng, size // rounds, f"cl{i} out {n}") + f"\nExit code: {n % 2}",
             }
         )
     (task / "ui_messages.json").write_text(json.dumps(ui))
@@ -201,14 +201,14 @@ def cline(rng, i, out, size) -> list[str]:
     return []
 
 
-def opencode(rng, i, out, size) -> list[str]:
+def opencode(rng, i, out, size, rounds) -> list[str]:
     storage = out / ".local" / "share" / "opencode" / "storage"
     sid = f"ses_{i:05d}"
     (storage / "session" / "p").mkdir(parents=True, exist_ok=True)
     (storage / "session" / "p" / f"{sid}.json").write_text(
         json.dumps({"id": sid, "projectID": "p", "directory": f"/home/u/proj{i % 40}"})
     )
-    for n in range(ROUNDS):
+    for n in range(rounds):
         mid = f"msg_{i:05d}_{n}"
         (storage / "message" / sid).mkdir(parents=True, exist_ok=True)
         (storage / "message" / sid / f"{mid}.json").write_text(
@@ -218,14 +218,14 @@ def opencode(rng, i, out, size) -> list[str]:
         )
         (storage / "part" / mid).mkdir(parents=True, exist_ok=True)
         part = ({"id": f"prt_{mid}", "type": "text", "text": text(rng, 12, f"{sid} ask {n}")} if n % 2 == 0 else
-                {"id": f"prt_{mid}", "type": "tool", "tool": "bash", "callID": f"{mid}c", "state": {"status": "completed", "input": {"command": f"go test ./t{i}"}, "output": pad(rng, size // ROUNDS, f"{sid} out {n}")}})  # fmt: skip
+                {"id": f"prt_{mid}", "type": "tool", "tool": "bash", "callID": f"{mid}c", "state": {"status": "completed", "input": {"command": f"go test ./t{i}"}, "output": pad(rng, size // rounds, f"{sid} out {n}")}})  # fmt: skip
         (storage / "part" / mid / f"prt_{mid}.json").write_text(json.dumps(part))
     return []
 
 
-def goose(rng, i, out, size) -> list[str]:
+def goose(rng, i, out, size, rounds) -> list[str]:
     lines: list[dict[str, Any]] = [{"working_dir": f"/home/u/proj{i % 40}", "description": f"g{i}", "message_count": 8}]
-    for n in range(ROUNDS):
+    for n in range(rounds):
         lines.append(
             {
                 "role": "user",
@@ -259,7 +259,7 @@ def goose(rng, i, out, size) -> list[str]:
                         "id": f"go{i}r{n}",
                         "toolResult": {
                             "status": "success",
-                            "value": [{"type": "text", "text": pad(rng, size // ROUNDS, f"go{i} out {n}")}],
+                            "value": [{"type": "text", "text": pad(rng, size // rounds, f"go{i} out {n}")}],
                         },
                     }
                 ],
@@ -268,11 +268,11 @@ def goose(rng, i, out, size) -> list[str]:
     return write_lines(out / ".local" / "share" / "goose" / "sessions" / f"go{i:05d}.jsonl", lines)
 
 
-def openhands(rng, i, out, size) -> list[str]:
+def openhands(rng, i, out, size, rounds) -> list[str]:
     events = out / ".openhands" / "sessions" / f"oh{i:05d}" / "events"
     events.mkdir(parents=True, exist_ok=True)
     items = [{"id": 0, "source": "user", "action": "message", "args": {"content": text(rng, 12, f"oh{i} ask")}}]
-    for n in range(ROUNDS):
+    for n in range(rounds):
         items.append({"id": 2 * n + 1, "source": "agent", "action": "run", "args": {"command": f"make check{i}_{n}"}})
         items.append(
             {
@@ -280,7 +280,7 @@ def openhands(rng, i, out, size) -> list[str]:
                 "source": "agent",
                 "observation": "run",
                 "cause": 2 * n + 1,
-                "content": pad(rng, size // ROUNDS, f"oh{i} out {n}"),
+                "content": pad(rng, size // rounds, f"oh{i} out {n}"),
                 "extras": {"metadata": {"exit_code": n % 2}},
             }
         )
@@ -289,13 +289,13 @@ def openhands(rng, i, out, size) -> list[str]:
     return []
 
 
-def aider(rng, i, out, size) -> list[str]:
+def aider(rng, i, out, size, rounds) -> list[str]:
     project = out / "src" / f"proj{i:05d}"
     project.mkdir(parents=True, exist_ok=True)
     body = [f"# aider chat started at 2026-01-01 00:00:{i % 60:02d}\n"]
-    for n in range(ROUNDS):
+    for n in range(rounds):
         body.append(f"#### {text(rng, 12, f'ai{i} ask {n}')}\n\nOk.\n\n#### /run pytest t{i}_{n}\n")
-        body.extend(f"> {line}\n" for line in pad(rng, size // ROUNDS, f"ai{i} out {n}").splitlines())
+        body.extend(f"> {line}\n" for line in pad(rng, size // rounds, f"ai{i} out {n}").splitlines())
         body.append("\n")
     (project / ".aider.chat.history.md").write_text("".join(body))
     return []
@@ -310,12 +310,12 @@ def write_lines(path: Path, lines: list[dict[str, Any]]) -> list[str]:
 LAYOUTS = [claude, codex, gemini, cline, opencode, goose, openhands, aider]
 
 
-def build_home(home: Path, files: int, mb: float, seed: int = 7) -> tuple[list[str], int]:
+def build_home(home: Path, files: int, mb: float, rounds: int = ROUNDS, seed: int = 7) -> tuple[list[str], int]:
     rng = random.Random(seed)
     size = int(mb * 1e6 / files)
     growable: list[str] = []
     for i in range(files):
-        growable += LAYOUTS[i % len(LAYOUTS)](rng, i, home, size)
+        growable += LAYOUTS[i % len(LAYOUTS)](rng, i, home, size, rounds)
     total = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
     return growable, total
 
@@ -386,11 +386,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="prompt/call/result rounds per session")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "sources.json")
     args = parser.parse_args(argv)
-    global ROUNDS
-    ROUNDS = args.rounds
     with tempfile.TemporaryDirectory() as tmp:
         home, store = Path(tmp) / "home", Path(tmp) / "store"
-        growable, total = build_home(home, args.files, args.mb)
+        growable, total = build_home(home, args.files, args.mb, args.rounds)
         env = {
             k: v
             for k, v in os.environ.items()

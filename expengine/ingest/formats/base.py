@@ -40,6 +40,15 @@ class AgentReader(SessionReader):
         super().__init__(agent=agent)
         self.skipped: Counter[str] = Counter()
 
+    def said(self, user: bool, text: Any, **common: Any) -> list[Event]:
+        """A text: the user's (the session's first is its goal) or the assistant's; empty text is skipped."""
+        words = str(text or "").strip()
+        if not words:
+            return self.skip("empty")
+        if user:
+            return self.prompt(words, **common)
+        return [self.event("message", role="assistant", content=words, **common)]
+
     def skip(self, kind: str, n: int = 1) -> list[Event]:
         self.skipped[kind] += n
         return []

@@ -196,9 +196,8 @@ class GeminiReader(AgentReader):
         if status is None and call.get("result") is None:
             return out  # still running when the file was written
         output = _result_text(call.get("result")) or as_text(call.get("resultDisplay")) or ""
-        result = self.result(call_id, output, status == "error", **{**at, "id": f"{common['id']}/result{n}"})
-        if status == "cancelled":
-            result.meta = {**result.meta, "cancelled": True}
+        at = {**at, "id": f"{common['id']}/result{n}"}
+        result = self.result(call_id, output, status == "error", cancelled=status == "cancelled", **at)
         out.append(result)
         return out
 

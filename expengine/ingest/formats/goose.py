@@ -58,11 +58,7 @@ class GooseReader(AgentReader):
             }
             kind = c.get("type")
             if kind == "text":
-                text = str(c.get("text") or "").strip()
-                if text and obj["role"] == "user":
-                    out.extend(self.prompt(text, **common))
-                elif text:
-                    out.append(self.event("message", role="assistant", content=text, **common))
+                out.extend(self.said(obj["role"] == "user", c.get("text"), **common))
             elif kind == "toolRequest":
                 call = mapping(c, "toolCall")
                 value = mapping(call, "value")

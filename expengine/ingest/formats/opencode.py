@@ -67,14 +67,10 @@ class OpencodeReader(AgentReader):
                 "meta": self.meta,
             }
             kind = part.get("type")
-            if kind == "text":
-                text = str(part.get("text") or "").strip()
-                if not text or part.get("synthetic"):
-                    self.skip("synthetic" if text else "empty")
-                elif info["role"] == "user":
-                    out.extend(self.prompt(text, **common))
-                else:
-                    out.append(self.event("message", role="assistant", content=text, **common))
+            if kind == "text" and part.get("synthetic"):
+                self.skip("synthetic")  # text the client adds (file contents, reminders), not said by anyone
+            elif kind == "text":
+                out.extend(self.said(info["role"] == "user", part.get("text"), **common))
             elif kind == "tool":
                 out.extend(self.tool(part, common))
             elif kind in _SKIPPED_PARTS:
@@ -115,9 +111,8 @@ class OpencodeReader(AgentReader):
         failed = (status == "error" and not aborted) or (isinstance(code, int) and code != 0)
         output = error if status == "error" else as_text(state.get("output")) or ""
         end = from_ms((state.get("time") or {}).get("end"), common["ts"])
-        result = self.result(call_id, output, failed, **{**common, "id": f"{common['id']}/result", "ts": end})
-        if aborted:
-            result.meta = {**result.meta, "cancelled": True}
+        at = {**common, "id": f"{common['id']}/result", "ts": end}
+        result = self.result(call_id, output, failed, cancelled=aborted, **at)
         if isinstance(code, int):
             result.meta = {**result.meta, "exit_code": code}
         return [call, result]
