@@ -27,7 +27,7 @@ from .base import AgentReader, FileContext, counted, from_ms, project_meta
 UI_FILE, API_FILE, METADATA_FILE = "ui_messages.json", "api_conversation_history.json", "task_metadata.json"
 TASK_FILES = (UI_FILE, API_FILE, METADATA_FILE)
 _CWD = re.compile(r"# Current (?:Working|Workspace) Directory \(([^)\n]+)\)")
-_EXIT = re.compile(r"[Ee]xit code:?\s*(-?\d+)")
+_EXIT = re.compile(r"exit code:?\s*(-?\d+)", re.IGNORECASE)
 _TASK = re.compile(r"<task>\s*(.*?)\s*</task>", re.DOTALL)
 _FEEDBACK = re.compile(r"<feedback>\s*(.*?)\s*</feedback>", re.DOTALL)
 _RESULT = re.compile(r"^\[(\w+)(?: for '(.*?)')?\] Result:\s*", re.DOTALL)
