@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -114,22 +115,23 @@ class ClineReader(AgentReader):
         return {"id": f"{self.task}/{key}", "ts": ts, "session": self.task, "meta": meta}
 
     def ui(self, messages: list[Any]) -> list[Event]:
+        """The panel's messages; each named by its time (and its rank among those of the same time), not
+        its place in the list: Cline deletes rows on a retry, and the file is read again as it changes."""
         out: list[Event] = []
+        same_time: Counter[Any] = Counter()
         for n, m in enumerate(messages):
             if not isinstance(m, dict):
                 raise EventError(f"ui_messages.json item {n} is not an object")
-            out.extend(self.ui_message(m, n))
+            same_time[m.get("ts")] += 1
+            out.extend(self.ui_message(m, f"{m.get('ts')}.{same_time[m.get('ts')]}"))
         return out
 
-    def ui_message(self, m: dict[str, Any], n: int) -> list[Event]:
+    def ui_message(self, m: dict[str, Any], key: str) -> list[Event]:
         if m.get("partial"):
             return self.skip("partial")
         kind = m.get("say") if m.get("type") == "say" else m.get("ask")
         text = str(m.get("text") or "").strip()
-        common = self.common(
-            f"{m.get('ts')}/{n}",
-            from_ms(m.get("ts"), self.now),
-        )
+        common = self.common(key, from_ms(m.get("ts"), self.now))
         if m.get("type") == "say":
             if kind in ("task", "user_feedback", "user_feedback_diff"):
                 return self.prompt(text, **common) if text else self.skip("empty")
