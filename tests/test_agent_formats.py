@@ -167,7 +167,8 @@ def test_cline_ui_messages_task_commands_exit_codes_and_failed_requests(tmp_path
                                         {"type": "text", "text": "<environment_details>\n# Current Working Directory (/home/me/shop) Files\n</environment_details>"}]}]  # fmt: skip
     (task / cline.API_FILE).write_text(json.dumps(api))
     (task / cline.METADATA_FILE).write_text(json.dumps({"model_usage": [{"model_id": "claude-sonnet-4"}]}))
-    events, reader = cline.task_events(task, agent="a", now=NOW)
+    reader = cline.ClineReader(agent="a", task=task.name, now=NOW, meta=cline.task_meta(task))
+    events = reader.ui(ui)
     assert kinds(events) == [
         "goal",
         "message",

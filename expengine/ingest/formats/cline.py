@@ -26,7 +26,6 @@ from ..events import Event, as_text
 from .base import AgentReader, FileContext, counted, from_ms, project_meta
 
 UI_FILE, API_FILE, METADATA_FILE = "ui_messages.json", "api_conversation_history.json", "task_metadata.json"
-TASK_FILES = (UI_FILE, API_FILE, METADATA_FILE)
 _CWD = re.compile(r"# Current (?:Working|Workspace) Directory \(([^)\n]+)\)")
 _EXIT = re.compile(r"exit code:?\s*(-?\d+)", re.IGNORECASE)
 _TASK = re.compile(r"<task>\s*(.*?)\s*</task>", re.DOTALL)
@@ -56,7 +55,6 @@ _BOOKKEEPING = {
     "load_mcp_documentation",
     "clineignore_error",
 }
-_QUIET_ASKS = {"resume_task", "resume_completed_task", "completion_result", "command_output", "new_task"}
 
 
 def is_cline_ui(obj: Any) -> bool:
@@ -161,9 +159,7 @@ class ClineReader(AgentReader):
         if kind == "followup":
             question = _json(text).get("question") if text.startswith("{") else text
             return [self.event("message", role="assistant", content=str(question or text), **common)] if text else []
-        if kind in _QUIET_ASKS:
-            return self.skip(f"ask {kind}")
-        return self.skip(f"ask {kind}")
+        return self.skip(f"ask {kind}")  # resume_task, completion_result …: the panel waiting for the user
 
     def ui_call(self, kind: str, text: str, common: dict[str, Any]) -> list[Event]:
         if kind == "command":
@@ -275,17 +271,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return as_text(content) or ""
-
-
-def task_events(folder: Path, *, agent: str, now: dt.datetime) -> tuple[list[Event], ClineReader]:
-    """A task folder as one session: its panel messages (or, without them, its API history)."""
-    reader = ClineReader(agent=agent, task=folder.name, now=now, meta=task_meta(folder))
-    ui, api = folder / UI_FILE, folder / API_FILE
-    if ui.is_file():
-        return reader.ui(json.loads(ui.read_text(encoding="utf-8"))), reader
-    if api.is_file():
-        return reader.api(json.loads(api.read_text(encoding="utf-8"))), reader
-    raise EventError(f"no {UI_FILE} or {API_FILE} in the task folder {folder}")
 
 
 def recognises(obj: Any) -> bool:
