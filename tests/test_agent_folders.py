@@ -86,3 +86,21 @@ def test_a_project_root_reads_its_aider_history_and_a_text_file_is_an_error(tmp_
     error = CliRunner().invoke(app, ["--store", str(tmp_path / "store"), "ingest", str(project / "notes.md")]).exception
     assert isinstance(error, InputError) and error.exit_code == 2  # the CLI prints it as one error line
     assert "notes.md is in no log format" in str(error) and "--format" in str(error)
+
+
+def test_an_openhands_events_folder_pairs_each_observation_with_its_action(tmp_path: Path, make_engine):
+    events = tmp_path / "sessions" / "sid1" / "events"
+    events.mkdir(parents=True)
+    for item in (
+        {"id": 0, "timestamp": "2026-01-01T00:00:00", "source": "user", "action": "message", "args": {"content": "build it"}},
+        {"id": 1, "timestamp": "2026-01-01T00:00:01", "source": "agent", "action": "run", "args": {"command": "make"}},
+        {"id": 2, "timestamp": "2026-01-01T00:00:02", "source": "agent", "observation": "run", "cause": 1, "content": "Error 2", "extras": {"metadata": {"exit_code": 2}}},
+    ):  # fmt: skip
+        (events / f"{item['id']}.json").write_text(json.dumps(item))
+    code, result = ingest(tmp_path / "store", str(events))
+    assert code == 0 and result["rejected"] == 0
+    engine = make_engine(store=tmp_path / "store")
+    rows = engine.store.con.execute(
+        "SELECT session, kind, tool_name, tool_error FROM records WHERE kind LIKE 'tool%' ORDER BY ts"
+    ).fetchall()
+    assert rows == [("sid1", "tool_call", "make", None), ("sid1", "tool_result", "make", "Error 2")]
