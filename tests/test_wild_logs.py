@@ -356,3 +356,52 @@ def test_a_millisecond_timestamp_under_a_time_key_stays_a_number():
 
     value = {"timestamp": 1765617840191, "createdAt": 1765617840191, "card": 4111111111111111}
     assert Redactor().value(value) == ({**value, "card": "[REDACTED:CARD]"}, 1)
+
+
+# --- OpenTelemetry without captured content ---------------------------------------------------------------
+def _span(n: int, status: dict) -> dict:
+    return {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": f"b7ad6b716920333{n}",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": str(1_772_355_600_000_000_000 + n),
+        "endTimeUnixNano": str(1_772_355_601_000_000_000 + n),
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}],
+        "status": status,
+    }
+
+
+def test_otel_spans_without_content_are_counted_and_an_error_is_kept(tmp_path):
+    doc = {
+        "resourceSpans": [{"scopeSpans": [{"spans": [_span(1, {}), _span(2, {"code": 2, "message": "rate limited"})]}]}]
+    }
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    got = items(path)
+    assert [i.skipped for i in got if i.skipped] == ["gen_ai span without message content"] * 2
+    assert [i.event.tool_error for i in got if i.event] == ["rate limited"]
+
+
+# --- through the CLI --------------------------------------------------------------------------------------
+def _cli(store: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from expengine.cli import app
+
+    return CliRunner().invoke(app, ["--store", str(store), "--set", "llm.mode=template", *args])
+
+
+def test_ingest_json_counts_skipped_lines_and_strict_fails_on_a_file_in_another_format(write_jsonl, tmp_path):
+    lines = [
+        {"type": "progress", "sessionId": "s", "uuid": "p1"},
+        {"type": "progress", "sessionId": "s", "uuid": "p2"},
+        _claude("user", "run the tests"),
+    ]
+    path = write_jsonl("s.jsonl", lines)
+    done = _cli(tmp_path / "st", "ingest", path, "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["skipped"] == {"progress": 2} and result["rejected"] == 0 and result["stored"] == 2
+    forced = _cli(tmp_path / "st2", "ingest", path, "--format", "codex", "--strict")
+    error = forced.exception  # `app` leaves the exit code to `main`: the error carries it
+    assert getattr(error, "exit_code", None) == 7 and "try --format claude-code" in str(error)

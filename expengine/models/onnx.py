@@ -8,9 +8,11 @@ vectors differ (mean cosine 0.991, min 0.98), so it writes vectors under its own
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +33,9 @@ SEQ_TOKENS = 256  # the packaged model's max_seq_length (sentence_bert_config.js
 # head of a long text is tokenised (a 20,000-character tool result costs what a 2,048-character one
 # does); the store keeps, and full-text search sees, the whole text.
 HEAD_CHARS = 8 * SEQ_TOKENS
+# tokens per model run: a run's memory grows with texts x length^2, so long texts go 8 at a time, short
+# ones `batch_size` at a time
+RUN_TOKENS = 8 * SEQ_TOKENS
 
 
 def cache_dir() -> Path:
@@ -174,6 +179,10 @@ class OnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
+        # memory follows the run, not the largest one seen: ONNX Runtime's arena kept every padded length's
+        # buffers, and glibc kept what the runtime freed (a 3 MB session's ingest peaked at 1.2 GB)
+        options.enable_cpu_mem_arena = False
+        _return_freed_memory()
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -206,7 +215,7 @@ class OnnxEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         # longest first, as sentence-transformers does: batches of like lengths pad least
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        batches = [[texts[i] for i in order[s : s + self.batch_size]] for s in range(0, len(order), self.batch_size)]
+        batches = _batches([texts[i] for i in order], self.batch_size)
         if len(batches) > 1 and self.threads > 1:
             with self._pool_lock:
                 if self._pool is None:
@@ -217,3 +226,28 @@ class OnnxEmbedder:
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         vectors[order] = np.vstack(parts)
         return vectors
+
+
+def _batches(texts: list[str], size: int) -> list[list[str]]:
+    """Texts (longest first) in runs of at most `size` and about RUN_TOKENS padded tokens (4 chars a token)."""
+    out: list[list[str]] = []
+    for text in texts:
+        if out and len(out[-1]) < size and (len(out[-1]) + 1) * _tokens(out[-1][0]) <= RUN_TOKENS:
+            out[-1].append(text)
+        else:
+            out.append([text])
+    return out
+
+
+def _tokens(text: str) -> int:
+    return min(SEQ_TOKENS, len(text) // 4 + 2)
+
+
+def _return_freed_memory() -> None:
+    """Keep glibc's mmap threshold at 256 KiB, so the large buffers a model run frees go back to the
+    system (by default the threshold rises with each such free and they stay in the heap)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 18)  # M_MMAP_THRESHOLD
+        except (OSError, AttributeError):
+            pass
