@@ -310,3 +310,11 @@ def test_goose_session_lines():
     assert kinds(events) == ["goal", "message", "tool_call", "tool_result"]
     assert events[2].tool_name == "cargo" and events[3].tool_error == "test failed" and events[3].meta["repo"] == "shop"
     assert reader.skipped == {"metadata": 1, "thinking": 1}
+
+
+def test_every_registered_format_has_its_row_in_the_log_formats_page():
+    from expengine.ingest.formats import FORMATS
+
+    page = (Path(__file__).parents[1] / "docs" / "log-formats.md").read_text(encoding="utf-8")
+    table = [line for line in page.splitlines() if line.startswith("| **")]
+    assert [f.name for f in FORMATS if not any(f"`{f.name}`" in row for row in table)] == []
