@@ -62,12 +62,23 @@ def _location(source: Source) -> str:
     return str(path.parent)
 
 
+def _plans(sources: list[Source], known: dict[str, Cursor]) -> list[Plan]:
+    """What to read of each source; one the tool removed since it was found (a session deleted) is left out."""
+    out = []
+    for source in sources:
+        try:
+            out.append(plan(source, known.get(source.path)))
+        except FileNotFoundError:
+            continue
+    return out
+
+
 def list_sources(store: "Store", tools: list[str] | None, roots: list[str] | None) -> list[SourceRow]:
     """What is on this machine, per tool and folder, and how much of it the store has not read yet."""
     known = cursor_table.load(store)
     rows: dict[tuple[str, str], SourceRow] = {}
-    for source in find_sources(tools, roots):
-        p = plan(source, known.get(source.path))
+    for p in _plans(find_sources(tools, roots), known):
+        source = p.source
         key = (source.tool, _location(source))
         row = rows.setdefault(key, SourceRow(source.tool, key[1], 0, 0, 0, 0))
         row.sessions += 1
@@ -83,7 +94,7 @@ def ingest_agents(
 ) -> AgentsResult:
     """Read what each source gained since the last run, store it, then move the cursors on."""
     known = cursor_table.load(store)
-    plans = [plan(s, known.get(s.path)) for s in find_sources(tools, roots)]
+    plans = _plans(find_sources(tools, roots), known)
     result = AgentsResult(sources=len(plans))
     by_reason: dict[str, int] = defaultdict(int)
     for p in plans:
