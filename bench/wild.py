@@ -41,6 +41,8 @@ def line_type(obj: Any) -> str:
     if not isinstance(obj, dict):
         return type(obj).__name__
     kind = str(obj.get("type") or obj.get("kind") or "object")
+    if obj.get("isMeta"):  # text the client injected (hook output, command caveats), not a user's words
+        return f"{kind}:meta"
     payload = obj.get("payload")
     if isinstance(payload, dict) and payload.get("type"):
         return f"{kind}:{payload['type']}"
@@ -56,7 +58,7 @@ def is_content(kind: str) -> bool:
     injected instructions are skipped by design, so not counted here)."""
     if kind == "gemini":  # a Gemini CLI JSONL session's model turn
         return True
-    if kind.startswith(("user", "assistant")):
+    if kind.startswith(("user", "assistant")) and not kind.endswith(":meta"):
         return "thinking" not in kind or any(b in kind for b in ("text", "tool_use", "tool_result"))
     return kind in (
         "response_item:message",
