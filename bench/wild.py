@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "wild"
-SUFFIXES = (".jsonl", ".json", ".traj")
+SUFFIXES = (".jsonl", ".json", ".traj", ".md")  # .md: Aider histories and Gemini CLI /chat share exports
 QUESTIONS = ("how do I run the tests", "how do I build it")
 OVERRIDES = {"llm.mode": "template"}
 
@@ -56,6 +56,8 @@ def line_type(obj: Any) -> str:
 def is_content(kind: str) -> bool:
     """A line that says something: a user's or assistant's words, a tool call or its result (thinking and
     injected instructions are skipped by design, so not counted here)."""
+    if kind == "gemini":  # a Gemini CLI JSONL session's model turn
+        return True
     if kind.startswith(("user", "assistant")) and not kind.endswith(":meta"):
         return "thinking" not in kind or any(b in kind for b in ("text", "tool_use", "tool_result"))
     return kind in (
