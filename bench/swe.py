@@ -11,7 +11,8 @@ into a fresh store and compacted `--cycles` times; the others are never ingested
 `--hold-back N` sets N runs aside first (their own seeded shuffle, `--hold-back-seed`), so that
 development never sees them: the split above is made of the others, and `--ask-held-back` asks the
 N set aside instead of the split's held-out runs (the same training runs, so one `--save-ingested`
-store serves both). `--short-names` asks `[django] …` instead of `[django/django] …`.
+store serves both). `--short-names` asks every query a second time, naming the project by its short
+name (`[django] …` beside `[django/django] …`), after the same compaction.
 Reported:
 - first-step knowledge: for every held-out django or sympy task, the query `[repo] <task title>`
   (k = 10, 500-token budget); the share of prompts that name the repository's test runner
@@ -179,7 +180,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hold-back", type=int, default=0, help="runs set aside before the split (default: none)")
     parser.add_argument("--hold-back-seed", type=int, default=11, help="their shuffle's seed (default: %(default)s)")
     parser.add_argument("--ask-held-back", action="store_true", help="ask the runs set aside, not the split's")
-    parser.add_argument("--short-names", action="store_true", help="name the project [django], not [django/django]")
+    parser.add_argument("--short-names", action="store_true", help="ask again naming [django], not [django/django]")
     add_cycle_options(parser, name="swe", k_default=10, k_help="hits per error query (default: %(default)s)")
     reuse = parser.add_mutually_exclusive_group()
     reuse.add_argument("--save-ingested", type=Path, help="keep a copy of the store as ingest left it in DIR")
@@ -209,8 +210,12 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
     watch = Stopwatch()
     with watch.section("model load"):
         embedder = embedder or load_embedder()
-    first = first_step_queries(held_out, short=args.short_names)
-    steps = recovery_steps(held_out, grades, short=args.short_names)
+    namings = {"": False, ", short name": True} if args.short_names else {"": False}
+    asked = {
+        suffix: (first_step_queries(held_out, short=short), recovery_steps(held_out, grades, short=short))
+        for suffix, short in namings.items()
+    }
+    first, steps = asked[""]
     programs = {p for _, p in steps} | {e.tool_name for f in train for e in read_run(f) if e.kind == "tool_call"}
     report: dict[str, Any] = {
         "benchmark": "SWE-bench Verified mini-swe-agent runs",
@@ -220,7 +225,7 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         "train_runs": len(train),
         "held_out_runs": len(held_out),
         "asked": "the runs held back" if args.ask_held_back else "the split's held-out runs",
-        "project_named": "short name" if args.short_names else "owner/name",
+        "project_named": "owner/name and short name" if args.short_names else "owner/name",
     }
     with tempfile.TemporaryDirectory(prefix="swe-bench-") as tmp:
         folder = Path(tmp) / "train"
@@ -251,25 +256,32 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
             report["sizes"] = {"after ingest": store_size(engine)}
             report["disk"] = {"after ingest": disk_sizes(store, raw)}
+            bm25 = {}
             with watch.section("baseline (BM25)"):
-                bm25_first = [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)]
-                bm25_steps = [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)]
+                for suffix, (first, steps) in asked.items():
+                    bm25[suffix] = (
+                        [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)],
+                        [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)],
+                    )
             with watch.section("compaction"):
                 report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
             report["disk"][f"after {args.cycles} cycles"] = disk_sizes(store, raw)
             report["sizes"]["after compaction"] = store_size(engine)
-            with watch.section("queries"):
-                memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
-                memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
-            report["first_step"] = {
-                "memory": first_step_share(memory_first, first),
-                "BM25 over raw training runs": first_step_share(bm25_first, first),
-                "examples": [{"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]],
-            }
-            report["error_recovery"] = {
-                "memory": lift(memory_steps, steps, programs, names=names),
-                "BM25 over raw training runs": lift(bm25_steps, steps, programs, names=names),
-            }
+            report["first_step"], report["error_recovery"] = {}, {}
+            for suffix, (first, steps) in asked.items():
+                with watch.section("queries"):
+                    memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
+                    memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+                bm25_first, bm25_steps = bm25[suffix]
+                report["first_step"][f"memory{suffix}"] = first_step_share(memory_first, first)
+                report["first_step"][f"BM25 over raw training runs{suffix}"] = first_step_share(bm25_first, first)
+                report["error_recovery"][f"memory{suffix}"] = lift(memory_steps, steps, programs, names=names)
+                report["error_recovery"][f"BM25 over raw training runs{suffix}"] = lift(
+                    bm25_steps, steps, programs, names=names
+                )
+                report["first_step"][f"examples{suffix}"] = [
+                    {"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]
+                ]
             report["unit_audit"] = unit_audit(engine)
             report["environment_units"] = [
                 u["text"] for u in engine.units(status="active") if u.get("category") == "environment"
@@ -288,7 +300,7 @@ def render(report: dict[str, Any]) -> str:
         "names another (mean) | lift |",
         "|---|---|---|---|---|---|",
     ]
-    for name in ("memory", "BM25 over raw training runs"):
+    for name in report["error_recovery"]:
         f, e = report["first_step"][name], report["error_recovery"][name]
         lines.append(
             f"| {name} | {f['names_test_runner']:.3f} of {f['queries']} | {e['steps']} | {e['names_next']:.3f} | "

@@ -278,7 +278,12 @@ def test_grounding_accepts_a_concrete_grounded_rule(weather_mined):
         ({"condition": 7}, "vague"),  # wrong type
         # the packaged SmolLM2's unit: every field repeats the tool
         (
-            {"condition": "get_weather", "action": "get_weather", "expected_outcome": "success", "pitfall": "get_weather"},
+            {
+                "condition": "get_weather",
+                "action": "get_weather",
+                "expected_outcome": "success",
+                "pitfall": "get_weather",
+            },
             "only repeats",
         ),
         ({"action": "call get_weather(city=…)"}, "only repeats"),  # what the tool's schema says
