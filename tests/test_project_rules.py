@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_coding_agents import _assistant, _claude_line
 
 from expengine.lifecycle.refine.environment import Call, environment_drafts, generalised, is_build_command
 from expengine.lifecycle.refine.fixes import fix_drafts
@@ -106,24 +107,8 @@ def test_a_projects_fix_rule_is_kept_only_where_it_holds_on_the_runs_it_was_not_
     assert fix_drafts(runs(["cat"]), "django/django", resolved=set(), min_runs=1) == []
 
 
-def _claude_line(session: str, uuid: str, kind: str, cwd: str, **fields) -> dict:
-    return {
-        "parentUuid": None,
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": session,
-        "version": "2.0.31",
-        "gitBranch": "main",
-        "type": kind,
-        "uuid": uuid,
-        "timestamp": "2025-11-24T04:16:32.053Z",
-        **fields,
-    }
-
-
-def _assistant(blocks: list) -> dict:
-    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-1", "content": blocks}
+def _line(session: str, uuid: str, kind: str, cwd: str, **fields) -> dict:
+    return _claude_line(uuid, kind, cwd=cwd, sessionId=session, **fields)
 
 
 def _claude_session(session: str, cwd: str, test_file: str) -> list[dict]:
@@ -131,18 +116,18 @@ def _claude_session(session: str, cwd: str, test_file: str) -> list[dict]:
 
     def use(uuid: str, call_id: str, name: str, args: dict) -> dict:
         block = {"type": "tool_use", "id": call_id, "name": name, "input": args}
-        return _claude_line(session, uuid, "assistant", cwd, message=_assistant([block]))
+        return _line(session, uuid, "assistant", cwd, message=_assistant([block]))
 
     def result(uuid: str, call_id: str, text: str, error: bool = False) -> dict:
         block = {"tool_use_id": call_id, "type": "tool_result", "content": text, "is_error": error}
-        return _claude_line(session, uuid, "user", cwd, message={"role": "user", "content": [block]})
+        return _line(session, uuid, "user", cwd, message={"role": "user", "content": [block]})
 
     def say(uuid: str, text: str) -> dict:
-        return _claude_line(session, uuid, "assistant", cwd, message=_assistant([{"type": "text", "text": text}]))
+        return _line(session, uuid, "assistant", cwd, message=_assistant([{"type": "text", "text": text}]))
 
     bash = {"command": f"mix test {test_file} 2>&1", "description": "Run the tests"}
     return [
-        _claude_line(session, f"{session}-u", "user", cwd, message={"role": "user", "content": "fix the live view"}),
+        _line(session, f"{session}-u", "user", cwd, message={"role": "user", "content": "fix the live view"}),
         use(f"{session}-1", f"{session}-t1", "Read", {"file_path": f"{cwd}/lib/spotter_web/live.ex"}),
         result(f"{session}-2", f"{session}-t1", "defmodule SpotterWeb.Live do\n  use Phoenix.LiveView\nend"),
         use(f"{session}-3", f"{session}-t2", "Bash", bash),
