@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from test_coding_agents import _assistant, _claude_line
 
-from expengine.lifecycle.refine.environment import Call, environment_drafts, generalised, is_build_command
+from expengine.lifecycle.refine.environment import (
+    Call,
+    environment_drafts,
+    generalised,
+    is_build_command,
+    is_test_command,
+)
 from expengine.lifecycle.refine.fixes import fix_drafts
 from expengine.query.projects import named_projects, project_of
 
@@ -82,6 +88,10 @@ def test_a_shells_test_and_build_commands_make_the_projects_rules() -> None:
         "To build spotter": "mix compile --warnings-as-errors",
     }
     assert not is_build_command(_call("x", 0, "make", "make test"))
+    # a program whose first argument is a tests folder runs no tests
+    assert not is_test_command(_call("x", 0, "find", "find tests -name '*.py'"))
+    assert is_test_command(_call("x", 0, "bundle", "bundle exec rspec spec/models"))
+    assert is_test_command(_call("x", 0, "npm", "npm run test:unit"))
 
 
 SETTINGS = "django.core.exceptions.ImproperlyConfigured: Requested setting S_{n}, but settings are not configured."

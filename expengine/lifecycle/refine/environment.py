@@ -33,7 +33,7 @@ from .templates import Draft, wilson_lower_bound
 
 _TEST_PROGRAM = re.compile(r"test|^(jest|vitest|rspec|phpunit|tox|nox|mocha|ava|karma)$", re.IGNORECASE)
 _BUILD_PROGRAM = re.compile(r"^(make|cmake|ninja|tsc|webpack|gradle|gradlew|mvn|bazel)$")
-_TEST_VERB = re.compile(r"^(test|tests|spec|test:[\w:-]+|pytest|jest|vitest|rspec)$")
+_TEST_VERB = re.compile(r"^(test|test:[\w:-]+|pytest|jest|vitest|rspec)$")
 _BUILD_VERB = re.compile(r"^(build|compile|assemble|build:[\w:-]+|package)$")
 _MISSING = re.compile(
     r"No module named '?(?P<module>[\w.]+)'?|(?P<command>[\w./-]+): command not found|(?P<found>[\w./-]+): not found"
@@ -133,9 +133,10 @@ def _words(command: str, program: str) -> list[str]:
 
 
 def _verbs(call: Call) -> list[str]:
-    """The subcommand words after the program (`mix test` → [test]; `npm run build` → [run, build])."""
-    words = _words(call.command, call.program)[1:3]
-    return [w for w in words if not w.startswith("-")]
+    """The subcommand after the program, and the one a runner runs (`mix test` → [test]; `npm run build`
+    → [run, build]); `find tests -name x` has none: its first word is an argument, not a subcommand."""
+    words = [w for w in _words(call.command, call.program)[1:] if not w.startswith("-")]
+    return words[:2] if words[:1] in (["run"], ["exec"], ["x"]) else words[:1]
 
 
 def is_test_command(call: Call) -> bool:
