@@ -23,7 +23,7 @@ from ..store.db import (
 )
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
-from ..store.permissions import private_files, secure_store_dir
+from ..store.permissions import check_store_dir, private_files, secure_store_dir
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
@@ -69,8 +69,12 @@ class Engine(Upkeep, Explain):
         lock_timeout: float = 30.0,
         embedder: Embedder | None = None,
         llm: LLM | None = None,
+        create: bool = True,
     ):
-        self.store_dir = Path(store).expanduser() if store else default_store_dir()
+        """`create=False`: a missing store folder is an error (exit 3) instead of a new empty store, for
+        commands that only read. A path that is not a store (a file, a folder of other things) is refused."""
+        self.store_dir = default_store_dir() if store is None else Path(store).expanduser()
+        check_store_dir(self.store_dir, create=create)
         try:
             secure_store_dir(self.store_dir)
         except OSError as exc:
