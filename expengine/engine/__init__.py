@@ -74,15 +74,17 @@ class Engine(Upkeep, Explain):
         """`create=False`: a missing store folder is an error (exit 3) instead of a new empty store, for
         commands that only read. A path that is not a store (a file, a folder of other things) is refused."""
         self.store_dir = default_store_dir() if store is None else Path(store).expanduser()
-        check_store_dir(self.store_dir, create=create)
+        check_store_dir(self.store_dir)
+        base = config or Config.load(self.store_dir)
+        self.config = base.with_overrides(overrides) if overrides else base
+        if not create and not self.store_dir.exists():
+            raise StoreError(f"no store at {self.store_dir}", hint="check --store (or EXPENGINE_HOME)")
         try:
             secure_store_dir(self.store_dir)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR"
             ) from exc
-        base = config or Config.load(self.store_dir)
-        self.config = base.with_overrides(overrides) if overrides else base
         self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
         self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
         self._store: Store | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import lzma
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 META_FILE = "snapshot.json"
 TMP_PREFIX = ".tmp-"
+SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 # a snapshot's database file, xz-compressed (preset 6: 0.85 against 2.65 MB on the sample logs' third
 # snapshot, where gzip -6 made 1.03 MB; about 3 MB/s on one core, and it is read back far faster)
 PACKED_DB = DB_FILE + ".xz"
@@ -248,8 +250,9 @@ def swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
 
 def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
-    if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
-        raise InputError(f"bad snapshot id {snapshot_id!r}", hint="see `expengine snapshots`")
+    if not SNAPSHOT_ID.match(snapshot_id or ""):  # a folder name of ours: never a path, never overlong
+        shown = snapshot_id if len(snapshot_id or "") <= 80 else snapshot_id[:80] + "…"
+        raise InputError(f"bad snapshot id {shown!r}", hint="see `expengine snapshots`")
     source = snapshot_root(store) / snapshot_id
     if not (source / META_FILE).exists():
         raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see `expengine snapshots`")

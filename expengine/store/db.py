@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import fcntl
 import json
 import logging
@@ -18,7 +17,7 @@ from typing import Iterator
 import duckdb
 
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
-from ..errors import LockedError, StoreError
+from ..errors import READ_ONLY_ERRNOS, LockedError, StoreError
 from .filters import sql_str
 from .migrations import MIGRATIONS
 from .wal import FOREIGN_WAL, drop_foreign_wal, wal_of
@@ -42,7 +41,6 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # ones 8.5 MB (issue 23). A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
-READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 log = logging.getLogger("expengine.store")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import CONFIG_FILE
-from ..errors import InputError, StoreError
+from ..errors import InputError
 from .db import DB_FILE, LANCE_DIR, LOCK_FILE, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
 from .journal import INGEST_JOURNAL
 
@@ -36,25 +36,15 @@ STORE_ENTRIES = (
 STORE_MARKERS = (DB_FILE, LANCE_DIR, SNAPSHOT_DIR, CONFIG_FILE)
 
 
-def check_store_dir(path: Path, *, create: bool = True) -> None:
+def check_store_dir(path: Path) -> None:
     """Refuse a path that is not a store folder before anything is written to it: a file, a device, or a
-    folder that holds other things and none of a store's (e.g. `--store ""`, the current folder). A
-    missing folder is refused too unless `create` (a read must not leave an empty store behind)."""
-    if not str(path).strip():
-        raise InputError("the store path is empty", hint="pass --store DIR, or unset an empty EXPENGINE_HOME")
+    folder that holds other things and none of a store's (e.g. the current folder). Exit 2, with a hint."""
     try:
-        exists = path.exists()
-        if exists and not path.is_dir():
+        if path.exists() and not path.is_dir():
             raise InputError(f"the store path {path} is not a folder", hint="pass --store DIR naming a folder")
-        entries = [e.name for e in path.iterdir()] if exists else []
+        entries = [e.name for e in path.iterdir()] if path.exists() else []
     except OSError as exc:
         raise InputError(f"cannot read the store folder {path}: {exc.strerror}", hint="pass --store DIR") from exc
-    if not exists:
-        if not create:
-            raise StoreError(
-                f"no store at {path}", hint="check --store (or EXPENGINE_HOME), or ingest a log there first"
-            )
-        return
     if entries and not any(name in entries for name in STORE_MARKERS):
         raise InputError(
             f"{path} is not an expengine store and not empty ({len(entries)} entries)",
