@@ -127,3 +127,42 @@ def test_a_store_this_user_cannot_write_is_exit_3_in_one_line(make_engine, write
         done = subprocess.run(full, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 3, (command, done.stderr)
         assert "Traceback" not in done.stderr and "error: " in done.stderr, (command, done.stderr)
+
+
+def test_an_http_address_in_use_or_in_brackets(tmp_path):
+    import socket
+
+    from expengine.errors import InputError
+    from expengine.service.edges import tcp_socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        with pytest.raises(InputError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use"):
+            tcp_socket(f"127.0.0.1:{port}")
+    with pytest.raises(InputError, match="--http expects HOST:PORT or PORT"):
+        tcp_socket("[::1]:99999")
+    try:
+        v6 = tcp_socket("[::1]:0")
+    except InputError as exc:  # no IPv6 loopback here: still one line
+        assert "cannot listen on [::1]:0" in str(exc)
+    else:
+        assert v6.family == socket.AF_INET6
+        v6.close()
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_in_use_is_one_line(make_engine, tmp_path):
+    import socket
+
+    make_engine().close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        argv = [sys.executable, "-m", "expengine", "--store", str(tmp_path / "store"), "serve", "--http", str(port)]
+        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"error: cannot listen on {port}: Address already in use" in done.stderr

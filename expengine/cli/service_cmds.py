@@ -110,6 +110,7 @@ def mcp(
     memory_show, memory_stats, memory_units, memory_forget, memory_why). Uses a running `expengine serve` when
     there is one (its --ingest-root then applies), else opens the store itself."""
     from ..service.client import find_fleet_server, find_server
+    from ..service.ingest_queue import drain_queues
     from ..service.mcp_server import build
 
     if (root is None) != (store_name is None):
@@ -117,6 +118,7 @@ def mcp(
     if root is None:
         directory = store_dir(ctx)
         build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+        drain_queues()  # the client is gone: store what it queued
         return
     from ..fleet import check_name, fleet_stores
 
@@ -127,3 +129,4 @@ def mcp(
         raise NotFoundError(f"no store {name!r} in the fleet root {fleet}", hint="check --store-name (`ls` the root)")
     ctx.obj = {**(ctx.obj or {}), "store": str(fleet / name)}
     build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+    drain_queues()

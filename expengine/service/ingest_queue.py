@@ -3,29 +3,28 @@ receipt at once; one worker thread ingests the batches in order (waiting for the
 writer does, e.g. behind a running compaction), and `memory_status(receipt)` says when they are in.
 
 Receipts live as long as the MCP server process: the newest `KEEP` finished ones are remembered. When
-the process ends normally (the client closed stdin, or SIGTERM), the batches still queued are ingested
-first (`drain`, up to `DRAIN_S`); what is left then, or at a second SIGTERM, is dropped, and said so on
-stderr with its receipts (a SIGKILL can say nothing: use wait=true for records that must not be lost).
+the client goes away (stdin closed), the process ingests what is still queued before it exits
+(`drain_queues`); a SIGTERM then drops the rest and says so on stderr with the receipts (a SIGKILL can
+say nothing: use wait=true for records that must not be lost).
 """
 
 from __future__ import annotations
 
-import atexit
 import datetime as dt
 import importlib
+import os
 import queue
 import signal
 import sys
 import threading
-import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import NotFoundError
 
 KEEP = 1000
-DRAIN_S = 600.0
 # What the first ingest imports. Loading them holds the GIL for long stretches (shared libraries are
 # opened with it held), which would stall the thread answering the agent; so they load before serving.
 HEAVY_MODULES = ("expengine.engine", "expengine.ingest.pipeline", "lancedb", "sentence_transformers")
@@ -74,7 +73,10 @@ class IngestQueue:
         self._lock = threading.Lock()
         # Started now, idle until the first batch: the agent's first call only enqueues.
         threading.Thread(target=self._work, name="expengine-ingest-queue", daemon=True).start()
-        atexit.register(self.drain)
+        _LIVE.add(self)
+        self._previous: Any = signal.SIG_DFL
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         job = _Job(receipt="rcpt-" + uuid.uuid4().hex[:16], body=body)
@@ -107,33 +109,43 @@ class IngestQueue:
             job.finished.set()
             self._forget_old()
 
-    def drain(self, timeout: float = DRAIN_S) -> list[str]:
-        """Wait (at exit) for every batch queued so far; returns the receipts still unfinished, dropped,
-        after saying so on stderr. A SIGTERM while waiting ends the wait."""
-        deadline = time.monotonic() + timeout
-        stop = threading.Event()
-        main = threading.current_thread() is threading.main_thread()  # only it may set a signal handler
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) if main else None
-        try:
-            for job in list(self._jobs.values()):
-                while not job.finished.wait(0.1) and not stop.is_set() and time.monotonic() < deadline:
-                    pass
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
-        dropped = [j for j in list(self._jobs.values()) if not j.finished.is_set()]
-        if dropped:
-            records = sum(len(j.body.get("records") or []) for j in dropped)
-            receipts = ", ".join(j.receipt for j in dropped)
+    def drain(self) -> None:
+        """Wait until every batch queued so far is stored (or failed)."""
+        for job in list(self._jobs.values()):
+            job.finished.wait()
+
+    def dropped(self) -> list[str]:
+        """The receipts of batches not yet stored, said on stderr (a SIGTERM is ending the process)."""
+        left = [j for j in list(self._jobs.values()) if not j.finished.is_set()]
+        if left:
+            records = sum(len(j.body.get("records") or []) for j in left)
             sys.stderr.write(
-                f"expengine mcp: {len(dropped)} queued ingest batch(es) ({records} records) dropped at shutdown: "
-                f"{receipts}; send them again\n"
+                f"expengine mcp: {len(left)} queued ingest batch(es) ({records} records) dropped at shutdown: "
+                f"{', '.join(j.receipt for j in left)}; send them again\n"
             )
             sys.stderr.flush()
-        return [j.receipt for j in dropped]
+        return [j.receipt for j in left]
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self.dropped()
+        signal.signal(signal.SIGTERM, self._previous)
+        if callable(self._previous):
+            self._previous(signum, frame)
+        else:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def _forget_old(self) -> None:
         with self._lock:
             finished = [r for r, j in self._jobs.items() if j.finished.is_set()]
             for receipt in finished[: max(0, len(finished) - KEEP)]:
                 del self._jobs[receipt]
+
+
+_LIVE: "weakref.WeakSet[IngestQueue]" = weakref.WeakSet()
+
+
+def drain_queues() -> None:
+    """Store what every queue of this process still holds: the MCP server calls it once its client is gone
+    (before the interpreter shuts down, when the ingest's thread pools still take work)."""
+    for ingest_queue in list(_LIVE):
+        ingest_queue.drain()

@@ -217,8 +217,9 @@ def error_handlers(counts: dict[str, int]) -> dict[Any, Callable[..., Any]]:
     async def on_error(request: Request, exc: Exception) -> Response:
         status, body = error_body(exc)
         counts["errors"] += 1
-        if status >= 500:
-            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
+        if status >= 500:  # a domain error (a damaged snapshot, a read-only store) is its one line, no traceback
+            trace = None if isinstance(exc, ExpengineError) else exc
+            log.error("request failed", exc_info=trace, extra={"path": request.url.path, "error": str(exc)})
         return json_response(body, status)
 
     return {ExpengineError: on_error, HTTPException: on_error, Exception: on_error}
