@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import duckdb
 
 from ..config import Config, default_store_dir
-from ..errors import StoreError, TooLargeError
+from ..errors import TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
 from ..store.db import (
@@ -23,7 +23,7 @@ from ..store.db import (
 )
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
-from ..store.permissions import check_store_dir, private_files, secure_store_dir
+from ..store.permissions import check_store_dir, make_store_dir, private_files
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
@@ -77,14 +77,7 @@ class Engine(Upkeep, Explain):
         check_store_dir(self.store_dir)
         base = config or Config.load(self.store_dir)
         self.config = base.with_overrides(overrides) if overrides else base
-        if not create and not self.store_dir.exists():
-            raise StoreError(f"no store at {self.store_dir}", hint="check --store (or EXPENGINE_HOME)")
-        try:
-            secure_store_dir(self.store_dir)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR"
-            ) from exc
+        make_store_dir(self.store_dir, create=create)
         self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
         self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
         self._store: Store | None = None
