@@ -74,9 +74,6 @@ class IngestQueue:
         # Started now, idle until the first batch: the agent's first call only enqueues.
         threading.Thread(target=self._work, name="expengine-ingest-queue", daemon=True).start()
         _LIVE.add(self)
-        self._previous: Any = signal.SIG_DFL
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         job = _Job(receipt="rcpt-" + uuid.uuid4().hex[:16], body=body)
@@ -126,14 +123,6 @@ class IngestQueue:
             sys.stderr.flush()
         return [j.receipt for j in left]
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self.dropped()
-        signal.signal(signal.SIGTERM, self._previous)
-        if callable(self._previous):
-            self._previous(signum, frame)
-        else:
-            os.kill(os.getpid(), signal.SIGTERM)
-
     def _forget_old(self) -> None:
         with self._lock:
             finished = [r for r, j in self._jobs.items() if j.finished.is_set()]
@@ -145,7 +134,21 @@ _LIVE: "weakref.WeakSet[IngestQueue]" = weakref.WeakSet()
 
 
 def drain_queues() -> None:
-    """Store what every queue of this process still holds: the MCP server calls it once its client is gone
-    (before the interpreter shuts down, when the ingest's thread pools still take work)."""
-    for ingest_queue in list(_LIVE):
-        ingest_queue.drain()
+    """Store what every queue of this process still holds: the MCP server calls it from its main thread once
+    its client is gone (before the interpreter shuts down, when the ingest's thread pools still take work).
+    A SIGTERM meanwhile names the batches left on stderr, then ends the process as it would have."""
+    queues = list(_LIVE)
+
+    def dropped(signum: int, frame: Any) -> None:
+        for ingest_queue in queues:
+            ingest_queue.dropped()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, dropped)
+    try:
+        for ingest_queue in queues:
+            ingest_queue.drain()
+    finally:
+        if previous is not None:  # None: a handler not set from Python, left as it is
+            signal.signal(signal.SIGTERM, previous)
