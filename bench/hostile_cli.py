@@ -176,6 +176,7 @@ def _oldest(store: Path) -> str:
 
 
 def run_cases(tmp: Path) -> dict[str, Any]:
+    tmp.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, run in cases(tmp):
         started = time.perf_counter()
