@@ -110,15 +110,16 @@ def mcp(
     memory_show, memory_stats, memory_units, memory_forget, memory_why). Uses a running `expengine serve` when
     there is one (its --ingest-root then applies), else opens the store itself."""
     from ..service.client import find_fleet_server, find_server
-    from ..service.ingest_queue import drain_queues
+    from ..service.ingest_queue import drain_queues, dropped_on_sigterm
     from ..service.mcp_server import build
 
     if (root is None) != (store_name is None):
         raise InputError("--root and --store-name go together", hint="e.g. mcp --root /srv/fleet --store-name alpha")
     if root is None:
         directory = store_dir(ctx)
-        build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
-        drain_queues()  # the client is gone: store what it queued
+        with dropped_on_sigterm():
+            build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+            drain_queues()  # the client is gone: store what it queued
         return
     from ..fleet import check_name, fleet_stores
 
@@ -128,5 +129,6 @@ def mcp(
     if name not in fleet_stores(fleet):  # never a new folder in someone's root
         raise NotFoundError(f"no store {name!r} in the fleet root {fleet}", hint="check --store-name (`ls` the root)")
     ctx.obj = {**(ctx.obj or {}), "store": str(fleet / name)}
-    build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
-    drain_queues()
+    with dropped_on_sigterm():
+        build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+        drain_queues()

@@ -4,7 +4,7 @@ writer does, e.g. behind a running compaction), and `memory_status(receipt)` say
 
 Receipts live as long as the MCP server process: the newest `KEEP` finished ones are remembered. When
 the client goes away (stdin closed), the process ingests what is still queued before it exits
-(`drain_queues`); a SIGTERM then drops the rest and says so on stderr with the receipts (a SIGKILL can
+(`drain_queues`); a SIGTERM drops the rest and says so on stderr with the receipts (a SIGKILL can
 say nothing: use wait=true for records that must not be lost).
 """
 
@@ -19,8 +19,9 @@ import sys
 import threading
 import uuid
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import NotFoundError
 
@@ -134,21 +135,26 @@ _LIVE: "weakref.WeakSet[IngestQueue]" = weakref.WeakSet()
 
 
 def drain_queues() -> None:
-    """Store what every queue of this process still holds: the MCP server calls it from its main thread once
-    its client is gone (before the interpreter shuts down, when the ingest's thread pools still take work).
-    A SIGTERM meanwhile names the batches left on stderr, then ends the process as it would have."""
-    queues = list(_LIVE)
+    """Store what every queue of this process still holds: the MCP server calls it once its client is gone
+    (before the interpreter shuts down, when the ingest's thread pools still take work)."""
+    for ingest_queue in list(_LIVE):
+        ingest_queue.drain()
+
+
+@contextmanager
+def dropped_on_sigterm() -> Iterator[None]:
+    """For the block (the MCP server's life, then its drain; main thread only): a SIGTERM first names on
+    stderr the queued batches it drops, then ends the process as it would have."""
 
     def dropped(signum: int, frame: Any) -> None:
-        for ingest_queue in queues:
+        for ingest_queue in list(_LIVE):
             ingest_queue.dropped()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, dropped)
     try:
-        for ingest_queue in queues:
-            ingest_queue.drain()
+        yield
     finally:
         if previous is not None:  # None: a handler not set from Python, left as it is
             signal.signal(signal.SIGTERM, previous)
