@@ -75,6 +75,9 @@ def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> 
 
 def stop(child: subprocess.Popen) -> tuple[int, str]:
     child.send_signal(signal.SIGTERM)
+    if not hasattr(child, "log"):  # a process started elsewhere, with its stderr piped
+        _, err = child.communicate(timeout=120)
+        return child.returncode, err
     child.wait(timeout=120)
     return child.returncode, server_log(child)
 
