@@ -52,6 +52,14 @@ def test_an_empty_store_path_or_a_system_folder_is_one_line(monkeypatch, capsys,
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 2  # the line and its hint
 
 
+def test_a_store_whose_making_was_cut_short_is_still_a_store(make_engine, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / ".lock").write_text("pid 1")  # a process killed before it wrote the database
+    (store / "ingested.jsonl").write_text("")
+    assert make_engine(store=store).stats().raw == 0
+
+
 def test_a_read_on_a_missing_path_creates_no_store(tmp_path, monkeypatch, capsys):
     missing = tmp_path / "typo"
     for command in (["stats"], ["units"], ["query", "anything"], ["snapshots"]):

@@ -45,11 +45,17 @@ def check_store_dir(path: Path) -> None:
         entries = [e.name for e in path.iterdir()] if path.exists() else []
     except OSError as exc:
         raise InputError(f"cannot read the store folder {path}: {exc.strerror}", hint="pass --store DIR") from exc
-    if entries and not any(name in entries for name in STORE_MARKERS):
-        raise InputError(
-            f"{path} is not an expengine store and not empty ({len(entries)} entries)",
-            hint="pass --store naming a new or empty folder, or an existing store",
-        )
+    if any(name in entries for name in STORE_MARKERS) or all(_owned(name) for name in entries):
+        return  # a store, or one whose making was cut short (a lock or the ingest journal alone)
+    raise InputError(
+        f"{path} is not an expengine store and not empty ({len(entries)} entries)",
+        hint="pass --store naming a new or empty folder, or an existing store",
+    )
+
+
+def _owned(name: str) -> bool:
+    """Whether an entry of a store folder is the store's own (its temporary and kept-aside files included)."""
+    return name in STORE_ENTRIES or name.startswith((DB_FILE, ".tmp-"))
 
 
 def make_store_dir(path: Path, *, create: bool) -> None:
