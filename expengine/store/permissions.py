@@ -14,6 +14,7 @@ from ..config import CONFIG_FILE
 from ..errors import InputError, StoreError
 from .db import DB_FILE, LANCE_DIR, LOCK_FILE, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
 from .journal import INGEST_JOURNAL
+from .pause import PAUSE_MARKER
 
 log = logging.getLogger("expengine.store")
 
@@ -55,7 +56,7 @@ def check_store_dir(path: Path) -> None:
 
 def _owned(name: str) -> bool:
     """Whether an entry of a store folder is the store's own (its temporary and kept-aside files included)."""
-    return name in STORE_ENTRIES or name.startswith((DB_FILE, ".tmp-"))
+    return name in STORE_ENTRIES or name.startswith((DB_FILE, ".tmp-", PAUSE_MARKER))
 
 
 def make_store_dir(path: Path, *, create: bool) -> None:
