@@ -12,7 +12,9 @@ must then be refused by that server's own --ingest-root rules). Then, one reques
 - paths: /etc/shadow, /root, "", relative, `..` traversal, /dev/zero, /proc/self/mem, a FIFO and a
   symlink out of the root (and a good file under the root, accepted);
 - wrong types and unknown fields, and the token cases over TCP;
-and then --threads threads query in a loop while a compaction (refinement on) runs in the server.
+and then --threads threads query in a loop while a compaction (refinement on) runs in the server, and
+its snapshot, cut or garbled, is restored through the server (which must go on answering). Then the
+command-line cases of bench/hostile_cli.py (skip them with --no-cli).
 
 Counts as a failure: any 5xx, a connection dropped without an answer, or a status other than the
 expected one. Reports the failures, the server's peak memory (VmHWM in /proc/PID/status, the pid
@@ -35,6 +37,7 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, SHARED_DATA, load_embedder, machine, served, table, write_json
+from hostile_cli import run_cases
 from tau import select_runs
 
 DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
@@ -51,6 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--socket", type=Path, default=None, help="attack the server listening on this socket")
     parser.add_argument("--out", type=Path, default=RESULTS / "hostile.json")
     parser.add_argument("--server-log", type=Path, default=None, help="the started server's JSON log")
+    parser.add_argument("--no-cli", action="store_true", help="skip the command-line cases (hostile_cli.py)")
     return parser.parse_args(argv)
 
 
@@ -76,12 +80,14 @@ class Target:
         finally:
             sock.close()
 
-    def send(self, method: str, path: str, body: bytes = b"", auth: str | None = None) -> tuple[int | str, bytes]:
+    def send(
+        self, method: str, path: str, body: bytes = b"", auth: str | None = None, host: str = "localhost"
+    ) -> tuple[int | str, bytes]:
         """(HTTP status, or "dropped" when the connection closed without one; the body). The body is sent
         in chunks, and a server that answers early (413) and closes is still heard. (No half-close after
         the body: uvicorn takes it for a client gone and drops the request.)"""
         auth = auth if auth is not None else (f"Bearer {self.token}" if self.token else "")
-        head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
         head += f"Content-Length: {len(body)}\r\nConnection: close\r\n"
         head += f"Authorization: {auth}\r\n\r\n" if auth else "\r\n"
         with self.connect() as sock:
@@ -174,6 +180,9 @@ def cases(root: Path | None, scratch: Path) -> list[tuple[str, str, str, bytes, 
         ("rejects limit 10**9", "rejects", {"limit": 10**9}),
         ("forget with no filter", "forget", {}),
         ("restore 'nope'", "restore", {"snapshot_id": "nope"}),
+        ("restore a 70,000-character id", "restore", {"snapshot_id": "s" * 70_000}),
+        ("restore '../../etc'", "restore", {"snapshot_id": "../../etc"}),
+        ("units status 'bogus'", "units", {"status": "bogus"}),
         ("reindex a bad model", "reindex", {"model": "nope"}),
         ("forget dry run", "forget", {"agents": ["nobody"], "dry_run": True}),
     ]:
@@ -205,6 +214,10 @@ def probe(target: Target, tcp: Target | None, root: Path | None, scratch: Path) 
             started = time.perf_counter()
             status, _ = tcp.send("GET", "/health", auth=auth)
             rows.append(_row("tokens", name, status, expected, started))
+        for host, expected in [("rebind.attacker.example:80", 421), ("localhost", 200), ("127.0.0.1:1", 200)]:
+            started = time.perf_counter()
+            status, _ = tcp.send("GET", "/health", host=host)
+            rows.append(_row("tokens", f"Host {host}", status, expected, started))
     return rows
 
 
@@ -272,7 +285,32 @@ def under_load(target: Target, threads: int) -> dict[str, Any]:
     }
 
 
-def attack(target: Target, tcp: Target | None, root: Path | None, threads: int, scratch: Path) -> dict[str, Any]:
+def damaged_restore(target: Target, store: Path) -> list[dict[str, Any]]:
+    """The compaction's snapshot cut in half, then garbled, and restored through the server: each is the
+    store's one-line error (500, exit code 3, expected), and queries, stats and ingests still answer."""
+    from expengine.lifecycle.snapshot import PACKED_DB
+
+    rows = []
+    for damage, cut in [("cut in half", lambda b: b[: len(b) // 2]), ("garbled", lambda b: b"garbage" * 99)]:
+        newest = sorted((store / "snapshots").iterdir())[-1]
+        packed = newest / PACKED_DB
+        packed.write_bytes(cut(packed.read_bytes()))
+        started = time.perf_counter()
+        status, body = target.call("restore", {"snapshot_id": newest.name})
+        domain = status == 500 and json.loads(body)["error"]["exit_code"] == 3
+        rows.append(_row("damaged snapshot", f"restore one {damage}", 500 if domain else status, 500, started))
+        for op, args in [("query", {"text": QUERY, "touch": False}), ("stats", {}), ("ingest", {"records": [GOOD]})]:
+            started = time.perf_counter()
+            status, _ = target.call(op, args)
+            rows.append(_row("damaged snapshot", f"{op} after it", status, 200, started))
+    leftovers = list(store.rglob(".tmp-*"))
+    rows.append(_row("damaged snapshot", "temporary files left", len(leftovers), 0, time.perf_counter()))
+    return rows
+
+
+def attack(
+    target: Target, tcp: Target | None, root: Path | None, threads: int, scratch: Path, store: Path | None = None
+) -> dict[str, Any]:
     pid = int(target.health()["pid"])
     report: dict[str, Any] = {"server_pid": pid, "memory_at_start_mb": memory(pid)}
     idle = [timed_query(target) for _ in range(20)]
@@ -281,10 +319,12 @@ def attack(target: Target, tcp: Target | None, root: Path | None, threads: int, 
     report["cases"] = probe(target, tcp, root, scratch)
     report["memory_after_cases_mb"] = memory(pid)
     report["during_compaction"] = under_load(target, threads)
+    if store is not None:
+        report["cases"] += damaged_restore(target, store)
     report["memory_end_mb"] = memory(pid)
     report["unexpected"] = [c for c in report["cases"] if not c["ok"]]
     report["unexpected_5xx"] = sum(
-        1 for c in report["cases"] if not isinstance(c["status"], int) or c["status"] >= 500
+        1 for c in report["cases"] if not isinstance(c["status"], int) or (c["status"] >= 500 and not c["ok"])
     ) + sum(1 for s in report["during_compaction"]["failed_statuses"] if not s.isdigit() or int(s) >= 500)
     report["peak_rss_mb"] = report["memory_end_mb"]["VmHWM"]
     return report
@@ -313,7 +353,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             serve_args = ["--ingest-root", str(root)]
             with served(store, overrides, serve_args=serve_args, log=args.server_log) as (unix, http):
                 tcp = Target(port=int(http.url.rpartition(":")[2]), token=http.token)
-                report.update(attack(Target(socket_path=Path(unix.socket_path)), tcp, root, args.threads, scratch))
+                unix_target = Target(socket_path=Path(unix.socket_path))
+                report.update(attack(unix_target, tcp, root, args.threads, scratch, store))
+        if not args.no_cli:  # the careless script: the command line (bench/hostile_cli.py)
+            script = run_cases(Path(tmp) / "cli")
+            report["cases"] = report.get("cases", []) + script["cases"]
+            report["unexpected"] = [c for c in report["cases"] if not c["ok"]]
+            report["tracebacks"] = sum(1 for c in script["cases"] if c["trouble"] == "a traceback")
+            report["cli_children_peak_rss_mb"] = script["children_peak_rss_mb"]
     write_json(args.out, report)
     print(render(report))
     print(f"results: {args.out}")
@@ -326,6 +373,8 @@ def render(r: dict[str, Any]) -> str:
     summary = [
         ["unexpected answers (of the cases)", f"{len(r['unexpected'])} of {len(r['cases'])}"],
         ["unexpected 5xx or dropped (cases and load)", r["unexpected_5xx"]],
+        ["tracebacks on the command line", r.get("tracebacks", "not run")],
+        ["command-line peak RSS (a child)", f"{r.get('cli_children_peak_rss_mb', '-')} MB"],
         ["server peak RSS (VmHWM)", f"{r['peak_rss_mb']} MB (RSS at start {r['memory_at_start_mb']['VmRSS']} MB)"],
         ["query p95 idle", f"{r['idle_p95_ms']} ms"],
         [

@@ -337,6 +337,8 @@ class Config:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: invalid TOML: {exc}", hint="fix or delete the file") from exc
+        except OSError as exc:  # a folder, or a file this user cannot read
+            raise InputError(f"cannot read {path}: {exc.strerror}", hint="make it a readable TOML file") from exc
         return cls.from_dict(data)
 
     def save(self, store_dir: Path) -> Path:

@@ -3,6 +3,7 @@ no unknown names. Kept apart from config.py, which declares the settings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .errors import InputError
@@ -85,6 +86,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.unit_slot_floor": (-1, None),
     "query.evidence_floor": (-1, None),
     "query.note_evidence_floor": (-1, None),
+    "query.min_similarity": (0, 1),  # a cosine floor: above 1, nothing would ever be relevant
     "ingest.max_line_bytes": (1, None),
     "ingest.max_content_chars": (1, None),
     "snapshot.retention": (1, None),
@@ -106,6 +108,8 @@ def check_range(key: str, value: Any) -> None:
     for number in value.values() if isinstance(value, dict) else [value]:
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             return
+        if not math.isfinite(number):  # TOML's nan and inf, or a float that overflows (1e999)
+            raise InputError(f"config key {key} must be a finite number, got {number!r}")
         if (low is not None and number < low) or (high is not None and number > high):
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise InputError(f"config key {key} must be {bound}, got {number!r}")

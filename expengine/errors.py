@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
+# what an OS error says when this user may not write (or read) a file: the store is read-only for them
+READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
 
 class ExpengineError(Exception):
     """Base of all expected failures: a message saying what went wrong and a hint saying the fix."""

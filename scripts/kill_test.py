@@ -4,6 +4,7 @@ consistency check.
 
     python scripts/kill_test.py --seed 7 --kills 20 --phase both
     python scripts/kill_test.py --seed 7 --kills 10 --phase forget,restore,reindex
+    python scripts/kill_test.py --seed 7 --kills 10 --phase forget,restore --damaged-snapshot
 
 Builds a store from slices of sample_logs. For each kill it starts `python -m expengine ... ingest`
 (a new slice) or `compact` as a subprocess, SIGKILLs it after a seeded random delay, reruns the same
@@ -175,11 +176,33 @@ def steps(phase: str, store: Path, slices: list[Path], ingested: set[str], embed
             engine.ingest([str(slices[-5])])
             second = engine.snapshot(reason="kill test B").id
         ids = {first: set(ingested), second: ingested | slice_ids(slices[-5])}
+        damaged = damaged_snapshots(store)
         for n in range(10_000):
+            if damaged and n % 3 == 2:  # refused (exit 3), the store left as the last restore made it
+                yield Step(command(store, "restore", damaged[n % len(damaged)], "--json"), set(ingested), (3,))
+                continue
             target = (first, second)[n % 2]
             yield Step(command(store, "restore", target, "--json"), ids[target])
     else:
         raise ValueError(f"unknown phase {phase!r}")
+
+
+def damage_a_snapshot(store: Path, embedder: Any) -> str:
+    """A snapshot whose `.xz` is cut in half (a full disk, a bad copy): restore must refuse it in one line,
+    forget must pass over it, and neither may leave a temporary file."""
+    from expengine import Engine
+    from expengine.lifecycle.snapshot import PACKED_DB
+
+    with Engine(store=store, embedder=embedder) as engine:
+        snapshot_id = engine.snapshot(reason="kill test: to be damaged").id
+    packed = store / "snapshots" / snapshot_id / PACKED_DB
+    packed.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    (packed.parent / "DAMAGED").touch()
+    return snapshot_id
+
+
+def damaged_snapshots(store: Path) -> list[str]:
+    return sorted(p.parent.name for p in (store / "snapshots").glob("*/DAMAGED"))
 
 
 def files_holding(store: Path, text: str) -> list[str]:
@@ -369,6 +392,9 @@ def run_phase(
         if rerun:
             problems.append(f"rerun failed: {rerun}")
         problems += check_store(store, ingested, embedder)
+        left = [str(p.relative_to(store)) for p in store.rglob(".tmp-*")]
+        if left:
+            problems.append(f"temporary files left: {left[:3]}")
         for text in current.gone:
             holding = files_holding(store, text)
             if holding:
@@ -398,6 +424,9 @@ def main() -> int:
     )
     parser.add_argument("--slice", type=int, default=50, help="lines of sample_logs per ingest")
     parser.add_argument("--store", type=Path, help="work folder (default: a temporary one, removed at the end)")
+    parser.add_argument(
+        "--damaged-snapshot", action="store_true", help="cut a snapshot's .xz in half first (restore, forget)"
+    )
     args = parser.parse_args()
     phases = ["ingest", "compact"] if args.phase == "both" else args.phase.split(",")
     if not set(phases) <= set(PHASES):
@@ -421,10 +450,13 @@ def main() -> int:
                 print("could not ingest the base slices", file=sys.stderr)
                 return 1
             ingested |= set().union(*map(slice_ids, base))
-        tallies = [
-            run_phase(store, phase, kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder)
-            for phase in phases
-        ]
+        tallies = []
+        for phase in phases:
+            if args.damaged_snapshot and phase in ("forget", "restore"):
+                print(f"{phase}: damaged snapshot {damage_a_snapshot(store, embedder)}")
+            tallies.append(
+                run_phase(store, phase, kills=args.kills, rng=rng, slices=slices, ingested=ingested, embedder=embedder)
+            )
     seconds = time.monotonic() - started
     summary = {
         "seed": args.seed,

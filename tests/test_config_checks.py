@@ -31,6 +31,9 @@ def run_main(monkeypatch, capsys, argv: list[str]) -> tuple[int, str]:
         ("[cluster]\nkeep_ratio = 1.5\n", "config key cluster.keep_ratio must be between 0.0 and 1.0, got 1.5"),
         ("[decay]\nlambda_by_category = { fact = 2.0 }\n", "config key decay.lambda_by_category must be between"),
         ('[llm]\nmode = "models"\n', "config key llm.mode must be one of auto, model, template, got 'models'"),
+        ("[decay]\ntheta_dormant = nan\n", "config key decay.theta_dormant must be a finite number, got nan"),
+        ("[decay]\ntheta_dormant = 1e999\n", "config key decay.theta_dormant must be a finite number, got inf"),
+        ("[query]\nmin_similarity = 5\n", "config key query.min_similarity must be between 0 and 1, got 5.0"),
     ],
 )
 def test_a_config_file_mistake_is_exit_2_naming_key_and_fix(tmp_path, monkeypatch, capsys, toml, message):
@@ -73,7 +76,7 @@ def test_the_similarity_floor_is_per_encoder_and_one_number_means_every_encoder(
     assert from_file.similarity_floor("use-multilingual-v3") == 0.42
     with pytest.raises(InputError, match="query.min_similarity must be a table of numbers"):
         Config.from_dict({"query": {"min_similarity": "high"}})
-    with pytest.raises(InputError, match="query.min_similarity must be at least 0"):
+    with pytest.raises(InputError, match="query.min_similarity must be between 0 and 1"):
         Config().with_overrides({"query.min_similarity": '{"all-MiniLM-L6-v2": -0.1}'})
     # lexical evidence: measured for the multilingual encoder only, and read only under its cosine ceiling
     assert query.lexical_floor("use-multilingual-v3") > 0 == query.lexical_floor("all-MiniLM-L6-v2")
@@ -82,3 +85,9 @@ def test_the_similarity_floor_is_per_encoder_and_one_number_means_every_encoder(
     lexical = Config().with_overrides({"query.min_lexical": "0.05", "query.lexical_max_similarity": "0.4"}).query
     assert lexical.lexical_floor("use-multilingual-v3+int8") == 0.05 == lexical.lexical_floor("all-MiniLM-L6-v2")
     assert lexical.lexical_ceiling("use-multilingual-v3") == 0.4 == lexical.lexical_ceiling("all-MiniLM-L6-v2")
+
+
+def test_a_config_toml_that_is_a_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "store" / "config.toml").mkdir(parents=True)
+    code, err = run_main(monkeypatch, capsys, ["--store", str(tmp_path / "store"), "stats"])
+    assert code == 2 and "config.toml: Is a directory" in err and "Traceback" not in err, err

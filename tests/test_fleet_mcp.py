@@ -69,11 +69,12 @@ def test_mcp_for_one_tenant_goes_through_the_fleet_server_then_opens_its_store(t
         assert held["hits"]  # the server now holds alpha open (and locked): MCP can only answer through it
         found = find_fleet_server(root, "alpha")
         assert found is not None and found.prefix == "/v1/alpha"
-        before = server.health()["requests"]
+        counters = Client(url=server.url, token=token)  # /health shows its counters to a tenant only
+        before = counters.health()["requests"]
         seen = asyncio.run(tenant_session(root, "alpha", "book a flight"))
         assert not seen["error"] and seen["answer"]["hits"]
         assert {h["agent"] for h in seen["answer"]["hits"]} == {"alpha"}
-        assert server.health()["requests"] >= before + 2  # both tool calls went to the fleet server
+        assert counters.health()["requests"] >= before + 2  # both tool calls went to the fleet server
     finally:
         code, err = stop(child)
     assert code in (0, -signal.SIGTERM), err  # uvicorn re-raises the SIGTERM it handled

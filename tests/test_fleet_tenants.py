@@ -6,6 +6,7 @@ import pytest
 from fleet_helpers import NAMES, make_fleet
 from starlette.testclient import TestClient
 
+from expengine.errors import InputError
 from expengine.fleet.tenants import Tenants, build_app, read_shard_map
 from expengine.service.client import TOKEN_FILE
 
@@ -80,3 +81,40 @@ def test_serve_root_needs_http_and_a_whole_shard_choice(monkeypatch, capsys, tmp
     args = ["serve", "--root", str(tmp_path), "--http", "127.0.0.1:0", "--shard-map", str(tmp_path / "m.txt")]
     code, out, err = run_main(monkeypatch, capsys, args)
     assert code == 2 and "--shard-map and --shard go together" in err
+
+
+def test_two_stores_with_one_token_are_refused_at_start_with_a_hint(served, tmp_path):
+    _, _, tokens = served
+    root = tmp_path / "fleet"
+    (root / "beta" / TOKEN_FILE).write_text(tokens["alpha"])  # beta made by `cp -a alpha beta`
+    with pytest.raises(InputError, match="'alpha' and 'beta' .* have the same serve.token") as refused:
+        Tenants(root).load_tokens()
+    assert "rotate one: delete" in (refused.value.hint or "")
+
+
+def test_an_unknown_token_reads_and_makes_no_token_file_of_a_known_store(served, tmp_path):
+    client, tenants, tokens = served
+    root = tmp_path / "fleet"
+    (root / "alpha" / TOKEN_FILE).unlink()  # would be made again by a re-read of every store
+    for _ in range(20):
+        assert ask(client, "beta", "not-a-token").status_code == 401
+    assert not (root / "alpha" / TOKEN_FILE).exists()
+    assert ask(client, "beta", tokens["beta"]).status_code == 200
+
+
+def test_health_shows_counters_to_a_tenant_only(served):
+    client, _, tokens = served
+    assert client.get("/health").json() == {"status": "ok"}
+    assert client.get("/health", headers={"Authorization": "Bearer nope"}).json() == {"status": "ok"}
+    counted = client.get("/health", headers={"Authorization": f"Bearer {tokens['gamma']}"}).json()
+    assert counted["status"] == "ok" and "requests" in counted
+
+
+def test_mcp_for_a_store_the_root_does_not_have_creates_nothing(monkeypatch, capsys, tmp_path):
+    from test_cli_usage import run_main
+
+    root = tmp_path / "fleet"
+    root.mkdir()
+    code, out, err = run_main(monkeypatch, capsys, ["mcp", "--root", str(root), "--store-name", "nosuch"])
+    assert code == 5 and "no store 'nosuch' in the fleet root" in err and "Traceback" not in err
+    assert list(root.iterdir()) == []

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,15 +40,26 @@ def free_port() -> int:
 
 
 def spawn_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """A server process, just started (it is still loading the model)."""
-    return subprocess.Popen(
+    """A server process, just started (it is still loading the model). Its log goes to a file, read by
+    `server_log`: a pipe nobody drains fills at 64 KB (a few hundred requests) and blocks the server."""
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (kept on the child, closed with the process)
+    child = subprocess.Popen(
         [sys.executable, "-m", "expengine", "--store", str(store), *TEMPLATES, "serve", *args],
         cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
         text=True,
     )
+    child.log = log  # type: ignore[attr-defined]
+    return child
+
+
+def server_log(child: subprocess.Popen) -> str:
+    """What the server has written to stderr so far."""
+    log = child.log  # type: ignore[attr-defined]
+    log.seek(0)
+    return log.read()
 
 
 def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -55,7 +67,7 @@ def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> 
     child = spawn_server(store, *args, env=env)
     deadline = time.monotonic() + 300
     while find_server(store) is None:
-        assert child.poll() is None, child.communicate()
+        assert child.poll() is None, server_log(child)
         assert time.monotonic() < deadline, "the server never answered /health"
         time.sleep(0.1)
     return child
@@ -63,8 +75,11 @@ def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> 
 
 def stop(child: subprocess.Popen) -> tuple[int, str]:
     child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=120)
-    return child.returncode, err
+    if not hasattr(child, "log"):  # a process started elsewhere, with its stderr piped
+        _, err = child.communicate(timeout=120)
+        return child.returncode, err
+    child.wait(timeout=120)
+    return child.returncode, server_log(child)
 
 
 def invoke(store: Path, *args: str, direct: bool = False) -> tuple[int, str]:

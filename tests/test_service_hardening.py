@@ -25,6 +25,7 @@ from test_service import (
     free_port,
     invoke,
     mcp_params,
+    server_log,
     spawn_server,
     start_server,
     stop,
@@ -314,4 +315,4 @@ def test_sigterm_mid_compaction_exits_within_grace(make_engine: Any, write_jsonl
     child.wait(timeout=120)
     took = time.monotonic() - started
     assert took < grace + 1.5, took  # twice --grace before
-    assert "abandoned" in child.stderr.read()  # type: ignore[union-attr]
+    assert "abandoned" in server_log(child)

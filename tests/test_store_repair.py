@@ -234,3 +234,16 @@ def test_the_lock_falls_back_to_a_shared_read_lock_where_it_cannot_write(tmp_pat
     path.unlink()
     lock.acquire()  # no lock file and no right to make one: reads only, unlocked
     assert lock.read_only and lock._fd is None
+
+
+def test_repair_names_records_sent_to_a_server_not_its_deleted_request_files(make_engine):
+    import datetime as dt
+
+    from expengine.service import ops
+    from expengine.store.journal import SENT_RECORDS, ingested_since
+
+    engine = make_engine()
+    record = {"ts": "2026-03-02T10:00:00Z", "kind": "message", "role": "user", "content": "hello"}
+    for _ in range(2):
+        ops.run(engine, "ingest", {"records": [record]})
+    assert ingested_since(engine.store_dir, dt.datetime(2000, 1, 1)) == [SENT_RECORDS]

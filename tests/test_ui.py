@@ -297,3 +297,42 @@ def test_ui_without_http_is_a_usage_error(tmp_path):
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--ui needs --http" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_browser_session_is_not_the_token_and_logout_ends_it(make_engine):
+    from starlette.testclient import TestClient
+
+    from expengine.service import ops
+    from expengine.service.server import Service, build_app
+    from expengine.service.ui import COOKIE
+
+    engine = make_engine()
+    app = build_app(Service(engine, ops.Reach.of([], engine.config.serve)), token="secret", ui=True)
+    with TestClient(app, follow_redirects=False) as client:
+        login = client.post("/ui/login", data={"token": "secret", "next": "/ui/units"})
+        assert login.status_code == 303
+        session = login.cookies[COOKIE]
+        assert session and "secret" not in session
+        client.cookies.clear()
+        cookie = {"cookie": f"{COOKIE}={session}"}
+        assert client.get("/ui/units", headers=cookie).status_code == 200
+        assert client.get("/ui/units", headers={"cookie": f"{COOKIE}=secret"}).status_code == 401
+        assert client.post("/ui/logout", headers=cookie).status_code == 303
+        assert client.get("/ui/units", headers=cookie).status_code == 401  # revoked, not just deleted
+
+
+def test_a_host_that_is_not_this_server_is_refused(make_engine):
+    from starlette.testclient import TestClient
+
+    from expengine.service import ops
+    from expengine.service.server import Service, build_app
+
+    engine = make_engine()
+    app = build_app(Service(engine, ops.Reach.of([], engine.config.serve)), token="secret")
+    bearer = {"authorization": "Bearer secret"}
+    with TestClient(app) as client:
+        for host in ("rebind.attacker.example", "rebind.attacker.example:8765"):
+            refused = client.get("/health", headers={**bearer, "host": host})
+            assert refused.status_code == 421 and refused.json()["error"]["type"] == "MisdirectedRequest"
+        for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765", "testserver"):
+            assert client.get("/health", headers={**bearer, "host": host}).status_code == 200, host

@@ -10,7 +10,7 @@ import typer
 # (pyproject pins the typer range this is tested with).
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 
-from ..errors import ExpengineError
+from ..errors import READ_ONLY_ERRNOS, ExpengineError, StoreError
 
 # Each module registers its commands on `app`; they import nothing heavy at module level.
 from . import (  # noqa: E402,F401
@@ -44,6 +44,15 @@ def main() -> None:
     except ClickException as exc:
         stderr.print(styled(("error:", "bold red"), " ", exc.format_message()))
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        where = f": {exc.filename}" if exc.filename else " (a file in the store folder)"
+        stderr.print(styled(("error:", "bold red"), " ", f"{exc.strerror or 'permission denied'}{where}"))
+        stderr.print(
+            styled("  ", ("hint:", "dim"), " ", "run it as the store's owner; stats and query --no-touch only read")
+        )
+        sys.exit(StoreError.exit_code)
     except typer.Abort:
         stderr.print("aborted")
         sys.exit(130)

@@ -35,7 +35,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print exactly one JSON object 
 @app.callback()
 def global_options(
     ctx: typer.Context,
-    store: Optional[Path] = typer.Option(
+    store: Optional[str] = typer.Option(
         None,
         "--store",
         envvar="EXPENGINE_HOME",
@@ -48,6 +48,8 @@ def global_options(
     ),
 ) -> None:
     """Global options apply to every command."""
+    if store is not None and not store.strip():  # Path("") is the current folder: never a store by accident
+        raise InputError("--store is empty", hint="pass --store DIR, or unset an empty EXPENGINE_HOME")
     overrides: dict[str, Any] = {}
     for item in set_:
         key, sep, value = item.partition("=")
@@ -59,12 +61,18 @@ def global_options(
     ctx.obj = {"store": store, "wait": wait, "overrides": overrides, "direct": direct}
 
 
-def open_engine(ctx: typer.Context):
-    """Open the store named by the global options (imports the engine lazily, so --help stays fast)."""
+def open_engine(ctx: typer.Context, *, create: bool = True):
+    """Open the store named by the global options (imports the engine lazily, so --help stays fast);
+    `create=False`: a missing store is an error, not a new empty one (commands that only read)."""
     from ..engine import Engine
 
     obj = ctx.obj or {}
-    return Engine(store=obj.get("store"), overrides=obj.get("overrides") or None, lock_timeout=obj.get("wait", 30.0))
+    return Engine(
+        store=obj.get("store"),
+        overrides=obj.get("overrides") or None,
+        lock_timeout=obj.get("wait", 30.0),
+        create=create,
+    )
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -103,7 +111,7 @@ def call(ctx: typer.Context, op: str, **args: Any) -> Any:
         return client.call(op, args)
     from ..service import ops
 
-    with open_engine(ctx) as engine:
+    with open_engine(ctx, create=ops.lookup(op).mode != "read") as engine:
         return ops.run(engine, op, args)
 
 

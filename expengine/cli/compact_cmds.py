@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..errors import InputError, NotFoundError
 from ..lifecycle.steps import STEPS
-from .common import JSON_OPTION, app, call, emit_json, open_engine, stderr, stdout
+from .common import JSON_OPTION, app, call, emit_json, open_engine, stderr, stdout, styled
 
 
 @app.command(help=f"One forgetting cycle: snapshot, {', '.join(s.does for s in STEPS)}. Cron-safe.")
@@ -195,6 +195,7 @@ def forget(
         f"rows; {result['units_updated']} units lost sources, {result['units_deleted']} units deleted; "
         f"{result['snapshots']} snapshots rewritten"
     )
+    _warn_damaged(result)
 
 
 def _forget_rejects(ctx: typer.Context, filtered: bool, *, dry_run: bool, yes: bool, as_json: bool) -> None:
@@ -214,6 +215,13 @@ def _forget_rejects(ctx: typer.Context, filtered: bool, *, dry_run: bool, yes: b
         emit_json(result)
         return
     stdout.print(f"deleted {result['rejects']} rejects; {result['snapshots']} snapshots rewritten")
+    _warn_damaged(result)
+
+
+def _warn_damaged(result: dict[str, Any]) -> None:
+    """A damaged snapshot could not be rewritten: it may still hold what was forgotten, so say so."""
+    for why in result.get("snapshots_damaged") or []:
+        stderr.print(styled(("warning:", "bold yellow"), " ", f"{why}; not rewritten: delete its folder"))
 
 
 def _read_ids(path: Optional[str]) -> list[str]:

@@ -127,12 +127,16 @@ def _print_table(result: dict[str, Any]) -> None:
 def feedback(
     ctx: typer.Context,
     item_id: str = typer.Argument(..., metavar="ID", help="A unit or record id."),
-    helpful: Optional[bool] = typer.Option(None, "--helpful/--harmful", help="Did it help the agent?"),
+    helped: bool = typer.Option(False, "--helpful", help="It helped the agent."),
+    harmed: bool = typer.Option(False, "--harmful", help="It misled or harmed the agent."),
     note: Optional[str] = typer.Option(None, "--note", help="Why (kept in the item's history)."),
     restore: bool = typer.Option(False, "--restore", help="Bring a quarantined unit back into queries."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Report that a unit or memory helped or harmed; persistently harmful units are quarantined."""
+    if helped and harmed:
+        raise InputError("--helpful and --harmful contradict each other", hint="give one of them, or neither")
+    helpful = True if helped else False if harmed else None
     result = call(ctx, "feedback", id=item_id, helpful=helpful, note=note, restore=restore)
     if as_json:
         emit_json(result)

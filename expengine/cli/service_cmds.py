@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import InputError, NotFoundError
 from .common import app, open_engine, store_dir
 
 INGEST_ROOT = typer.Option(
@@ -23,9 +23,11 @@ def serve(
     http: Optional[str] = typer.Option(
         None, "--http", help="Also listen on TCP HOST:PORT (or PORT: 127.0.0.1), with the bearer token in serve.token."
     ),
-    grace: float = typer.Option(30.0, "--grace", help="Seconds SIGTERM waits for a running write or compaction."),
+    grace: float = typer.Option(
+        30.0, "--grace", min=0.0, help="Seconds SIGTERM waits for a running write or compaction."
+    ),
     max_body_mb: float = typer.Option(
-        16.0, "--max-body-mb", help="Largest ingest body accepted (HTTP 413 above); other requests: 1 MB."
+        16.0, "--max-body-mb", min=0.001, help="Largest ingest body accepted (HTTP 413 above); other requests: 1 MB."
     ),
     ingest_root: List[str] = INGEST_ROOT,
     ui: bool = typer.Option(
@@ -35,7 +37,7 @@ def serve(
         None, "--root", help="Serve every store of this fleet root: POST /v1/<name>/<op>, each with its own token."
     ),
     max_open: int = typer.Option(16, "--max-open", min=1, help="With --root: stores kept open at once."),
-    idle: float = typer.Option(600.0, "--idle", help="With --root: seconds before an unused store is closed."),
+    idle: float = typer.Option(600.0, "--idle", min=0.0, help="With --root: seconds before an unused store is closed."),
     shard_map: Optional[Path] = typer.Option(
         None, "--shard-map", help="With --root: a file of `<store> <shard>` lines; serve only --shard's stores."
     ),
@@ -108,18 +110,25 @@ def mcp(
     memory_show, memory_stats, memory_units, memory_forget, memory_why). Uses a running `expengine serve` when
     there is one (its --ingest-root then applies), else opens the store itself."""
     from ..service.client import find_fleet_server, find_server
+    from ..service.ingest_queue import drain_queues, dropped_on_sigterm
     from ..service.mcp_server import build
 
     if (root is None) != (store_name is None):
         raise InputError("--root and --store-name go together", hint="e.g. mcp --root /srv/fleet --store-name alpha")
     if root is None:
         directory = store_dir(ctx)
-        build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+        with dropped_on_sigterm():
+            build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+            drain_queues()  # the client is gone: store what it queued
         return
-    from ..fleet import check_name
+    from ..fleet import check_name, fleet_stores
 
     if (ctx.obj or {}).get("store"):
         raise InputError("--store and --root name two stores", hint="give one: --store DIR, or --root R --store-name N")
     name, fleet = check_name(store_name or ""), root.expanduser()
+    if name not in fleet_stores(fleet):  # never a new folder in someone's root
+        raise NotFoundError(f"no store {name!r} in the fleet root {fleet}", hint="check --store-name (`ls` the root)")
     ctx.obj = {**(ctx.obj or {}), "store": str(fleet / name)}
-    build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+    with dropped_on_sigterm():
+        build(lambda: find_fleet_server(fleet, name), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
+        drain_queues()

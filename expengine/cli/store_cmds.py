@@ -252,9 +252,10 @@ def config_show(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
 @config_app.command("init")
 def config_init(ctx: typer.Context) -> None:
     """Write config.toml with every default (and any --set overrides) into the store folder."""
-    from ..store.permissions import private_files, secure_store_dir
+    from ..store.permissions import check_store_dir, private_files, secure_store_dir
 
     folder = store_dir(ctx)
+    check_store_dir(folder)
     secure_store_dir(folder)
     with private_files():
         stderr.print(f"wrote {_config(ctx).save(folder)}")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import duckdb
 
 from ..config import Config, default_store_dir
-from ..errors import StoreError, TooLargeError
+from ..errors import TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
 from ..store.db import (
@@ -23,7 +23,7 @@ from ..store.db import (
 )
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
-from ..store.permissions import private_files, secure_store_dir
+from ..store.permissions import check_store_dir, make_store_dir, private_files
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
@@ -70,16 +70,15 @@ class Engine(Upkeep, Explain, AgentLogs):
         lock_timeout: float = 30.0,
         embedder: Embedder | None = None,
         llm: LLM | None = None,
+        create: bool = True,
     ):
-        self.store_dir = Path(store).expanduser() if store else default_store_dir()
-        try:
-            secure_store_dir(self.store_dir)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the store folder {self.store_dir}: {exc.strerror}", hint="pass --store DIR"
-            ) from exc
+        """`create=False`: a missing store folder is an error (exit 3) instead of a new empty store, for
+        commands that only read. A path that is not a store (a file, a folder of other things) is refused."""
+        self.store_dir = default_store_dir() if store is None else Path(store).expanduser()
+        check_store_dir(self.store_dir)
         base = config or Config.load(self.store_dir)
         self.config = base.with_overrides(overrides) if overrides else base
+        make_store_dir(self.store_dir, create=create)
         self._lock = StoreLock(self.store_dir / LOCK_FILE, timeout=lock_timeout)
         self._guard = threading.RLock()  # one operation at a time per Engine; nested calls reuse the store
         self._store: Store | None = None

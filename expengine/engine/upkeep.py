@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..lifecycle.purge import ForgetResult
-    from ..lifecycle.snapshot import RepairResult, RestoreResult, SnapshotInfo
+    from ..lifecycle.repair import RepairResult
+    from ..lifecycle.snapshot import RestoreResult, SnapshotInfo
     from ..store.store import Store
 
 
@@ -112,7 +113,7 @@ class Upkeep:
         """Put the newest snapshot that reads back whole in place of a damaged database, and say which files
         were ingested since (ingest them again: ids are content hashes, nothing doubles). A whole database is
         left alone unless `force`."""
-        from ..lifecycle.snapshot import repair_store
+        from ..lifecycle.repair import repair_store
 
         with self._guard, private_files():
             if self._store is not None:

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import LockedError, NotFoundError
+from ..errors import InputError, LockedError, NotFoundError
 from ..service import ops
 from ..service.client import FLEET_SERVERS, TOKEN_FILE
 from ..service.edges import ensure_token
@@ -34,6 +34,7 @@ from . import check_name, fleet_stores
 from .runtime import store_engine
 
 log = logging.getLogger("expengine.serve")
+RESCAN_S = 5.0
 
 
 class Tenants:
@@ -54,6 +55,7 @@ class Tenants:
         self._used: dict[str, float] = {}
         self._lock = threading.Lock()
         self._tokens: dict[str, str] = {}  # token -> store name
+        self._scanned = 0.0  # when the root was last listed for new stores (`_load_new`)
         self.counts = {"requests": 0, "errors": 0, "opened": 0, "closed": 0}
 
     def served(self) -> dict[str, Path]:
@@ -61,8 +63,34 @@ class Tenants:
         return {n: p for n, p in stores.items() if self.only is None or n in self.only}
 
     def load_tokens(self) -> None:
-        """Every served store's token (created when missing), read again when an unknown one is shown."""
-        self._tokens = {ensure_token(path): name for name, path in self.served().items()}
+        """Every served store's token (created when missing), at start. Two stores with one token (a store
+        copied with its `serve.token`) would read each other: refused, naming both."""
+        self._tokens, self._scanned = {}, time.monotonic()
+        for name, path in self.served().items():
+            token = ensure_token(path)
+            other = self._tokens.setdefault(token, name)
+            if other != name:
+                raise InputError(
+                    f"the stores {other!r} and {name!r} of {self.root} have the same {TOKEN_FILE}, so each "
+                    "tenant could read the other",
+                    hint=f"rotate one: delete {path / TOKEN_FILE} (a new one is made at start) and give it to its clients",
+                )
+
+    def _load_new(self) -> None:
+        """The tokens of stores added since the last look, at most once per `RESCAN_S` (an unknown token is
+        all it takes to ask, so it must not make the server read or write every store's file each time).
+        A new store whose token another already has is left out, with a warning."""
+        if time.monotonic() - self._scanned < RESCAN_S:
+            return
+        self._scanned = time.monotonic()
+        known = set(self._tokens.values())
+        for name, path in self.served().items():
+            if name in known:
+                continue
+            token = ensure_token(path)
+            other = self._tokens.setdefault(token, name)
+            if other != name:
+                log.warning("store left out: its token is another store's", extra={"store": name, "other": other})
 
     def tenant_of(self, token: str) -> str | None:
         for attempt in range(2):
@@ -70,7 +98,7 @@ class Tenants:
                 if hmac.compare_digest(known.encode(), token.encode()):
                     return name
             if attempt == 0:
-                self.load_tokens()  # a store added since: its token is new
+                self._load_new()  # a store added since: its token is new
         return None
 
     def service(self, name: str) -> Service:
@@ -136,12 +164,15 @@ def _refuse(status: int, message: str) -> Response:
 
 
 def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
-    def authorised(request: Request, name: str) -> Response | None:
+    def tenant(request: Request) -> str | None:
         scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
-        tenant = tenants.tenant_of(given.strip()) if scheme.lower() == "bearer" and given.strip() else None
-        if tenant is None:
+        return tenants.tenant_of(given.strip()) if scheme.lower() == "bearer" and given.strip() else None
+
+    def authorised(request: Request, name: str) -> Response | None:
+        found = tenant(request)
+        if found is None:
             return _refuse(401, "missing or unknown bearer token")
-        if tenant != name:
+        if found != name:
             return _refuse(403, f"this token is not for the store {name!r}")
         return None
 
@@ -159,6 +190,9 @@ def build_app(tenants: Tenants, *, max_body: int = MAX_BODY_BYTES) -> Starlette:
         return json_response(ops.dumps(op, await service.execute(op_name, op, args)))
 
     async def health(request: Request) -> Response:
+        """Up or not, for anyone; the counters for a tenant's token only."""
+        if tenant(request) is None:
+            return json_response({"status": "ok"})
         return json_response({"status": "ok", "open": len(tenants.open_names()), **tenants.counts})
 
     async def store_health(request: Request) -> Response:
@@ -192,8 +226,6 @@ def read_shard_map(path: Path, shard: str) -> set[str]:
         if not fields:
             continue
         if len(fields) != 2:
-            from ..errors import InputError
-
             raise InputError(f"{path}:{number}: expected `<store> <shard>`, got {line.strip()!r}")
         if fields[1] == shard:
             names.add(check_name(fields[0]))
@@ -204,16 +236,17 @@ def serve_fleet(tenants: Tenants, *, http: str, max_body: int = MAX_BODY_BYTES) 
     """Run until SIGTERM/SIGINT on TCP `http` (HOST:PORT or PORT), every request with a tenant's token."""
     import uvicorn
 
-    from ..service.server import _tcp_socket
+    from ..service.edges import HostCheck, tcp_socket
 
     tenants.load_tokens()
-    sock = _tcp_socket(http if ":" in http else f"127.0.0.1:{http}")
+    sock = tcp_socket(http)
     host, port = sock.getsockname()[:2]
     log.info("listening", extra={"http": f"{host}:{port}", "root": str(tenants.root), "stores": len(tenants._tokens)})
-    config = uvicorn.Config(build_app(tenants, max_body=max_body), log_config=None, access_log=False)
+    app = HostCheck(build_app(tenants, max_body=max_body))
+    config = uvicorn.Config(app, log_config=None, access_log=False)
     entry = server_entry(tenants.root)
     entry.parent.mkdir(exist_ok=True)
-    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
     entry.write_text(json.dumps({"url": f"http://{local}:{port}", "pid": os.getpid()}), encoding="utf-8")
     uvicorn.Server(config).run(sockets=[sock])  # the lifespan removes the entry (uvicorn re-raises SIGTERM)
     return 0

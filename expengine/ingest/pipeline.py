@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import journal_ingest, utcnow
+from ..store.db import utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
+from ..store.journal import journal_ingest
 from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
 from .checks import file_warnings

@@ -12,7 +12,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -58,6 +58,7 @@ class ForgetResult(Result):
     units_deleted: int = 0
     query_log: int = 0  # query-log entries deleted (their session is gone) or rewritten without the ids
     snapshots: int = 0  # snapshots rewritten without the records (a dry run: snapshots that would be)
+    snapshots_damaged: list[str] = field(default_factory=list)  # unreadable snapshots left as they are, and why
     rejects: int = 0  # quarantined lines deleted (`forget --rejects`)
     dry_run: bool = False
     ids: list[str] = field(default_factory=list)
@@ -155,21 +156,54 @@ def _words(texts: Iterable[str | None]) -> set[str]:
     return {w for t in texts if t for w in WORD.findall(t.lower())}
 
 
-def _drop_mentions(value: Any, gone: set[str]) -> Any:
-    """A run report without the examples that name a forgotten record (they quote its text)."""
+def _drop_mentions(value: Any, gone: set[str], quotes: Callable[[str], bool]) -> Any:
+    """A run report without the examples that name a forgotten record or unit, or quote their text (a
+    string in it with a word only they had: it becomes None)."""
     if isinstance(value, dict):
-        return {k: _drop_mentions(v, gone) for k, v in value.items()}
+        return {k: _drop_mentions(v, gone, quotes) for k, v in value.items()}
     if isinstance(value, list):
-        return [_drop_mentions(v, gone) for v in value if not (isinstance(v, (dict, list)) and _mentions(v, gone))]
-    return value
+        return [
+            _drop_mentions(v, gone, quotes)
+            for v in value
+            if not (isinstance(v, (dict, list)) and _mentions(v, gone, quotes))
+        ]
+    return None if isinstance(value, str) and quotes(value) else value
 
 
-def _mentions(value: Any, gone: set[str]) -> bool:
+def _mentions(value: Any, gone: set[str], quotes: Callable[[str], bool]) -> bool:
     if isinstance(value, dict):
-        return any(_mentions(v, gone) for v in value.values())
+        return any(_mentions(v, gone, quotes) for v in value.values())
     if isinstance(value, list):
-        return any(_mentions(v, gone) for v in value)
-    return isinstance(value, str) and value in gone
+        return any(_mentions(v, gone, quotes) for v in value)
+    return isinstance(value, str) and (value in gone or quotes(value))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def _quoting(con: duckdb.DuckDBPyConnection, secret_words: set[str], texts: list[str]) -> Callable[[str], bool]:
+    """Whether a text quotes what only the forgotten records said: it has a word of theirs that no record
+    or unit left in the store has (checked only for the words `texts` share with them)."""
+    candidates = sorted(_words(texts) & secret_words)
+    rare: set[str] = set()
+    if candidates:
+        rare = {
+            w
+            for (w,) in con.execute(
+                "SELECT w FROM unnest(?) AS t(w) WHERE NOT EXISTS "
+                "(SELECT 1 FROM records WHERE contains(lower(text), w)) AND NOT EXISTS "
+                "(SELECT 1 FROM units WHERE contains(lower(text), w))",
+                [candidates],
+            ).fetchall()
+        }
+    return lambda text: bool(rare) and bool(_words([text]) & rare)
 
 
 def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[ForgetResult, list[str]]:
@@ -234,7 +268,14 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
         ).fetchall()
     }
-    result.query_log = query_log.forget_rows(con, gone, set(emptied), [s for s in sessions if s not in sessions_left])
+    reports = [
+        (run_id, json.loads(r))
+        for run_id, r in con.execute("SELECT id, report FROM runs WHERE report IS NOT NULL").fetchall()
+    ]
+    quotes = _quoting(con, secret_words, query_log.texts(con) + [t for _, data in reports for t in _strings(data)])
+    result.query_log = query_log.forget_rows(
+        con, gone, set(emptied), [s for s in sessions if s not in sessions_left], quotes=quotes
+    )
     for goal_id in {row[6] for row in forgotten if row[6]}:
         left_in_goal, description = con.execute(
             "SELECT count(*), any_value(goal_description) FROM records WHERE goal_id = ?", [goal_id]
@@ -250,9 +291,8 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             "SELECT count(*) FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans]
         ).fetchall()[0][0]
         con.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT unnest(?))", [orphans])
-    for run_id, report in con.execute("SELECT id, report FROM runs WHERE report IS NOT NULL").fetchall():
-        data = json.loads(report)
-        cleaned = _drop_mentions(data, gone)
+    for run_id, data in reports:
+        cleaned = _drop_mentions(data, gone | set(emptied), quotes)
         if cleaned != data:
             con.execute("UPDATE runs SET report = ? WHERE id = ?", [json.dumps(cleaned, default=str), run_id])
     return result, emptied
@@ -283,14 +323,14 @@ def forget(
         lambda r: {"id": r[0], "agent": r[1], "session": r[2], "ts": r[3].isoformat() if r[3] else None, "text": r[4]},
         limit=PREVIEW,
     )
-    snapshots = 0
+    snapshots, damaged = 0, list[str]()
     con.execute("BEGIN")
     try:
         result, emptied = forget_rows(con, targets)
         if not dry_run:
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'memory' ON CONFLICT DO NOTHING", [targets])
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'unit' ON CONFLICT DO NOTHING", [emptied])
-            snapshots = forget_in_snapshots(store, targets, forget_rows)
+            snapshots, damaged = forget_in_snapshots(store, targets, forget_rows)
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -299,6 +339,7 @@ def forget(
     con.execute("ROLLBACK" if dry_run else "COMMIT")
     result.preview, result.dry_run = preview, dry_run
     result.snapshots = len(list_snapshots(store)) if dry_run else snapshots
+    result.snapshots_damaged = damaged
     if dry_run:
         return result
     store.index.delete(MEMORIES, targets)
@@ -330,13 +371,13 @@ def forget_rejects(store: "Store", *, dry_run: bool = False) -> ForgetResult:
         con.execute("DELETE FROM rejects")
         return None, []
 
-    snapshots = forget_in_snapshots(store, [], delete_rejects)
+    snapshots, damaged = forget_in_snapshots(store, [], delete_rejects)
     store.con.execute("DELETE FROM rejects")
     store.history_log("forget", "forget", {"rejects": count})
     store.close()
     rewrite_database(store.dir / DB_FILE)
     store.reopen()
-    return ForgetResult(rejects=count, snapshots=snapshots)
+    return ForgetResult(rejects=count, snapshots=snapshots, snapshots_damaged=damaged)
 
 
 class PurgeStep:

@@ -10,15 +10,15 @@ hidden temporary folder and renamed when complete, so a kill during the copy nev
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import lzma
 import os
+import re
 import shutil
 import stat
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -32,7 +32,6 @@ from ..store.db import (
     LANCE_DIR,
     REINDEX_PENDING,
     SNAPSHOT_DIR,
-    ingested_since,
     link_tree,
     unreadable,
     utcnow,
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
 
 META_FILE = "snapshot.json"
 TMP_PREFIX = ".tmp-"
+SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 # a snapshot's database file, xz-compressed (preset 6: 0.85 against 2.65 MB on the sample logs' third
 # snapshot, where gzip -6 made 1.03 MB; about 3 MB/s on one core, and it is read back far faster)
 PACKED_DB = DB_FILE + ".xz"
@@ -70,17 +70,6 @@ class RestoreResult(Result):
     raw_after: int
     active_after: int
     runs_rolled_back: list[str]
-
-
-@dataclass
-class RepairResult(Result):
-    repaired: bool
-    message: str
-    snapshot_id: str | None = None
-    snapshot_created: str | None = None
-    damaged_copy: str | None = None  # the damaged database, kept beside the store
-    # files ingested after the snapshot was taken (from the ingest journal): ingest them again
-    reingest: list[str] = field(default_factory=list)
 
 
 def snapshot_root(store: "Store") -> Path:
@@ -127,10 +116,10 @@ def byte_limit(store: "Store") -> int:
 
 def list_snapshots(store: "Store") -> list[SnapshotInfo]:
     """Complete snapshots, newest first."""
-    return _snapshots_in(snapshot_root(store))
+    return snapshots_in(snapshot_root(store))
 
 
-def _snapshots_in(root: Path) -> list[SnapshotInfo]:
+def snapshots_in(root: Path) -> list[SnapshotInfo]:
     if not root.exists():
         return []
     found = []
@@ -189,22 +178,48 @@ def _unpack(folder: Path, target: Path) -> None:
         shutil.copyfileobj(src, out, 1 << 20)
 
 
+class DamagedSnapshotError(StoreError):
+    """A snapshot's database cannot be read back (a cut or garbled `.xz`, a damaged file)."""
+
+    def __init__(self, folder: Path, why: str):
+        super().__init__(
+            f"the snapshot {folder.name} is damaged and cannot be read ({why})",
+            hint=f"pick another one (`expengine snapshots`), or delete the folder {folder} if none of it is needed",
+        )
+
+
+def _unpack_whole(folder: Path, target: Path) -> None:
+    """`_unpack`, then check that every table reads back: a damaged snapshot is a DamagedSnapshotError
+    (one line, exit 3) and leaves no file at `target`, before anything of the store changed."""
+    try:
+        _unpack(folder, target)
+        why = damage_in(target)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        why = str(exc) or type(exc).__name__
+    if why is None:
+        return
+    target.unlink(missing_ok=True)
+    wal_of(target).unlink(missing_ok=True)
+    raise DamagedSnapshotError(folder, why)
+
+
 @contextmanager
 def snapshot_database(folder: Path) -> Iterator[Path]:
     """A plain copy of the snapshot's database for the block, beside it under a temporary name (removed
-    after; a kill leaves it to the next call). Changes to it are the caller's to pack back."""
+    after; a kill leaves it to the next call), checked whole first (`_unpack_whole`). Changes to it are the
+    caller's to pack back."""
     plain = folder / (TMP_PREFIX + DB_FILE)
     wal = wal_of(plain)
     wal.unlink(missing_ok=True)
-    _unpack(folder, plain)
     try:
+        _unpack_whole(folder, plain)
         yield plain
     finally:
         plain.unlink(missing_ok=True)
         wal.unlink(missing_ok=True)
 
 
-def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
+def swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
     """Replace the store's DuckDB file with the snapshot's, so a kill at any moment leaves whole files: it is
     copied beside its target first, then renamed into place. A snapshot holds no LanceDB, so the rebuild
     marker (`REINDEX_PENDING`) is written before the rename: the caller, or the next open after a kill,
@@ -217,7 +232,7 @@ def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
     new_db, new_lance, old_lance = (store_dir / (TMP_PREFIX + n) for n in (DB_FILE, LANCE_DIR, "old-" + LANCE_DIR))
     for leftover in (new_lance, old_lance):  # from a restore killed midway
         shutil.rmtree(leftover, ignore_errors=True)
-    _unpack(source, new_db)
+    _unpack_whole(source, new_db)
     if keep_cache and db_path.exists():
         carry_cache(db_path, new_db)
     if (source / LANCE_DIR).exists():
@@ -235,8 +250,9 @@ def _swap_in(source: Path, store_dir: Path, *, keep_cache: bool) -> None:
 
 def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     """Put the store back exactly as the snapshot holds it; runs started after it are kept as 'rolled_back'."""
-    if not snapshot_id or "/" in snapshot_id or snapshot_id.startswith("."):
-        raise InputError(f"bad snapshot id {snapshot_id!r}", hint="see `expengine snapshots`")
+    if not SNAPSHOT_ID.match(snapshot_id or ""):  # a folder name of ours: never a path, never overlong
+        shown = snapshot_id if len(snapshot_id or "") <= 80 else snapshot_id[:80] + "…"
+        raise InputError(f"bad snapshot id {shown!r}", hint="see `expengine snapshots`")
     source = snapshot_root(store) / snapshot_id
     if not (source / META_FILE).exists():
         raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see `expengine snapshots`")
@@ -244,8 +260,10 @@ def restore_snapshot(store: "Store", snapshot_id: str) -> RestoreResult:
     raw_before = int(con.execute("SELECT count(*) FROM records").fetchall()[0][0])
     runs = con.execute("SELECT id, started, finished, dry_run, status, snapshot_id, report FROM runs").fetchall()
     store.close()
-    _swap_in(source, store.dir, keep_cache=True)
-    store.reopen()
+    try:  # a damaged snapshot fails before the store's files change: the store reopens as it was
+        swap_in(source, store.dir, keep_cache=True)
+    finally:
+        store.reopen()
     rebuild_if_pending(store)
     known = {r[0] for r in store.con.execute("SELECT id FROM runs").fetchall()}
     rolled_back = []
@@ -270,40 +288,56 @@ def forget_in_snapshots(
     store: "Store",
     targets: list[str],
     forget_rows: Callable[[duckdb.DuckDBPyConnection, list[str]], tuple[Any, list[str]]],
-) -> int:
-    """Delete records from every snapshot with `forget_rows`, leaving no copy in its files; returns how many.
+) -> tuple[int, list[str]]:
+    """Delete records from every snapshot with `forget_rows`, leaving no copy in its files; returns how many,
+    and why each damaged one was skipped.
 
     LanceDB is cleaned before the DuckDB deletion commits: a kill in between rolls DuckDB back, and the
-    next `forget` finds the same records and units again."""
-    done = 0
+    next `forget` finds the same records and units again. A snapshot that cannot be read (a cut or garbled
+    `.xz`) holds no readable copy either: it is left as it is and named in `damaged`."""
+    done, damaged = 0, []
     for info in list_snapshots(store):
         folder = snapshot_root(store) / info.id
-        with snapshot_database(folder) as path:
-            con = duckdb.connect(str(path))
-            try:
-                con.execute("BEGIN")
-                _, emptied = forget_rows(con, targets)
-                if (folder / LANCE_DIR).exists():  # a snapshot made before they left LanceDB out
-                    index = Index(folder / LANCE_DIR)
-                    index.delete(MEMORIES, targets)
-                    units.unindex(index, emptied)
-                    scrub_index(index, [MEMORIES, UNITS])
-                con.execute("COMMIT")
-                counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
-            finally:
-                con.close()
-            rewrite_database(path)
-            if (folder / PACKED_DB).exists():
-                _pack(path, folder / PACKED_DB)
-            else:
-                os.replace(path, folder / DB_FILE)
+        try:
+            counts = _forget_in(folder, targets, forget_rows)
+        except DamagedSnapshotError as exc:
+            damaged.append(exc.message)
+            continue
         info.raw, info.active = int(sum(counts.values())), int(counts.get("active", 0))
         info.size_bytes = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         meta = folder / (META_FILE + ".new")
         meta.write_text(json.dumps(info.to_dict()), encoding="utf-8")
         os.replace(meta, folder / META_FILE)
         done += 1
-    return done
+    return done, damaged
+
+
+def _forget_in(
+    folder: Path,
+    targets: list[str],
+    forget_rows: Callable[[duckdb.DuckDBPyConnection, list[str]], tuple[Any, list[str]]],
+) -> dict[str, int]:
+    """`forget_rows` in one snapshot's database, packed back; its records by state after."""
+    with snapshot_database(folder) as path:
+        con = duckdb.connect(str(path))
+        try:
+            con.execute("BEGIN")
+            _, emptied = forget_rows(con, targets)
+            if (folder / LANCE_DIR).exists():  # a snapshot made before they left LanceDB out
+                index = Index(folder / LANCE_DIR)
+                index.delete(MEMORIES, targets)
+                units.unindex(index, emptied)
+                scrub_index(index, [MEMORIES, UNITS])
+            con.execute("COMMIT")
+            counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+        finally:
+            con.close()
+        rewrite_database(path)
+        if (folder / PACKED_DB).exists():
+            _pack(path, folder / PACKED_DB)
+        else:
+            os.replace(path, folder / DB_FILE)
+    return counts
 
 
 def damage_in(path: Path) -> str | None:
@@ -316,49 +350,3 @@ def damage_in(path: Path) -> str | None:
         return unreadable(con)
     finally:
         con.close()
-
-
-def _whole(folder: Path) -> bool:
-    """Whether a snapshot's database unpacks and reads back whole."""
-    try:
-        with snapshot_database(folder) as path:
-            return damage_in(path) is None
-    except (OSError, EOFError, lzma.LZMAError):  # a damaged stream
-        return False
-
-
-def repair_store(store_dir: Path, *, snapshot_id: str | None = None, force: bool = False) -> RepairResult:
-    """Put the newest snapshot whose database reads back whole in place of a damaged database (the caller
-    holds the store lock; the store is not open). The damaged file is copied aside first, never deleted, and
-    the files ingested since the snapshot come from the ingest journal beside it, so ingesting them again
-    brings back the rest. A kill at any point leaves either the damaged store or the snapshot's, never half."""
-    db_path = store_dir / DB_FILE
-    damage = damage_in(db_path) if db_path.exists() else "the database file is missing"
-    if damage is None and not force:
-        return RepairResult(repaired=False, message=f"the store database {db_path} reads back whole: nothing to repair")
-    candidates = _snapshots_in(store_dir / SNAPSHOT_DIR)
-    if snapshot_id is not None:
-        candidates = [s for s in candidates if s.id == snapshot_id]
-        if not candidates:
-            raise NotFoundError(f"no snapshot {snapshot_id!r}", hint="see the folders in snapshots/")
-    chosen = next((s for s in candidates if _whole(store_dir / SNAPSHOT_DIR / s.id)), None)
-    if chosen is None:
-        raise StoreError(
-            f"no snapshot of {store_dir} reads back whole, so there is nothing to repair from",
-            hint="ingest the logs again into a new store (--store NEW); the damaged file is left as it is",
-        )
-    reingest = ingested_since(store_dir, dt.datetime.fromisoformat(chosen.created))
-    kept = None
-    if db_path.exists():
-        kept = db_path.with_name(f"{DB_FILE}.damaged-{utcnow().strftime('%Y%m%dT%H%M%S')}")
-        shutil.copy2(db_path, kept)
-    _swap_in(store_dir / SNAPSHOT_DIR / chosen.id, store_dir, keep_cache=False)
-    again = "ingest again: " + ", ".join(reingest) if reingest else "no file was ingested since"
-    return RepairResult(
-        repaired=True,
-        message=f"put back snapshot {chosen.id} (taken {chosen.created}); {again}",
-        snapshot_id=chosen.id,
-        snapshot_created=chosen.created,
-        damaged_copy=str(kept) if kept else None,
-        reingest=reingest,
-    )

@@ -4,10 +4,12 @@ token file. `server.py` wires them around the Starlette app."""
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import os
 import secrets
+import socket
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import ClassVar, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import InputError
 from .client import TOKEN_FILE
 
 log = logging.getLogger("expengine.serve")
@@ -54,6 +57,49 @@ def setup_logging(level: str = "INFO") -> None:
         logger.propagate = False
 
 
+def host_allowed(host: str, server_host: str) -> bool:
+    """Whether a TCP request's Host header names this server: an IP address (the bound one or another of
+    this machine's), `localhost`, this machine's name, or the name the server itself was reached by. A
+    web page that turned its own domain's DNS to this machine (DNS rebinding) sends its domain: refused."""
+    name = host[1 : host.find("]")] if host.startswith("[") else host.rpartition(":")[0] if ":" in host else host
+    name = name.lower().rstrip(".")
+    if not host or name in ("localhost", server_host.lower(), socket.gethostname().lower(), socket.getfqdn().lower()):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+async def refuse(send: Send, status: int, kind: str, message: str, hint: str, *extra: tuple[bytes, bytes]) -> None:
+    """An edge's refusal, as the JSON error body every other answer has."""
+    body = json.dumps({"error": {"type": kind, "message": message, "hint": hint, "exit_code": 2}}).encode()
+    headers = [(b"content-type", b"application/json"), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class HostCheck:
+    """TCP requests must name this server in `Host` (`host_allowed`); the Unix socket has no host."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server")
+        if scope["type"] == "http" and server and server[1] is not None:
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").strip()
+            if not host_allowed(host, str(server[0])):
+                shown = host[:80]
+                await refuse(send, 421, "MisdirectedRequest", f"the Host {shown!r} is not this server", HOST_HINT)
+                return
+        await self.app(scope, receive, send)
+
+
+HOST_HINT = "connect by this machine's address or name (a page on another site cannot reach the server)"
+
+
 class TokenAuth:
     """Requests over TCP need `Authorization: Bearer <token>` (the scheme in any case, RFC 9110); the Unix
     socket is guarded by file modes."""
@@ -70,24 +116,9 @@ class TokenAuth:
                 or scheme.lower() != b"bearer"
                 or not hmac.compare_digest(given.strip(), self.expected)
             ):
-                body = json.dumps(
-                    {
-                        "error": {
-                            "type": "Unauthorized",
-                            "message": "missing or wrong bearer token",
-                            "hint": f"send the token in {TOKEN_FILE} in the store folder",
-                            "exit_code": 2,
-                        }
-                    }
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                hint = f"send the token in {TOKEN_FILE} in the store folder"
+                challenge = (b"www-authenticate", b"Bearer")
+                await refuse(send, 401, "Unauthorized", "missing or wrong bearer token", hint, challenge)
                 return
         await self.app(scope, receive, send)
 
@@ -133,3 +164,17 @@ def ensure_token(store_dir: Path) -> str:
             f.write(secrets.token_urlsafe(32))
     os.chmod(path, 0o600)
     return path.read_text().strip()
+
+
+def tcp_socket(address: str) -> socket.socket:
+    """Listen on HOST:PORT, PORT or [IPv6]:PORT; a bad address or one in use is one line (exit 2)."""
+    host, sep, port = (address if ":" in address else f"127.0.0.1:{address}").rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise InputError(f"--http expects HOST:PORT or PORT, got {address!r}", hint="e.g. --http 127.0.0.1:8765")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host or "127.0.0.1", int(port)), family=family, reuse_port=False)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise InputError(f"cannot listen on {address}: {why}", hint="pick a free port, or stop what holds it") from None

@@ -2,18 +2,26 @@
 receipt at once; one worker thread ingests the batches in order (waiting for the store lock as any
 writer does, e.g. behind a running compaction), and `memory_status(receipt)` says when they are in.
 
-Receipts live as long as the MCP server process: the newest `KEEP` finished ones are remembered.
+Receipts live as long as the MCP server process: the newest `KEEP` finished ones are remembered. When
+the client goes away (stdin closed), the process ingests what is still queued before it exits
+(`drain_queues`); a SIGTERM drops the rest and says so on stderr with the receipts (a SIGKILL can
+say nothing: use wait=true for records that must not be lost).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib
+import os
 import queue
+import signal
+import sys
 import threading
 import uuid
+import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import NotFoundError
 
@@ -66,6 +74,7 @@ class IngestQueue:
         self._lock = threading.Lock()
         # Started now, idle until the first batch: the agent's first call only enqueues.
         threading.Thread(target=self._work, name="expengine-ingest-queue", daemon=True).start()
+        _LIVE.add(self)
 
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         job = _Job(receipt="rcpt-" + uuid.uuid4().hex[:16], body=body)
@@ -98,8 +107,54 @@ class IngestQueue:
             job.finished.set()
             self._forget_old()
 
+    def drain(self) -> None:
+        """Wait until every batch queued so far is stored (or failed)."""
+        for job in list(self._jobs.values()):
+            job.finished.wait()
+
+    def dropped(self) -> list[str]:
+        """The receipts of batches not yet stored, said on stderr (a SIGTERM is ending the process)."""
+        left = [j for j in list(self._jobs.values()) if not j.finished.is_set()]
+        if left:
+            records = sum(len(j.body.get("records") or []) for j in left)
+            sys.stderr.write(
+                f"expengine mcp: {len(left)} queued ingest batch(es) ({records} records) dropped at shutdown: "
+                f"{', '.join(j.receipt for j in left)}; send them again\n"
+            )
+            sys.stderr.flush()
+        return [j.receipt for j in left]
+
     def _forget_old(self) -> None:
         with self._lock:
             finished = [r for r, j in self._jobs.items() if j.finished.is_set()]
             for receipt in finished[: max(0, len(finished) - KEEP)]:
                 del self._jobs[receipt]
+
+
+_LIVE: "weakref.WeakSet[IngestQueue]" = weakref.WeakSet()
+
+
+def drain_queues() -> None:
+    """Store what every queue of this process still holds: the MCP server calls it once its client is gone
+    (before the interpreter shuts down, when the ingest's thread pools still take work)."""
+    for ingest_queue in list(_LIVE):
+        ingest_queue.drain()
+
+
+@contextmanager
+def dropped_on_sigterm() -> Iterator[None]:
+    """For the block (the MCP server's life, then its drain; main thread only): a SIGTERM first names on
+    stderr the queued batches it drops, then ends the process as it would have."""
+
+    def dropped(signum: int, frame: Any) -> None:
+        for ingest_queue in list(_LIVE):
+            ingest_queue.dropped()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, dropped)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler not set from Python, left as it is
+            signal.signal(signal.SIGTERM, previous)

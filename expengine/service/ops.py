@@ -22,6 +22,7 @@ from ..errors import InputError, NotFoundError, TooLargeError
 from ..query import args as query_args
 from ..query.args import NAME_CHARS
 from ..results import to_json
+from ..store.journal import REQUEST_PREFIX
 
 if TYPE_CHECKING:
     from ..config import ServeConfig
@@ -242,7 +243,7 @@ def _ingest(
         budget[0] -= len(content.encode("utf-8"))
         budget[1] -= content.count("\n")
         reach.check(budget, deadline)
-    with tempfile.TemporaryDirectory(prefix="expengine-request-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=REQUEST_PREFIX) as tmp:
         path = Path(tmp) / "request.jsonl"
         path.write_text(content, encoding="utf-8")
         return engine.ingest([str(path)], **args)

@@ -41,7 +41,7 @@ from ..errors import (
 )
 from . import ops
 from .client import SOCKET_FILE, find_server, unix_address
-from .edges import AccessLog, TokenAuth, ensure_token
+from .edges import AccessLog, HostCheck, TokenAuth, ensure_token, tcp_socket
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -217,8 +217,9 @@ def error_handlers(counts: dict[str, int]) -> dict[Any, Callable[..., Any]]:
     async def on_error(request: Request, exc: Exception) -> Response:
         status, body = error_body(exc)
         counts["errors"] += 1
-        if status >= 500:
-            log.error("request failed", exc_info=exc, extra={"path": request.url.path})
+        if status >= 500:  # a domain error (a damaged snapshot, a read-only store) is its one line, no traceback
+            trace = None if isinstance(exc, ExpengineError) else exc
+            log.error("request failed", exc_info=trace, extra={"path": request.url.path, "error": str(exc)})
         return json_response(body, status)
 
     return {ExpengineError: on_error, HTTPException: on_error, Exception: on_error}
@@ -293,15 +294,7 @@ def build_app(
         from .ui import UiGate, build_ui
 
         api = UiGate(build_ui(service, token), api)
-    return AccessLog(api, service)
-
-
-def _tcp_socket(address: str) -> socket.socket:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise InputError(f"--http expects HOST:PORT or PORT, got {address!r}", hint="e.g. --http 127.0.0.1:8765")
-    sock = socket.create_server((host or "127.0.0.1", int(port)), reuse_port=False)
-    return sock
+    return AccessLog(HostCheck(api), service)
 
 
 def serve(
@@ -369,7 +362,7 @@ def _run(
     sockets = [uds]
     token = None
     if http:
-        sockets.append(_tcp_socket(http if ":" in http else f"127.0.0.1:{http}"))
+        sockets.append(tcp_socket(http))
         token = ensure_token(store_dir)
 
     def on_shutdown() -> None:

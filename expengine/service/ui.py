@@ -2,16 +2,19 @@
 
 The pages call the same read operations as the API (`ops`: query, units, trace, show, history), through
 the service's read views, and render their JSON with Jinja2 (autoescaped: memory text is data). A
-browser proves it holds the token once, through a login form; the token then travels in an HttpOnly,
-SameSite=Strict cookie scoped to /ui, never in a URL (one there is refused: URLs end up in history,
-logs and Referer headers). No page writes: queries run with touch=False, and only read ops are reachable.
+browser proves it holds the token once, through a login form; a session id of its own (`Sessions`, ended
+by logout) then travels in an HttpOnly, SameSite=Strict cookie scoped to /ui. No token is taken from a URL
+(one there is refused: URLs end up in history, logs and Referer headers). No page writes: queries run with touch=False, and only read ops are reachable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
+import secrets
+import time
 from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import parse_qsl
 
@@ -30,6 +33,8 @@ PREFIX = "/ui"
 COOKIE = "expengine_ui"
 TOKEN_PARAMS = frozenset({"token", "access_token", "bearer", "auth", "authorization"})
 LOGIN_BODY_BYTES = 4096
+SESSION_AGE_S = 12 * 3600.0
+SESSIONS_MAX = 1000
 PER_KIND = 50  # units of each kind on the overview page (a big table is slow to lay out)
 HEADERS = {
     # no script runs on these pages at all: a text that slipped past escaping still could not execute
@@ -76,14 +81,14 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
     env.filters["short"] = lambda value, width=16: _short(str(value or ""), width)
     env.filters["when"] = lambda value: str(value or "")[:19].replace("T", " ")
     expected = token.encode()
+    sessions = Sessions()
 
     def render(name: str, code: int = 200, **values: Any) -> Response:
         html = env.get_template(name).render(prefix=PREFIX, **values)
         return Response(html, status_code=code, media_type="text/html", headers=HEADERS)
 
     def logged_in(request: Request) -> bool:
-        given = request.cookies.get(COOKIE, "").encode()
-        return bool(given) and hmac.compare_digest(given, expected)
+        return sessions.valid(request.cookies.get(COOKIE, ""))
 
     def token_in_url(request: Request) -> bool:
         pairs = parse_qsl(request.url.query, keep_blank_values=True)
@@ -141,10 +146,11 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
         if not hmac.compare_digest(form.get("token", "").strip().encode(), expected):
             return render("login.html", 401, error="wrong token", next=target)
         response = RedirectResponse(target, status_code=303, headers=HEADERS)
-        response.set_cookie(COOKIE, token, path=PREFIX, httponly=True, samesite="strict")
+        response.set_cookie(COOKIE, sessions.start(), path=PREFIX, httponly=True, samesite="strict")
         return response
 
     async def logout(request: Request) -> Response:
+        sessions.end(request.cookies.get(COOKIE, ""))
         response = RedirectResponse(f"{PREFIX}/login", status_code=303, headers=HEADERS)
         response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
         return response
@@ -207,6 +213,34 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
             Route(f"{PREFIX}/style.css", style),
         ]
     )
+
+
+class Sessions:
+    """The browser's logins: a random id per login, never the API's token (a stolen cookie does not open
+    the API), held in this process only, ended by logout or after `max_age_s`, the oldest dropped past
+    `max_open`. A restart logs every browser out."""
+
+    def __init__(self, *, max_age_s: float = SESSION_AGE_S, max_open: int = SESSIONS_MAX):
+        self.max_age_s, self.max_open = max_age_s, max_open
+        self._started: dict[str, float] = {}  # sha256 of the id -> when it was made
+
+    @staticmethod
+    def _key(session: str) -> str:
+        return hashlib.sha256(session.encode()).hexdigest()
+
+    def start(self) -> str:
+        session = secrets.token_urlsafe(32)
+        self._started[self._key(session)] = time.monotonic()
+        while len(self._started) > self.max_open:
+            del self._started[next(iter(self._started))]
+        return session
+
+    def valid(self, session: str) -> bool:
+        started = self._started.get(self._key(session)) if session else None
+        return started is not None and time.monotonic() - started < self.max_age_s
+
+    def end(self, session: str) -> None:
+        self._started.pop(self._key(session), None)
 
 
 def _search_form(request: Request) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import fcntl
 import json
 import logging
@@ -18,7 +17,7 @@ from typing import Iterator
 import duckdb
 
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
-from ..errors import LockedError, StoreError
+from ..errors import READ_ONLY_ERRNOS, LockedError, StoreError
 from .filters import sql_str
 from .migrations import MIGRATIONS
 from .wal import FOREIGN_WAL, drop_foreign_wal, wal_of
@@ -27,9 +26,6 @@ DB_FILE = "expengine.duckdb"
 LANCE_DIR = "lance"
 LOCK_FILE = ".lock"
 SNAPSHOT_DIR = "snapshots"
-# one JSON line per file an ingest started reading: beside the database, not in it, so that `repair` can
-# still say what to ingest again when the database is the thing that is damaged
-INGEST_JOURNAL = "ingested.jsonl"
 # marks a `forget` whose deletion may have committed before its scrub: the next open finishes the scrub,
 # since a rerun of the same `forget` finds nothing left to delete and would leave the old bytes in the files
 SCRUB_PENDING = ".forget-scrub-pending"
@@ -45,7 +41,6 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # ones 8.5 MB (issue 23). A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
-READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 log = logging.getLogger("expengine.store")
 
@@ -157,28 +152,6 @@ def link_tree(source: Path, target: Path) -> None:
             shutil.copy2(src, dst)
 
     shutil.copytree(source, target, copy_function=link)
-
-
-def journal_ingest(store_dir: Path, path: str, started: dt.datetime) -> None:
-    with open(store_dir / INGEST_JOURNAL, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"path": path, "started": started.isoformat()}) + "\n")
-
-
-def ingested_since(store_dir: Path, since: dt.datetime) -> list[str]:
-    """Files an ingest started reading at or after `since`, in order, each once (a torn last line is skipped)."""
-    found: dict[str, None] = {}
-    try:
-        lines = (store_dir / INGEST_JOURNAL).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-            if dt.datetime.fromisoformat(entry["started"]) >= since:
-                found.setdefault(str(entry["path"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return list(found)
 
 
 # the name the store's database is attached under (what `duckdb.connect(path)` would have called it)
@@ -380,8 +353,24 @@ def store_errors(store_dir: Path) -> Iterator[None]:
         if is_damage(exc):
             raise damaged(store_dir / DB_FILE, str(exc).splitlines()[0]) from exc
         if "read-only" in str(exc):
-            raise StoreError(
-                f"the store {store_dir} is read-only for this user, and this command writes to it",
-                hint="run it as the store's owner; stats and query --no-touch only read",
-            ) from exc
+            raise read_only_store(store_dir) from exc
         raise
+    except Exception as exc:  # Lance raises its own error types (OSError, RuntimeError) for a refused write
+        if refused_write(exc):
+            raise read_only_store(store_dir) from exc
+        raise
+
+
+def refused_write(exc: BaseException) -> bool:
+    """Whether `exc` is the file system refusing this user a write (or a read), from Python or from Lance."""
+    if isinstance(exc, OSError) and exc.errno in READ_ONLY_ERRNOS:
+        return True
+    text = str(exc)
+    return "Permission denied" in text or "Read-only file system" in text
+
+
+def read_only_store(store_dir: Path) -> StoreError:
+    return StoreError(
+        f"the store {store_dir} is read-only for this user, and this command writes to it",
+        hint="run it as the store's owner; stats and query --no-touch only read",
+    )

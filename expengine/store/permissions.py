@@ -10,25 +10,88 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..config import CONFIG_FILE
+from ..errors import InputError, StoreError
+from .db import DB_FILE, LANCE_DIR, LOCK_FILE, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
+from .journal import INGEST_JOURNAL
+from .pause import PAUSE_MARKER
+
 log = logging.getLogger("expengine.store")
 
 
+# what a store folder holds, by name: nothing else in the folder is ever changed
+STORE_ENTRIES = (
+    DB_FILE,
+    DB_FILE + ".wal",
+    LANCE_DIR,
+    SNAPSHOT_DIR,
+    CONFIG_FILE,
+    LOCK_FILE,
+    INGEST_JOURNAL,
+    SCRUB_PENDING,
+    REINDEX_PENDING,
+    "serve.token",  # the server's token and socket (service/client.py names them)
+    "serve.sock",
+)
+# any of these makes a folder a store (the lock and pending markers alone do not: a crash may leave them)
+STORE_MARKERS = (DB_FILE, LANCE_DIR, SNAPSHOT_DIR, CONFIG_FILE)
+
+
+def check_store_dir(path: Path) -> None:
+    """Refuse a path that is not a store folder before anything is written to it: a file, a device, or a
+    folder that holds other things and none of a store's (e.g. the current folder). Exit 2, with a hint."""
+    try:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"the store path {path} is not a folder", hint="pass --store DIR naming a folder")
+        entries = [e.name for e in path.iterdir()] if path.exists() else []
+    except OSError as exc:
+        raise InputError(f"cannot read the store folder {path}: {exc.strerror}", hint="pass --store DIR") from exc
+    if any(name in entries for name in STORE_MARKERS) or all(_owned(name) for name in entries):
+        return  # a store, or one whose making was cut short (a lock or the ingest journal alone)
+    raise InputError(
+        f"{path} is not an expengine store and not empty ({len(entries)} entries)",
+        hint="pass --store naming a new or empty folder, or an existing store",
+    )
+
+
+def _owned(name: str) -> bool:
+    """Whether an entry of a store folder is the store's own (its temporary and kept-aside files included)."""
+    return name in STORE_ENTRIES or name.startswith((DB_FILE, ".tmp-", PAUSE_MARKER))
+
+
+def make_store_dir(path: Path, *, create: bool) -> None:
+    """The store folder, made (owner-only) unless `create` is False, when a missing one is an error (exit 3):
+    a command that only reads must not leave an empty store behind a mistyped path."""
+    if not create and not path.exists():
+        raise StoreError(f"no store at {path}", hint="check --store (or EXPENGINE_HOME)")
+    try:
+        secure_store_dir(path)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store folder {path}: {exc.strerror}", hint="pass --store DIR") from exc
+
+
 def secure_store_dir(path: Path) -> None:
-    """Create the store folder owner-only (0700), or tighten an existing one and everything in it (folders
-    0700, files 0600 at most, never adding a permission) with a one-line notice: a store holds every memory
-    in clear, and other users must not read it."""
+    """Create the store folder owner-only (0700), or tighten an existing one and the store's own entries in
+    it (`STORE_ENTRIES`, by name: folders 0700, files 0600 at most, never adding a permission) with a
+    one-line notice: a store holds every memory in clear, and other users must not read it. Anything else
+    in the folder is the user's and is left as it is."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     mode = stat.S_IMODE(path.stat().st_mode)
     if not mode & 0o077:
         return
     loose = 0
     try:
-        for folder, dirs, files in os.walk(path):
-            for entry in [folder] + [os.path.join(folder, f) for f in files]:
-                current = stat.S_IMODE(os.lstat(entry).st_mode)
-                if current & 0o077 and not os.path.islink(entry):
-                    os.chmod(entry, current & ~0o077)
-                    loose += 1
+        tops = [path / name for name in STORE_ENTRIES if os.path.lexists(path / name)]
+        for top in [path] + tops:
+            if top.is_symlink():
+                continue
+            walk = os.walk(top) if top != path and top.is_dir() else [(str(top), [], [])]
+            for folder, _dirs, files in walk:
+                for entry in [folder] + [os.path.join(folder, f) for f in files]:
+                    current = stat.S_IMODE(os.lstat(entry).st_mode)
+                    if current & 0o077 and not os.path.islink(entry):
+                        os.chmod(entry, current & ~0o077)
+                        loose += 1
     except OSError as exc:
         log.warning(
             f"notice: the store {path} is readable by other users ({mode:o}) and cannot be tightened: {exc.strerror}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .db import json_ids
 
@@ -61,15 +61,30 @@ def prune(store: "Store", *, before: dt.datetime) -> int:
     return int(gone)
 
 
+def _has_log(con: "duckdb.DuckDBPyConnection") -> bool:
+    """Whether the database has the log (a snapshot's file may predate it)."""
+    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'query_log'").fetchall()
+    return bool(found[0][0])
+
+
+def texts(con: "duckdb.DuckDBPyConnection") -> list[str]:
+    """Every logged query's text (what `forget` checks for quotes of what it deletes)."""
+    return [t for (t,) in con.execute("SELECT query FROM query_log").fetchall()] if _has_log(con) else []
+
+
 def forget_rows(
-    con: "duckdb.DuckDBPyConnection", record_ids: set[str], unit_ids: set[str], sessions_gone: list[str]
+    con: "duckdb.DuckDBPyConnection",
+    record_ids: set[str],
+    unit_ids: set[str],
+    sessions_gone: list[str],
+    *,
+    quotes: Callable[[str], bool] = lambda text: False,
 ) -> int:
     """Forget on one connection (the live store or a snapshot's file, which may predate the log): the
-    entries of `sessions_gone` are deleted, and forgotten record and unit ids leave the others.
+    entries of `sessions_gone` and those whose query text `quotes` the forgotten records (asked in any
+    session, or none) are deleted, and forgotten record and unit ids leave the others.
     Returns how many entries were deleted or rewritten."""
-    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'query_log'").fetchall()[0][
-        0
-    ]:
+    if not _has_log(con):
         return 0
     changed = 0
     if sessions_gone:
@@ -78,10 +93,12 @@ def forget_rows(
         ).fetchall()[0][0]
         con.execute("DELETE FROM query_log WHERE session IN (SELECT unnest(?))", [sessions_gone])
     gone = record_ids | unit_ids
-    if not gone:
-        return int(changed)
-    rows = con.execute("SELECT rowid, unit_ids, memory_ids FROM query_log").fetchall()
-    for rowid, units_json, memories_json in rows:
+    rows = con.execute("SELECT rowid, query, unit_ids, memory_ids FROM query_log").fetchall()
+    for rowid, text, units_json, memories_json in rows:
+        if quotes(text):
+            con.execute("DELETE FROM query_log WHERE rowid = ?", [rowid])
+            changed += 1
+            continue
         units, memories = json_ids(units_json), json_ids(memories_json)
         if gone & (set(units) | set(memories)):
             con.execute(

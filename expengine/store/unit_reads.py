@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFoundError
+from ..errors import InputError, NotFoundError
 from .db import json_ids
 from .records import fetch_records
-from .units import UNIT_FIELDS
+from .units import STATUSES, UNIT_FIELDS
 
 if TYPE_CHECKING:
     from .store import Store
@@ -23,7 +23,10 @@ def _unit_dict(row: tuple) -> dict[str, Any]:
 def list_units(
     store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
 ) -> list[dict[str, Any]]:
-    """Every field of every unit matching the filters, best first (confidence, then support)."""
+    """Every field of every unit matching the filters, best first (confidence, then support). A status no
+    unit can have is a usage mistake (exit 2), not an empty list."""
+    if status is not None and status not in STATUSES:
+        raise InputError(f"unknown unit status {status!r}", hint=f"one of: {', '.join(STATUSES)}")
     where, params = [], []
     for column, value in (("agent", agent), ("status", status), ("kind", kind)):
         if value is not None:
