@@ -85,6 +85,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.unit_slot_floor": (-1, None),
     "query.evidence_floor": (-1, None),
     "query.note_evidence_floor": (-1, None),
+    "query.repeat_similarity": (-1, None),
     "ingest.max_line_bytes": (1, None),
     "ingest.max_content_chars": (1, None),
     "snapshot.retention": (1, None),

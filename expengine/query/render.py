@@ -27,6 +27,26 @@ def _clip(text: str) -> str:
     return flat if len(flat) <= MAX_LINE_CHARS else flat[: MAX_LINE_CHARS - 1].rstrip() + "…"
 
 
+def said(hit: "Hit") -> str:
+    """ " (said 4 times, 3–27 April 2026)" for a hit with repeats (the days of those dated); "" without."""
+    if not hit.repeats:
+        return ""
+    days = sorted({d.date() for d in (hit.ts, *(r.ts for r in hit.repeats)) if d is not None})
+    count = f"said {len(hit.repeats) + 1} times"
+    if not days:
+        return f" ({count})"
+    first, last = days[0], days[-1]
+    if first == last:
+        span = f"{first.day} {first:%B %Y}"
+    elif first.year != last.year:
+        span = f"{first.day} {first:%B %Y} – {last.day} {last:%B %Y}"
+    elif first.month != last.month:
+        span = f"{first.day} {first:%B} – {last.day} {last:%B %Y}"
+    else:
+        span = f"{first.day}–{last.day} {last:%B %Y}"
+    return f" ({count}, {span})"
+
+
 def hit_line(hit: "Hit") -> str:
     if hit.type == "unit" and hit.kind == "note" and hit.ts:
         label = hit.ts.date().isoformat()  # "[2023-05-07] Caroline went to …": the day the fact is about
@@ -34,7 +54,7 @@ def hit_line(hit: "Hit") -> str:
         label = hit.kind
     else:
         label = ", ".join(x for x in (hit.kind, hit.ts.date().isoformat() if hit.ts else None) if x)
-    return f"- [{label}] {_clip(hit.text)}"
+    return f"- [{label}] {_clip(hit.text)}{said(hit)}"
 
 
 def evidence_line(evidence: "Evidence") -> str:
@@ -72,7 +92,8 @@ def render_prompt(
     the unit's line already quotes (or whose text an earlier line already shows) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
     record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
-    memory hit is left out, such a source left out of `hit.expanded`. `hit.expanded` keeps just the
+    memory hit is left out, such a source left out of `hit.expanded`. A hit's `repeats` (`repeats.py`)
+    are said by its line ("said N times, …"): their records count as in the prompt. `hit.expanded` keeps just the
     sources whose text is in the prompt under that unit; `source_ids` stay the unit's own sources.
     """
     lines = [HEADER]
@@ -96,6 +117,7 @@ def render_prompt(
         used += cost
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
+        in_prompt.update(i for r in hit.repeats for i in (r.id, *r.source_ids) if r.type == "memory")
         shown, evidence_lines = [], 0
         floor = note_evidence_floor if hit.kind == "note" and note_evidence_floor is not None else evidence_floor
         for evidence in hit.expanded:
