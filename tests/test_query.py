@@ -217,7 +217,8 @@ def test_json_shape_and_provenance_of_all_three_hit_types(store):
     payload = json.loads(out.stdout)
     assert {"query", "hits", "prompt"} <= payload.keys()
     assert payload["query"] == "get_weather 429 rate limit, retry?"
-    by_id = {h["id"]: h for h in payload["hits"]}
+    # a hit that repeats a line above is listed under that line's hit, with its type and sources
+    by_id = {h["id"]: h for h in payload["hits"]} | {r["id"]: r for h in payload["hits"] for r in h["repeats"]}
     for hit in payload["hits"]:
         assert {"id", "type", "text", "score", "parts", "source_ids"} <= hit.keys()
         assert hit["type"] in ("unit", "memory")

@@ -6,6 +6,8 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..textutil import approx_tokens
 
 if TYPE_CHECKING:
@@ -78,8 +80,39 @@ def quoted_in(line: str, source_text: str) -> bool:
     return False
 
 
+class _Lines:
+    """The vectors of the lines shown so far and whose line each is, to tell when a new line would only
+    repeat one (cosine at least `similar`): texts without a vector are never repeats."""
+
+    def __init__(self, vectors: dict[str, np.ndarray] | None, similar: float):
+        self.vectors, self.similar = vectors or {}, similar
+        self.rows: list[np.ndarray] = []
+        self.owners: list["Hit"] = []
+
+    def repeated(self, text: str) -> "Hit | None":
+        """The hit whose line (or evidence line) `text` repeats, if any."""
+        vector = self.vectors.get(text)
+        if vector is None or not self.rows:
+            return None
+        sims = np.stack(self.rows) @ vector
+        best = int(np.argmax(sims))
+        return self.owners[best] if sims[best] >= self.similar else None
+
+    def add(self, text: str, owner: "Hit") -> None:
+        vector = self.vectors.get(text)
+        if vector is not None:
+            self.rows.append(vector)
+            self.owners.append(owner)
+
+
 def render_prompt(
-    hits: list["Hit"], *, budget: int | None, evidence_floor: float = 0.0, note_evidence_floor: float | None = None
+    hits: list["Hit"],
+    *,
+    budget: int | None,
+    evidence_floor: float = 0.0,
+    note_evidence_floor: float | None = None,
+    vectors: dict[str, np.ndarray] | None = None,
+    repeat_similarity: float = 0.9,
 ) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
@@ -95,6 +128,9 @@ def render_prompt(
     memory hit is left out, such a source left out of `hit.expanded`. A hit's `repeats` (`repeats.py`)
     are said by its line ("said N times, …"): their records count as in the prompt. `hit.expanded` keeps just the
     sources whose text is in the prompt under that unit; `source_ids` stay the unit's own sources.
+    Given `vectors` (unit length, by text), a line that would repeat one shown above (cosine at least
+    `repeat_similarity`) is not added either: a memory hit goes under that line's hit as one of its
+    `repeats` (its count updated where the budget allows), a source is marked `quoted`.
     """
     lines = [HEADER]
     used = approx_tokens(HEADER)
@@ -102,8 +138,15 @@ def render_prompt(
     in_prompt: set[str] = set()  # records whose text the prompt already holds
     texts_in_prompt: set[str] = set()  # evidence texts shown, so identical sources are not repeated
     set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
+    said = _Lines(vectors, repeat_similarity)
+    at: dict[int, int] = {}  # id(hit) → its line's index
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
+            continue
+        owner = said.repeated(hit.text) if hit.type == "memory" else None
+        if owner is not None:
+            used += _fold(owner, hit, lines, at[id(owner)], room=None if budget is None else budget - used - set_aside)
+            in_prompt.update(hit.source_ids)
             continue
         line = hit_line(hit)
         cost = approx_tokens(line)
@@ -113,8 +156,10 @@ def render_prompt(
             if set_aside:
                 continue  # a lower hit that does not fit leaves room for the reserved rule below
             break
+        at[id(hit)] = len(lines)
         lines.append(line)
         used += cost
+        said.add(hit.text, hit)
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
         in_prompt.update(i for r in hit.repeats for i in (r.id, *r.source_ids) if r.type == "memory")
@@ -123,7 +168,7 @@ def render_prompt(
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
-            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt:
+            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt or said.repeated(evidence.text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
                 extra = evidence_line(evidence)
@@ -134,6 +179,7 @@ def render_prompt(
                 used += extra_cost
                 evidence_lines += 1
                 texts_in_prompt.add(evidence.text)
+                said.add(evidence.text, hit)
             else:
                 continue
             shown.append(evidence)
@@ -141,3 +187,17 @@ def render_prompt(
         hit.expanded = shown
         kept.append(hit)
     return ("\n".join(lines) if kept else ""), kept
+
+
+def _fold(owner: "Hit", hit: "Hit", lines: list[str], line_at: int, room: int | None) -> int:
+    """Put `hit` under `owner` as a repeat and show the new count on `owner`'s line when it fits in
+    `room` tokens (None: no budget); the tokens that took."""
+    from .hits import Repeat
+
+    owner.repeats.append(Repeat.of(hit))
+    line = hit_line(owner)
+    extra = approx_tokens(line) - approx_tokens(lines[line_at])
+    if room is not None and extra > room:
+        return 0
+    lines[line_at] = line
+    return extra

@@ -59,15 +59,19 @@ def hit_vectors(store: "Store", hits: list[Hit], units: "Rows | None") -> dict[s
     return found
 
 
-def fold_repeats(store: "Store", ranked: list[Hit], k: int, units: "Rows | None" = None) -> list[Hit]:
+def fold_repeats(
+    store: "Store", ranked: list[Hit], k: int, units: "Rows | None" = None
+) -> tuple[list[Hit], dict[str, np.ndarray]]:
     """`ranked` with each repeat folded under the first hit it repeats (see the module docstring), looked
     for until `k` distinct non-rule hits are kept; the candidates below stay as they were (the rule slot
-    reads them). Order is kept; a kept hit whose repeat holds its text takes that repeat's text."""
+    reads them). Order is kept; a kept hit whose repeat holds its text takes that repeat's text. With
+    it, the unit-length vectors read, by text (for `render_prompt`'s check of its evidence lines)."""
     similar = store.config.query.repeat_similarity
     if similar > 1 or k < 1:
-        return ranked
+        return ranked, {}
     window = _window(ranked, k)
-    vectors = hit_vectors(store, window, units)
+    vectors = {i: unit_length(v) for i, v in hit_vectors(store, window, units).items()}
+    by_text = {h.text: vectors[h.id] for h in window if h.id in vectors}
     words = [_words(h.text) for h in window]
     near = _near(window, vectors, similar)
     kept: list[Hit] = []
@@ -85,7 +89,12 @@ def fold_repeats(store: "Store", ranked: list[Hit], k: int, units: "Rows | None"
             words[at] = words[n]
         else:
             window[at].repeats.append(Repeat.of(hit))
-    return kept + ranked[len(window) :]
+    return kept + ranked[len(window) :], by_text
+
+
+def unit_length(vector: np.ndarray) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32)
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
 def _same(head: Hit, hit: Hit, near: bool, head_words: str, words: str) -> bool:
@@ -102,7 +111,7 @@ def _near(hits: list[Hit], vectors: dict[str, np.ndarray], similar: float) -> np
     for n, hit in enumerate(hits):
         vector = vectors.get(hit.id)
         if vector is not None:
-            matrix[n] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+            matrix[n] = vector
     return (matrix @ matrix.T) >= similar
 
 

@@ -72,7 +72,7 @@ from .hits import Hit, QueryResult, Repeat, ScoreParts
 from .lexical import lexical_evidence
 from .projects import project_units
 from .render import render_prompt
-from .repeats import fold_repeats
+from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
@@ -136,16 +136,22 @@ def _shown(
     """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
     evidence lines."""
     vector = found.vector
-    ranked = fold_repeats(store, rank(store, found.fused, filters, found.texts, found.cosines, units), args.k, units)
+    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units)
+    ranked, vectors = fold_repeats(store, ranked, args.k, units)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
-        attach_evidence(store, top, vector)
+        vectors.update((text, unit_length(v)) for text, v in attach_evidence(store, top, vector).items())
     else:
         for hit in top:
             hit.expanded = []
     cfg = store.config.query
     return render_prompt(
-        top, budget=args.budget, evidence_floor=cfg.evidence_floor, note_evidence_floor=cfg.note_evidence_floor
+        top,
+        budget=args.budget,
+        evidence_floor=cfg.evidence_floor,
+        note_evidence_floor=cfg.note_evidence_floor,
+        vectors=vectors if cfg.repeat_similarity <= 1 else None,
+        repeat_similarity=cfg.repeat_similarity,
     )
 
 
