@@ -69,27 +69,37 @@ def fold_repeats(
     similar = store.config.query.repeat_similarity
     if similar > 1 or k < 1:
         return ranked, {}
-    window = _window(ranked, k)
-    vectors = {i: unit_length(v) for i, v in hit_vectors(store, window, units).items()}
-    by_text = {h.text: vectors[h.id] for h in window if h.id in vectors}
-    words = [_words(h.text) for h in window]
-    near = _near(window, vectors, similar)
     kept: list[Hit] = []
-    heads: list[int] = []  # positions in `window` of the kept non-rule hits; a swapped head's words move
-    for n, hit in enumerate(window):
+    heads: list[tuple[Hit, str, np.ndarray | None]] = []  # (kept non-rule hit, its words, its vector)
+    vectors: dict[str, np.ndarray] = {}
+    read = 0  # the candidates whose vectors were read: 2k at a time, as far as the folding goes
+    for n, hit in enumerate(ranked):
+        if len(heads) >= k:
+            return kept + ranked[n:], _by_text(ranked[:read], vectors)
         if hit.type == "unit" and hit.kind == "rule":
             kept.append(hit)
             continue
-        at = next((h for h in heads if _same(window[h], hit, near[h, n], words[h], words[n])), None)
+        if n >= read:
+            batch = ranked[n : n + 2 * k]
+            vectors.update((i, unit_length(v)) for i, v in hit_vectors(store, batch, units).items())
+            read = n + len(batch)
+        words, vector = _words(hit.text), vectors.get(hit.id)
+        at = next((h for h in heads if _same(h, hit, words, vector, similar)), None)
         if at is None:
             kept.append(hit)
-            heads.append(n)
-        elif _holds(words[n], words[at]) and len(words[n]) > len(words[at]):
-            _swap(window[at], hit)
-            words[at] = words[n]
+            heads.append((hit, words, vector))
+            continue
+        head, head_words, head_vector = at
+        if _holds(words, head_words) and len(words) > len(head_words):
+            _swap(head, hit)
+            heads[heads.index(at)] = (head, words, head_vector if vector is None else vector)
         else:
-            window[at].repeats.append(Repeat.of(hit))
-    return kept + ranked[len(window) :], by_text
+            head.repeats.append(Repeat.of(hit))
+    return kept, _by_text(ranked, vectors)
+
+
+def _by_text(hits: list[Hit], vectors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {h.text: vectors[h.id] for h in hits if h.id in vectors}
 
 
 def unit_length(vector: np.ndarray) -> np.ndarray:
@@ -97,34 +107,18 @@ def unit_length(vector: np.ndarray) -> np.ndarray:
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
-def _same(head: Hit, hit: Hit, near: bool, head_words: str, words: str) -> bool:
-    """Does `hit` repeat `head`? Not where one is a unit and the other its source: the unit's line
-    stands for that turn (render.py shows it as evidence, or skips it), and it was said once."""
-    if hit.type != head.type and (hit.id in head.source_ids or head.id in hit.source_ids):
+def _same(
+    head: tuple[Hit, str, np.ndarray | None], hit: Hit, words: str, vector: np.ndarray | None, similar: float
+) -> bool:
+    """Does `hit` (its `words` and unit-length `vector`) repeat the kept `head`? Not where one is a unit
+    and the other its source: the unit's line stands for that turn (render.py shows it as evidence, or
+    skips it), and it was said once."""
+    kept, kept_words, kept_vector = head
+    if hit.type != kept.type and (hit.id in kept.source_ids or kept.id in hit.source_ids):
         return False
-    return near or _holds(head_words, words) or _holds(words, head_words)
-
-
-def _near(hits: list[Hit], vectors: dict[str, np.ndarray], similar: float) -> np.ndarray:
-    """Which pairs of `hits` are near-duplicates by cosine (False where a vector is missing)."""
-    matrix = np.zeros((len(hits), max((v.shape[0] for v in vectors.values()), default=1)), dtype=np.float32)
-    for n, hit in enumerate(hits):
-        vector = vectors.get(hit.id)
-        if vector is not None:
-            matrix[n] = vector
-    return (matrix @ matrix.T) >= similar
-
-
-def _window(ranked: list[Hit], k: int) -> list[Hit]:
-    """The ranked candidates down to the one whose distinct non-rule texts number `k` twice over: enough
-    to refill `k` slots when half the best ones repeat each other, without reading every candidate's
-    vector."""
-    seen: set[str] = set()
-    for n, hit in enumerate(ranked):
-        seen.add(" ".join(hit.text.lower().split()))
-        if len(seen) >= 2 * k:
-            return ranked[: n + 1]
-    return ranked
+    if vector is not None and kept_vector is not None and float(vector @ kept_vector) >= similar:
+        return True
+    return _holds(kept_words, words) or _holds(words, kept_words)
 
 
 def _swap(head: Hit, longer: Hit) -> None:
