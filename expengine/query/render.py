@@ -21,7 +21,7 @@ EVIDENCE_LINES_PER_UNIT = 3
 QUOTED_SHARE = 0.75
 MIN_QUOTED_WORDS = 3
 _WORD = re.compile(r"\w+")
-_SPEAKER = re.compile(r"^\s*[^:\n]{1,40}:\s")
+SPEAKER_LABEL = re.compile(r"^\s*[^:\n]{1,40}:\s")  # "Caroline: " opening a turn
 
 
 def _clip(text: str) -> str:
@@ -63,16 +63,16 @@ def evidence_line(evidence: "Evidence") -> str:
     return f"  - evidence ({evidence.state}): {_clip(evidence.text)}"
 
 
-def _words(text: str) -> list[str]:
+def lowercase_words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
 def quoted_in(line: str, source_text: str) -> bool:
     """Does `line` already carry `source_text` verbatim (give or take a "Speaker: " label, punctuation
     and a clipped tail)? Then an evidence line for it would only repeat the unit's words."""
-    shown = f" {' '.join(_words(line))} "
-    for text in (source_text, _SPEAKER.sub("", source_text, count=1)):
-        words = _words(text)
+    shown = f" {' '.join(lowercase_words(line))} "
+    for text in (source_text, SPEAKER_LABEL.sub("", source_text, count=1)):
+        words = lowercase_words(text)
         shortest = max(MIN_QUOTED_WORDS, math.ceil(len(words) * QUOTED_SHARE))
         for n in range(len(words), shortest - 1, -1):
             if f" {' '.join(words[:n])} " in shown:

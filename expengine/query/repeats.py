@@ -18,13 +18,13 @@ rule after refinement (lifecycle/refine/slots.py).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..store.index import MEMORIES, UNITS
 from .hits import Hit, Repeat
+from .render import SPEAKER_LABEL, lowercase_words
 from .score import unit_rows
 
 if TYPE_CHECKING:
@@ -32,12 +32,10 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 MIN_CONTAINED_WORDS = 3
-_SPEAKER = re.compile(r"^\s*[^:\n]{1,40}:\s")
-_WORD = re.compile(r"\w+")
 
 
 def _words(text: str) -> str:
-    return f" {' '.join(_WORD.findall(_SPEAKER.sub('', text, count=1).lower()))} "
+    return f" {' '.join(lowercase_words(SPEAKER_LABEL.sub('', text, count=1)))} "
 
 
 def _holds(longer: str, shorter: str) -> bool:
