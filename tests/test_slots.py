@@ -73,3 +73,16 @@ def test_rules_without_a_slot_from_the_user_and_lessons_stay_apart(make_engine):
     _write(engine, "g3", _procedure("For requests like 'weather Oslo?'", ["c1"], subject="city"))
     _write(engine, "g4", _procedure("For requests like 'weather Lima?'", ["d1"], subject="city"))
     assert len(_live_rules(engine)) == 4
+
+
+def test_the_slot_condition_names_the_topic_and_the_slot_with_their_articles():
+    from expengine.lifecycle.refine.slots import slot_condition
+
+    draft = _procedure("", ["a1"], action="get_user_details(user_id ← from the user)")
+    assert slot_condition(draft, ["For requests like 'cancel my flight'"]) == (
+        "For a user details request for a user id (e.g. 'cancel my flight')"
+    )
+    order = _procedure("", ["a1"], action="lookup_order(order_id ← from the user)")
+    assert slot_condition(order, ["For requests like 'where is W1?'"]).startswith(
+        "For an order request for an order id"
+    )

@@ -90,4 +90,6 @@ def slot_condition(draft: Draft, conditions: list[str | None]) -> str:
 
 
 def _a(noun: str) -> str:
-    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+    """ "an order", "a user id": by the first letter, a "u" sounding "you" unless "un…"/"up…"."""
+    vowel = noun[:1] in "aeio" or noun[:2] in ("un", "up")
+    return f"{'an' if vowel else 'a'} {noun}"
