@@ -2,6 +2,7 @@
 
     python bench/locomo.py [--data PATH] [--conversations N] [--questions N] [--sessions N]
                            [--cycles 3] [--budget 1000] [--k 100] [--no-ablation] [--threads 1] [--llm]
+                           [--only conv-42 conv-43] [--sweep 250 500 1000]
                            [--set KEY=VALUE] [--out PATH]
 
 Each conversation goes into its own fresh store. Every turn becomes a native `message` record:
@@ -28,6 +29,8 @@ punctuation marks, header included). Measured on the hits that fit:
 After compaction, 20 random notes (seeded) are printed with the turn each came from and checked for
 what makes a note unusable (no subject, chatter; a wrong date is read off the printout), and each
 conversation's compaction time (3 cycles, the notes step apart) is reported.
+`--sweep` asks every question again at each budget given, before and after compaction (answer-token,
+single-hop and evidence recall per budget, for all conversations and each one).
 The baseline ranks the same stored turns with BM25 (rank_bm25 BM25Okapi over lowercase words) and
 fills the same budget with the same renderer. Then the store is compacted `--cycles` times (full
 cycle with refinement, one nightly clock tick apart) and measured again. The ablation replays the
@@ -292,6 +295,10 @@ def run_conversation(
                     engine, questions, sample_id, budget=args.budget, k=args.k
                 )
             out["sizes"]["expengine before compaction"] = store_size(engine)
+            with watch.section("queries"):
+                out["sweep"] = {
+                    f"before {b}": measure_engine(engine, questions, sample_id, budget=b, k=args.k) for b in args.sweep
+                }
             start = utcnow()
             if not args.no_ablation:
                 with watch.section("ablation cycles"):
@@ -311,6 +318,9 @@ def run_conversation(
                 out["cycles"] = run_cycles(engine, args.cycles, start=start)
             with watch.section("queries"):
                 out["methods"][AFTER_LABEL] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
+                out["sweep"].update(
+                    (f"after {b}", measure_engine(engine, questions, sample_id, budget=b, k=args.k)) for b in args.sweep
+                )
             out["sizes"][AFTER_LABEL] = store_size(engine)
             out["active_units"] = [{k: u[k] for k in ("id", "category", "text")} for u in engine.units(status="active")]
             out["notes"] = note_sample(engine)
@@ -503,6 +513,53 @@ def render_tables(summary: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
+def sweep_summary(conversations: list[dict[str, Any]], budgets: list[int]) -> dict[str, Any]:
+    """Per budget, before and after compaction: question-weighted answer-token and evidence recall, and
+    the prompt's mean tokens."""
+    out: dict[str, Any] = {}
+    for budget in budgets:
+        for stage in ("before", "after"):
+            rows = [r for c in conversations for r in c["sweep"].get(f"{stage} {budget}", [])]
+            out[f"{stage} {budget}"] = {
+                "questions": len(rows),
+                "answer_recall": mean([r["answer_recall"] for r in rows]),
+                "single_hop_answer_recall": mean([r["answer_recall"] for r in rows if r["category"] == 4]),
+                "evidence_recall": mean([r["evidence_recall"] for r in rows]),
+                "prompt_tokens": mean([r["tokens"] for r in rows]),
+            }
+    return out
+
+
+def render_sweep(sweep: dict[str, Any], conversations: list[dict[str, Any]]) -> str:
+    """The budget sweep, for all the conversations run and for each one."""
+    if not sweep:
+        return ""
+    headers = [
+        "conversations",
+        "budget",
+        "answer-token recall before → after",
+        "single-hop answer recall",
+        "evidence recall",
+        "prompt tokens",
+    ]
+    groups = [("all", sweep)] + [(c["sample_id"], c["sweep"]) for c in conversations if len(conversations) > 1]
+    rows = []
+    for name, entry in groups:
+        for budget in sorted({int(key.split()[1]) for key in entry}):
+            b, a = entry[f"before {budget}"], entry[f"after {budget}"]
+            rows.append(
+                [
+                    name,
+                    budget,
+                    f"{b['answer_recall']} → {a['answer_recall']}",
+                    f"{b['single_hop_answer_recall']} → {a['single_hop_answer_recall']}",
+                    f"{b['evidence_recall']} → {a['evidence_recall']}",
+                    f"{round(b['prompt_tokens'] or 0)} → {round(a['prompt_tokens'] or 0)}",
+                ]
+            )
+    return "### Budget sweep (before → after compaction)\n\n" + table(headers, rows)
+
+
 def render_targets(checks: dict[str, Any]) -> str:
     rows = [
         [name, check["value"], check["target"], {True: "met", False: "MISSED", None: "—"}[check["met"]]]
@@ -524,6 +581,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-ablation", action="store_true", help="skip the step-by-step ablation")
     parser.add_argument(
+        "--only", nargs="*", default=[], metavar="ID", help="only these conversations (e.g. conv-42 conv-43)"
+    )
+    parser.add_argument(
+        "--sweep",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="BUDGET",
+        help="also measure at these budgets before and after compaction (e.g. 250 500 1000)",
+    )
+    parser.add_argument(
         "--also",
         type=Path,
         nargs="*",
@@ -544,7 +612,10 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
 def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     if not args.data.exists():
         raise SystemExit(f"LoCoMo data not found: {args.data} (pass --data PATH)")
-    samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+    samples = [
+        s for s in json.loads(args.data.read_text(encoding="utf-8")) if not args.only or s["sample_id"] in args.only
+    ]
+    samples = samples[: args.conversations]
     watch = Stopwatch()
     with watch.section("model load"):
         embedder = embedder or load_embedder()
@@ -560,17 +631,20 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                 file=sys.stderr,
             )
     summary = aggregate(conversations)
+    sweep = sweep_summary(conversations, args.sweep)
     note_audit = audit_notes([n for c in conversations for n in c.pop("notes")])
     checks = targets(summary, note_audit["unusable"] if note_audit["sampled"] else None)
     audit = audit_units([u for c in conversations for u in c.pop("active_units")])
     for c in conversations:  # per-question rows stay in memory; the JSON keeps each conversation's means
         c["methods"] = {method: entry["overall"] for method, entry in aggregate([c]).items()}
+        c["sweep"] = sweep_summary([c], args.sweep)
     report = {
         "benchmark": "locomo",
         "data": str(args.data),
         "machine": machine(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "summary": summary,
+        "sweep": sweep,
         "targets": checks,
         "unit_audit": audit,
         "note_audit": note_audit,
@@ -583,23 +657,23 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
 def render_report(report: dict[str, Any]) -> str:
     seconds = ", ".join(f"{k} {v}" for k, v in report["seconds"].items())
     conversations = report["conversations"]
-    return "\n\n".join(
-        [
-            f"`{report['settings']['command']}`: {len(conversations)} conversations, "
-            f"{sum(c['turns'] for c in conversations)} turns, {sum(c['questions'] for c in conversations)} questions "
-            f"({report['machine']}).",
-            render_tables(report["summary"]),
-            "### Targets\n\n" + render_targets(report["targets"]),
-            render_audit(report["unit_audit"], "all conversations, after compaction"),
-            render_note_audit(report["note_audit"]),
-            "Compaction (3 cycles) per conversation: "
-            + ", ".join(
-                f"{c['sample_id']} {c['compaction_seconds']} s (notes {c['notes_seconds']} s)" for c in conversations
-            )
-            + ".",
-            f"Seconds: {seconds}.",
-        ]
-    )
+    blocks = [
+        f"`{report['settings']['command']}`: {len(conversations)} conversations, "
+        f"{sum(c['turns'] for c in conversations)} turns, {sum(c['questions'] for c in conversations)} questions "
+        f"({report['machine']}).",
+        render_tables(report["summary"]),
+        render_sweep(report["sweep"], report["conversations"]),
+        "### Targets\n\n" + render_targets(report["targets"]),
+        render_audit(report["unit_audit"], "all conversations, after compaction"),
+        render_note_audit(report["note_audit"]),
+        "Compaction (3 cycles) per conversation: "
+        + ", ".join(
+            f"{c['sample_id']} {c['compaction_seconds']} s (notes {c['notes_seconds']} s)" for c in conversations
+        )
+        + ".",
+        f"Seconds: {seconds}.",
+    ]
+    return "\n\n".join(b for b in blocks if b)
 
 
 if __name__ == "__main__":

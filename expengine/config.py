@@ -188,6 +188,9 @@ class QueryConfig:
     # the same for a note's turns, which the note already restates: on LoCoMo their lines took the
     # budget of other hits (evidence recall by source ids 0.89x of before at 0.35, 0.97x at 0.6)
     note_evidence_floor: float = 0.6
+    # hits whose vectors' cosine reaches this (or whose text holds another's) are one prompt line, "said
+    # N times", and their slots go to the next distinct hits (query/repeats.py); above 1: never
+    repeat_similarity: float = 0.9
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192

@@ -87,6 +87,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.evidence_floor": (-1, None),
     "query.note_evidence_floor": (-1, None),
     "query.min_similarity": (0, 1),  # a cosine floor: above 1, nothing would ever be relevant
+    "query.repeat_similarity": (-1, None),
     "ingest.max_line_bytes": (1, None),
     "ingest.max_content_chars": (1, None),
     "snapshot.retention": (1, None),

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,3 +252,28 @@ def test_memorybank_relevance_marks_absent_topics_and_silences_only_where_both_s
     assert both["irrelevant_share"] == 0.333 and both["absent_share"] == 1.0 and both["agreement_cost_points"] == 0
     words_alone = bench.shares([store["before"]], 0.22, 0.12, 1.0)  # the own paraphrase is silenced too
     assert words_alone["irrelevant_share"] == 0.667 and words_alone["agreement_cost_points"] == 100.0
+
+
+def test_redundancy_counts_prompt_lines_that_repeat_another():
+    redundancy = load("redundancy")
+    prompt = "\n".join(
+        [
+            "Relevant experience (from past runs; verify before relying on it):",
+            "- [outcome, 2026-04-03] refund approved (said 2 times, 3–9 April 2026)",
+            "  - evidence (dormant): refund approved",
+            "- [message, 2026-04-05] my dog is called Biscuit",
+        ]
+    )
+    texts = redundancy.line_texts(prompt)
+    assert texts == ["refund approved", "refund approved", "my dog is called Biscuit"]
+    vectors = {"refund approved": [1.0, 0.0], "my dog is called Biscuit": [0.0, 1.0]}
+    assert redundancy.redundant_lines(texts, {t: np.array(v) for t, v in vectors.items()}) == 2
+    assert len(redundancy.SAMPLE_QUESTIONS) == 50
+
+
+def test_the_budget_sweep_averages_each_budget_before_and_after(locomo):
+    rows = [{"answer_recall": 0.5, "evidence_recall": 1.0, "category": 4, "tokens": 200}]
+    conversation = {"sample_id": "c", "sweep": {"before 250": rows, "after 250": rows + rows}}
+    sweep = locomo.sweep_summary([conversation], [250])
+    assert sweep["after 250"]["questions"] == 2 and sweep["before 250"]["single_hop_answer_recall"] == 0.5
+    assert "| all           | 250    | 0.5 → 0.5" in locomo.render_sweep(sweep, [conversation])

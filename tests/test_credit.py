@@ -86,7 +86,10 @@ def _plant(engine) -> None:
 
 
 def test_credit_by_contrast_moves_the_planted_units_and_not_the_neutral_one(make_engine, write_jsonl):
-    engine = make_engine(overrides={"query.min_similarity": "0"})  # every session is shown its rule
+    # every session is shown its rule; the store holds little but the sessions' near-identical goal records,
+    # which a prompt folds into one line (query/repeats.py), leaving the freed slots to the other
+    # situations' rules: this simulation shows each episode its own rule only
+    engine = make_engine(overrides={"query.min_similarity": "0", "query.repeat_similarity": "2"})
     assert engine.config.credit.enabled  # on by default; `credit()` is the step's own work
     rng = random.Random(7)
     _sessions(engine, write_jsonl, rng, "before", 16, planted=False)  # before the rules existed

@@ -197,6 +197,53 @@ def test_a_clause_that_only_says_how_it_was_is_left_to_the_sleeping_turn(line, d
         assert texts == expected and found.covered
 
 
+@pytest.mark.parametrize(
+    ("line", "person", "names", "expected"),
+    [
+        # the companion sample: "the user: Tastes like soap" said nothing of cilantro
+        (
+            "cilantro is the worst. tastes like soap",
+            Person("the user", None),
+            set(),
+            ["the user: Cilantro is worst; tastes like soap"],
+        ),
+        # LoCoMo turns of the same shape (conv-42 D10:9, conv-26 D7:20)
+        (
+            "Joanna: Not much is new other than the screenplay. Been working on some projects and testing out "
+            "dairy-free dessert recipes for friends and fam.",
+            Person("Joanna", "Nate"),
+            {"joanna", "nate"},
+            [
+                "Joanna: Not much is new other than screenplay; been working on some projects and testing out "
+                "dairy-free dessert recipes for friends and fam"
+            ],
+        ),
+        (
+            "Melanie: Thanks, Caroline! These are for running. Been running longer since our last chat.",
+            Person("Melanie", "Caroline"),
+            NAMES,
+            ["Melanie: These are for running; been running longer since Melanie's last chat"],
+        ),
+        # a demonstrative opening is no reaction when the next sentence goes on about what it names
+        (
+            "Caroline: That new cafe downtown is great. Has the best oat lattes.",
+            Person("Caroline", "Melanie"),
+            NAMES,
+            ["Caroline: That new cafe downtown is great; has best oat lattes"],
+        ),
+        # an imperative or a question after a remark is no sentence about it
+        (
+            "Nate: Ugh, that's so frustrating. But don't get discouraged, just keep going.",
+            Person("Nate", "Joanna"),
+            {"joanna", "nate"},
+            ["Nate: Don't get discouraged, keep going"],
+        ),
+    ],
+)
+def test_a_note_keeps_the_clause_that_names_what_it_is_about(line, person, names, expected):
+    assert [s.text for s in turn_notes(line, person=person, day=MAY_8, names=names).statements] == expected
+
+
 def test_a_caption_alone_is_the_turns_note():
     found = turn_notes(
         "Melanie: Yeah, Caroline. Totally agree. (shared image: a photo of a painting of a sunset over a lake)",

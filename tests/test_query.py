@@ -217,7 +217,8 @@ def test_json_shape_and_provenance_of_all_three_hit_types(store):
     payload = json.loads(out.stdout)
     assert {"query", "hits", "prompt"} <= payload.keys()
     assert payload["query"] == "get_weather 429 rate limit, retry?"
-    by_id = {h["id"]: h for h in payload["hits"]}
+    # a hit that repeats a line above is listed under that line's hit, with its type and sources
+    by_id = {h["id"]: h for h in payload["hits"]} | {r["id"]: r for h in payload["hits"] for r in h["repeats"]}
     for hit in payload["hits"]:
         assert {"id", "type", "text", "score", "parts", "source_ids"} <= hit.keys()
         assert hit["type"] in ("unit", "memory")
@@ -253,32 +254,36 @@ def test_score_is_the_documented_formula(engine_on):
 
 
 # --- ranking -----------------------------------------------------------------------------------
+# w1 and w2 say the same: a prompt shows them as one line (test_repeats.py); these tests rank them apart
+UNFOLDED = {"query.repeat_similarity": "2"}
+
+
 def _order(engine, text: str) -> list[str]:
     return [h.id for h in engine.query(text, k=10, touch=False, kind="tool_result").hits]
 
 
 def test_weight_changes_the_order_as_configured(engine_on):
-    engine = engine_on()
+    engine = engine_on(overrides=UNFOLDED)
     first, second = _order(engine, WEATHER_ERROR)[:2]
     assert {first, second} == {"w1", "w2"}  # same text: only the fusion rank separates them
     engine.store.con.execute("UPDATE records SET weight = 3.0 WHERE id = ?", [second])
     assert _order(engine, WEATHER_ERROR)[:2] == [second, first]
     engine.close()
-    blind = engine_on(overrides={"query.beta": 0.0})
+    blind = engine_on(overrides={**UNFOLDED, "query.beta": 0.0})
     boosted = _order(blind, WEATHER_ERROR)
     blind.store.con.execute("UPDATE records SET weight = 1.0 WHERE id = ?", [second])
     assert _order(blind, WEATHER_ERROR) == boosted  # beta = 0: weight plays no part
 
 
 def test_recency_changes_the_order_as_configured(engine_on):
-    engine = engine_on()
+    engine = engine_on(overrides=UNFOLDED)
     first, second = _order(engine, WEATHER_ERROR)[:2]
     engine.store.con.execute("UPDATE records SET last_access = ? WHERE id = ?", [utcnow(), second])
     hits = engine.query(WEATHER_ERROR, k=2, touch=False, kind="tool_result").hits
     assert [h.id for h in hits] == [second, first]
     assert hits[0].parts.recency > 0.99 and hits[1].parts.recency < 0.05
     engine.close()
-    blind = engine_on(overrides={"query.gamma": 0.0})
+    blind = engine_on(overrides={**UNFOLDED, "query.gamma": 0.0})
     accessed = _order(blind, WEATHER_ERROR)
     blind.store.con.execute("UPDATE records SET last_access = NULL WHERE id = ?", [second])
     assert _order(blind, WEATHER_ERROR) == accessed  # gamma = 0: recency plays no part
@@ -289,8 +294,8 @@ def test_filters(engine_on):
     engine = engine_on(overrides={"query.min_similarity": "0"})  # a filter may leave only far candidates
     text = "get_weather 429"
 
-    def ids(**kw):
-        return {h.id for h in engine.query(text, k=20, touch=False, **kw).hits}
+    def ids(**kw):  # the hits and the repeats folded under them
+        return {i for h in engine.query(text, k=20, touch=False, **kw).hits for i in (h.id, *(r.id for r in h.repeats))}
 
     everything = ids()
     assert "u-weather" in everything and "c1" in everything

@@ -59,13 +59,13 @@ def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarr
     return vectors
 
 
-def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None:
+def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> dict[str, np.ndarray]:
     """Order each unit hit's sources (attached by `rank`) by similarity to the query, most similar
     first (one similarity per distinct text, so equal texts keep their source order); the renderer
-    picks the lines worth showing."""
+    picks the lines worth showing. Returns the sources' vectors by text (for its check of repeats)."""
     evidence = [e for h in hits if h.type == "unit" for e in h.expanded]
     if not evidence:
-        return
+        return {}
     vectors = text_vectors(store, evidence)
     similarity = dict(zip(vectors, np.stack(list(vectors.values())) @ vector))
     for ev in evidence:
@@ -73,3 +73,4 @@ def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> None
     for hit in hits:
         if hit.type == "unit":
             hit.expanded = sorted(hit.expanded, key=lambda e: -e.similarity)
+    return vectors

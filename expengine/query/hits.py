@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 
 @dataclass
@@ -33,6 +30,20 @@ class Evidence:
 
 
 @dataclass
+class Repeat:
+    """A hit folded under another that says the same (`repeats.py`): still listed, by id, with its day."""
+
+    id: str
+    type: str
+    ts: dt.datetime | None
+    source_ids: list[str]
+
+    @classmethod
+    def of(cls, hit: "Hit") -> "Repeat":
+        return cls(id=hit.id, type=hit.type, ts=hit.ts, source_ids=list(hit.source_ids))
+
+
+@dataclass
 class Hit:
     id: str
     type: str  # "unit" | "memory"
@@ -47,10 +58,13 @@ class Hit:
     ts: dt.datetime | None
     expanded: list[Evidence] = field(default_factory=list)
     reserved: bool = False  # the rule slot (`top_with_unit_slot`): the prompt keeps room for it
+    repeats: list[Repeat] = field(default_factory=list)  # hits that said the same, folded into this line
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ts"] = self.ts.isoformat() if self.ts else None
+        for repeat in data["repeats"]:
+            repeat["ts"] = repeat["ts"].isoformat() if repeat["ts"] else None
         return data
 
 

@@ -6,6 +6,8 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..textutil import approx_tokens
 
 if TYPE_CHECKING:
@@ -19,12 +21,32 @@ EVIDENCE_LINES_PER_UNIT = 3
 QUOTED_SHARE = 0.75
 MIN_QUOTED_WORDS = 3
 _WORD = re.compile(r"\w+")
-_SPEAKER = re.compile(r"^\s*[^:\n]{1,40}:\s")
+SPEAKER_LABEL = re.compile(r"^\s*[^:\n]{1,40}:\s")  # "Caroline: " opening a turn
 
 
 def _clip(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= MAX_LINE_CHARS else flat[: MAX_LINE_CHARS - 1].rstrip() + "…"
+
+
+def said(hit: "Hit") -> str:
+    """ " (said 4 times, 3–27 April 2026)" for a hit with repeats (the days of those dated); "" without."""
+    if not hit.repeats:
+        return ""
+    days = sorted({d.date() for d in (hit.ts, *(r.ts for r in hit.repeats)) if d is not None})
+    count = f"said {len(hit.repeats) + 1} times"
+    if not days:
+        return f" ({count})"
+    first, last = days[0], days[-1]
+    if first == last:
+        span = f"{first.day} {first:%B %Y}"
+    elif first.year != last.year:
+        span = f"{first.day} {first:%B %Y} – {last.day} {last:%B %Y}"
+    elif first.month != last.month:
+        span = f"{first.day} {first:%B} – {last.day} {last:%B %Y}"
+    else:
+        span = f"{first.day}–{last.day} {last:%B %Y}"
+    return f" ({count}, {span})"
 
 
 def hit_line(hit: "Hit") -> str:
@@ -34,23 +56,23 @@ def hit_line(hit: "Hit") -> str:
         label = hit.kind
     else:
         label = ", ".join(x for x in (hit.kind, hit.ts.date().isoformat() if hit.ts else None) if x)
-    return f"- [{label}] {_clip(hit.text)}"
+    return f"- [{label}] {_clip(hit.text)}{said(hit)}"
 
 
 def evidence_line(evidence: "Evidence") -> str:
     return f"  - evidence ({evidence.state}): {_clip(evidence.text)}"
 
 
-def _words(text: str) -> list[str]:
+def lowercase_words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
 def quoted_in(line: str, source_text: str) -> bool:
     """Does `line` already carry `source_text` verbatim (give or take a "Speaker: " label, punctuation
     and a clipped tail)? Then an evidence line for it would only repeat the unit's words."""
-    shown = f" {' '.join(_words(line))} "
-    for text in (source_text, _SPEAKER.sub("", source_text, count=1)):
-        words = _words(text)
+    shown = f" {' '.join(lowercase_words(line))} "
+    for text in (source_text, SPEAKER_LABEL.sub("", source_text, count=1)):
+        words = lowercase_words(text)
         shortest = max(MIN_QUOTED_WORDS, math.ceil(len(words) * QUOTED_SHARE))
         for n in range(len(words), shortest - 1, -1):
             if f" {' '.join(words[:n])} " in shown:
@@ -58,8 +80,39 @@ def quoted_in(line: str, source_text: str) -> bool:
     return False
 
 
+class _Lines:
+    """The vectors of the lines shown so far and whose line each is, to tell when a new line would only
+    repeat one (cosine at least `similar`): texts without a vector are never repeats."""
+
+    def __init__(self, vectors: dict[str, np.ndarray] | None, similar: float):
+        self.vectors, self.similar = vectors or {}, similar
+        self.rows: list[np.ndarray] = []
+        self.owners: list["Hit"] = []
+
+    def repeated(self, text: str) -> "Hit | None":
+        """The hit whose line (or evidence line) `text` repeats, if any."""
+        vector = self.vectors.get(text)
+        if vector is None or not self.rows:
+            return None
+        sims = np.stack(self.rows) @ vector
+        best = int(np.argmax(sims))
+        return self.owners[best] if sims[best] >= self.similar else None
+
+    def add(self, text: str, owner: "Hit") -> None:
+        vector = self.vectors.get(text)
+        if vector is not None:
+            self.rows.append(vector)
+            self.owners.append(owner)
+
+
 def render_prompt(
-    hits: list["Hit"], *, budget: int | None, evidence_floor: float = 0.0, note_evidence_floor: float | None = None
+    hits: list["Hit"],
+    *,
+    budget: int | None,
+    evidence_floor: float = 0.0,
+    note_evidence_floor: float | None = None,
+    vectors: dict[str, np.ndarray] | None = None,
+    repeat_similarity: float = 0.9,
 ) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
@@ -72,8 +125,12 @@ def render_prompt(
     the unit's line already quotes (or whose text an earlier line already shows) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
     record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
-    memory hit is left out, such a source left out of `hit.expanded`. `hit.expanded` keeps just the
+    memory hit is left out, such a source left out of `hit.expanded`. A hit's `repeats` (`repeats.py`)
+    are said by its line ("said N times, …"): their records count as in the prompt. `hit.expanded` keeps just the
     sources whose text is in the prompt under that unit; `source_ids` stay the unit's own sources.
+    Given `vectors` (unit length, by text), a line that would repeat one shown above (cosine at least
+    `repeat_similarity`) is not added either: a memory hit goes under that line's hit as one of its
+    `repeats` (its count updated where the budget allows), a source is marked `quoted`.
     """
     lines = [HEADER]
     used = approx_tokens(HEADER)
@@ -81,8 +138,15 @@ def render_prompt(
     in_prompt: set[str] = set()  # records whose text the prompt already holds
     texts_in_prompt: set[str] = set()  # evidence texts shown, so identical sources are not repeated
     set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
+    said = _Lines(vectors, repeat_similarity)
+    at: dict[int, int] = {}  # id(hit) → its line's index
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
+            continue
+        owner = said.repeated(hit.text) if hit.type == "memory" else None
+        if owner is not None:
+            used += _fold(owner, hit, lines, at[id(owner)], room=None if budget is None else budget - used - set_aside)
+            in_prompt.update(hit.source_ids)
             continue
         line = hit_line(hit)
         cost = approx_tokens(line)
@@ -92,16 +156,19 @@ def render_prompt(
             if set_aside:
                 continue  # a lower hit that does not fit leaves room for the reserved rule below
             break
+        at[id(hit)] = len(lines)
         lines.append(line)
         used += cost
+        said.add(hit.text, hit)
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
+        in_prompt.update(i for r in hit.repeats for i in (r.id, *r.source_ids) if r.type == "memory")
         shown, evidence_lines = [], 0
         floor = note_evidence_floor if hit.kind == "note" and note_evidence_floor is not None else evidence_floor
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
-            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt:
+            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt or said.repeated(evidence.text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
                 extra = evidence_line(evidence)
@@ -112,6 +179,7 @@ def render_prompt(
                 used += extra_cost
                 evidence_lines += 1
                 texts_in_prompt.add(evidence.text)
+                said.add(evidence.text, hit)
             else:
                 continue
             shown.append(evidence)
@@ -119,3 +187,17 @@ def render_prompt(
         hit.expanded = shown
         kept.append(hit)
     return ("\n".join(lines) if kept else ""), kept
+
+
+def _fold(owner: "Hit", hit: "Hit", lines: list[str], line_at: int, room: int | None) -> int:
+    """Put `hit` under `owner` as a repeat and show the new count on `owner`'s line when it fits in
+    `room` tokens (None: no budget); the tokens that took."""
+    from .hits import Repeat
+
+    owner.repeats.append(Repeat.of(hit))
+    line = hit_line(owner)
+    extra = approx_tokens(line) - approx_tokens(lines[line_at])
+    if room is not None and extra > room:
+        return 0
+    lines[line_at] = line
+    return extra

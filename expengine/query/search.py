@@ -25,6 +25,9 @@ How a query is answered:
    agent's task still reaches it, yet never displaces more than one hit.
    The token budget keeps room for that rule (or for the best rule already among the `k`), so long
    memories above it cannot push it out.
+   Before that, hits that repeat a better one (near-duplicate vectors, or one text holding the other)
+   are folded under it as one line, "said N times", and the next distinct hits take their slots
+   (`repeats.py`).
 6. They are rendered (`render.py`), cut at the token budget, and what the prompt shows is used
    (`record_shown`) unless `touch=False`: only those hits and the evidence lines under them gain
    δ_access (never the candidates below the cut), a dormant one wakes, and the query log records the
@@ -44,7 +47,7 @@ store has rules for.
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
 if they were first in every list (projects.py).
 
-The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), expand.py (the
+The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), repeats.py, expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
 order (`query`) and records what was shown (`record_shown`).
 """
@@ -65,10 +68,11 @@ from ..store.units import record_use
 from .args import QueryArgs
 from .expand import attach_evidence
 from .filters import Filters, make_filters
-from .hits import Hit, QueryResult, ScoreParts
+from .hits import Hit, QueryResult, Repeat, ScoreParts
 from .lexical import lexical_evidence
 from .projects import project_units
 from .render import render_prompt
+from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, retrieve
 from .score import rank, top_with_unit_slot
 
@@ -78,8 +82,10 @@ if TYPE_CHECKING:
 
 def shown_ids(hits: list[Hit]) -> tuple[list[str], list[str]]:
     """(unit ids, memory ids) whose text the prompt holds: the hits and the evidence lines under them."""
-    unit_ids = [h.id for h in hits if h.type == "unit"]
-    memory_ids = [h.id for h in hits if h.type == "memory"]
+    # a repeat is in the prompt as its line's count
+    said: list[Hit | Repeat] = [*hits, *(r for h in hits for r in h.repeats)]
+    unit_ids = list(dict.fromkeys(h.id for h in said if h.type == "unit"))
+    memory_ids = [h.id for h in said if h.type == "memory"]
     memory_ids += [e.id for h in hits for e in h.expanded]
     return unit_ids, list(dict.fromkeys(memory_ids))
 
@@ -127,18 +133,25 @@ def _rounded(hit: Hit) -> Hit:
 def _shown(
     store: "Store", found: Retrieved, filters: Filters, args: QueryArgs, units: Rows | None
 ) -> tuple[str, list[Hit]]:
-    """The prompt and the hits it holds: the top k ranked (a rule kept a slot), with evidence lines."""
+    """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
+    evidence lines."""
     vector = found.vector
     ranked = rank(store, found.fused, filters, found.texts, found.cosines, units)
+    ranked, vectors = fold_repeats(store, ranked, args.k, units)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
-        attach_evidence(store, top, vector)
+        vectors.update((text, unit_length(v)) for text, v in attach_evidence(store, top, vector).items())
     else:
         for hit in top:
             hit.expanded = []
     cfg = store.config.query
     return render_prompt(
-        top, budget=args.budget, evidence_floor=cfg.evidence_floor, note_evidence_floor=cfg.note_evidence_floor
+        top,
+        budget=args.budget,
+        evidence_floor=cfg.evidence_floor,
+        note_evidence_floor=cfg.note_evidence_floor,
+        vectors=vectors if cfg.repeat_similarity <= 1 else None,
+        repeat_similarity=cfg.repeat_similarity,
     )
 
 

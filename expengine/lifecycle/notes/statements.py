@@ -278,6 +278,40 @@ def _question_note(sentence: str, person: subjects.Person, day: dt.date, chinese
     return Statement(text, sentence, resolved.day or day, day)
 
 
+MIN_SUBJECT_SENTENCE_WORDS = 3
+# A verb's -s form opening a sentence, followed by what follows a verb: "tastes like soap", "smells so
+# good", "looks great on me"
+_S_VERB_OPENING = re.compile(
+    r"(?i)^[a-z]+[^s\W]s\s+(?:like|so|really|too|great|good|bad|awful|amazing|terrible|nice|the|a|an|my|me|him|her|them|"
+    r"it|us|to|at|in|on|with|for|from|more|less|just|even|better|worse)\b"
+)
+
+
+_PAST_OPENING = re.compile(
+    r"(?i)^(?:just |also |finally |recently |still )?(?:[a-z]+ed|got|been|had|went|made|took|saw|found|bought)\b"
+)
+
+
+def _subjectless(sentence: str) -> bool:
+    """A sentence with no subject of its own: it opens with a verb in the past or its -s form ("Made a
+    bowl.", "tastes like soap"); not with a gerund, which is a subject ("Seeing the players was
+    motivating"), nor with an imperative ("Don't give up", "Have a great time"), and asking nothing."""
+    if sentence.rstrip().endswith("?"):
+        return False  # "Does it remind you …?" asks
+    opening = _LEADING.sub("", sentence)
+    return bool(_PAST_OPENING.match(opening) or _S_VERB_OPENING.match(opening))
+
+
+def _names_its_subject(said: list[tuple[bool, Statement]]) -> bool:
+    """Is the turn's last statement so far a remark ("cilantro is the worst") that a sentence without a
+    subject (`_subjectless`: "tastes like soap") goes on about? The two are one note then: a note of
+    the second alone would say "the user: Tastes like soap", and the remark's could be left out as a
+    remark beside a statement."""
+    if not said or not said[-1][0] or said[-1][1].caption:
+        return False
+    return len(said[-1][1].sentence.split()) >= MIN_SUBJECT_SENTENCE_WORDS  # not "Ugh." or a cut "J.K."
+
+
 def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: set[str]) -> TurnNotes:
     """The notes of one turn's text (`content` may start with "Speaker: "), said on `day`."""
     _, body = split_speaker(content)
@@ -286,7 +320,8 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         body = body[: caption.start()]
     result = TurnNotes(speaker=person.me, names=names)
     said: list[tuple[bool, Statement]] = []  # (a remark?, the statement), in the turn's order
-    for sentence in _with_statement_clauses(sentences(body)):
+    parts = _with_statement_clauses(sentences(body))
+    for n, sentence in enumerate(parts):
         chinese = bool(HAN.search(sentence))
         if is_chatter(sentence, names):
             if not _names_something(sentence, names):
@@ -305,7 +340,9 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
         named = named if chinese else compact(named, names, _stop())
         continues = not chinese and _PRONOUN_START.match(tidy)
         small = len([w for w in content_words(tidy) if w not in names]) <= MAX_REACTION_WORDS
-        if not named or (continues and not said and small and not _names_something(tidy, names)):
+        # "That new cafe is great. Has the best lattes.": a sentence going on about it follows
+        followed = n + 1 < len(parts) and _subjectless(parts[n + 1])
+        if not named or (continues and not said and small and not followed and not _names_something(tidy, names)):
             result.chatter.append(sentence)  # "It was so much fun!" opening a turn reacts to the turn before
             continue
         if continues and said:
@@ -317,8 +354,23 @@ def turn_notes(content: str, *, person: subjects.Person, day: dt.date, names: se
             said[-1] = (remark, Statement(_finish(joined, False, person), f"{last.sentence} {sentence}", last.day, day))
             continue
         dated = resolved.text != tidy
+        remark = is_remark(sentence, dated)
+        if not chinese and _names_its_subject(said) and _subjectless(tidy):
+            # "cilantro is the worst. tastes like soap": the remark names what the sentence is about
+            _, last = said[-1]
+            said_by = f"{person.me}: "  # `_finish` says it again, where the joined text names no one
+            joined = f"{last.text.removeprefix(said_by)}; {named[:1].lower()}{named[1:]}"
+            merged = Statement(
+                _finish(joined, False, person),
+                f"{last.sentence} {sentence}",
+                last.day if last.dated else resolved.day or day,
+                day,
+                dated=last.dated or dated,
+            )
+            said[-1] = (remark, merged)
+            continue
         note = Statement(_finish(named, chinese, person), sentence, resolved.day or day, day, dated=dated)
-        said.append((is_remark(sentence, dated), note))
+        said.append((remark, note))
     if caption and caption.group("caption").strip():
         shared = "分享了一张照片：" if HAN.search(caption.group("caption")) else "shared "
         wording = f"{person.me} {shared}{_ARTICLE.sub('', caption.group('caption')).strip()}"

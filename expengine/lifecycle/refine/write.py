@@ -15,6 +15,7 @@ from ...textutil import normalized
 from .conflicts import decide
 from .inputs import ClusterInput
 from .report import RefineReport
+from .slots import generalised
 from .templates import Draft, confidence_of, render_text
 from .wording import rendered_counts
 
@@ -121,6 +122,8 @@ def _plan(
         if twin is None and row["id"] in existing_ids:
             steps.append(Planned(row, "keep"))  # refined before and since superseded: leave it
             continue
+        if twin is None:  # another intent's procedure, the same but for the slot's value (slots.py)
+            twin, draft = generalised(draft, row, active)
         if twin is not None:
             same_cluster = twin["cluster_key"] == cluster.key
             if set(draft.source_ids) <= set(json_ids(twin["source_ids"])):
