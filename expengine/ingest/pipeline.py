@@ -22,6 +22,7 @@ from .redact import Redactor
 from .remote import absolute_source
 from .rules import assess
 from .scripts import embedder_warning, pick_model
+from .users import with_user
 from .writer import BatchWriter
 
 # events per file read ahead to choose a new store's embedder from all the files of its first ingest
@@ -71,13 +72,15 @@ def ingest(
     fmt: str = "auto",
     strict: bool = False,
     agent: str | None = None,
+    user_field: str | None = None,
     outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
     preread: dict[str, list[Item]] | None = None,
 ) -> IngestResult:
     """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
     With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
-    items are stored instead of reading `paths`, through the same redaction, checks and writes."""
+    items are stored instead of reading `paths`, through the same redaction, checks and writes.
+    `user_field`: the dotted path of each event's user, where the log keeps it elsewhere (`meta.customer`)."""
     import time
 
     started = time.perf_counter()
@@ -131,6 +134,8 @@ def ingest(
                 items = _graded_sessions_only(store, list(items), result)
             for item in items:
                 result.read += 1
+                if item.event is not None and user_field:
+                    item = with_user(item, user_field)
                 if item.event is None:
                     _reject(store, result, item, redactor, now)
                     continue
@@ -281,6 +286,7 @@ def _fresh_rows(
                 "content_hash": chash,
                 "agent": ev.agent,
                 "session": ev.session,
+                "user": ev.user,
                 "goal_id": ev.goal_id,
                 "ts": ev.ts,
                 "kind": ev.kind,

@@ -291,3 +291,13 @@ def m013_clusters_without_centroid(con: duckdb.DuckDBPyConnection) -> None:
     """Clusters without their float32 centroids: nothing read them (issue 23: 0.3 MB of the sample logs' store,
     and as much again in each snapshot)."""
     con.execute("ALTER TABLE clusters DROP COLUMN centroid")
+
+
+@migration
+def m014_users(con: duckdb.DuckDBPyConnection) -> None:
+    """Whose memory a row is: the person a record is about, and the person a note, fact or personal
+    unit was made from (NULL: shared, no one's in particular); the user a query was asked for (what
+    `forget --user` erases); the user a cluster's members belong to (clusters never mix users)."""
+    for table in ("records", "units", "query_log", "clusters"):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN user VARCHAR")
+    con.execute("CREATE INDEX records_user ON records(user)")
