@@ -33,3 +33,23 @@ def visible_sql(user: str) -> str:
 def visible(row_user: Any, user: str | None) -> bool:
     """Whether a row of `row_user` may go into the prompt of a query for `user` (None: any user)."""
     return user is None or row_user is None or row_user == user
+
+
+SHARED = "(shared)"  # how listings name the rows of no user
+
+
+def per_user(con: "duckdb.DuckDBPyConnection") -> dict[str, dict[str, int]]:
+    """Per user (`SHARED` for no one's): records, active records, live units and logged queries."""
+    out: dict[str, dict[str, int]] = {}
+    for table, what, where in (
+        ("records", "records", "true"),
+        ("records", "active", "state = 'active'"),
+        ("units", "units", "status IN ('active', 'dormant')"),
+        ("query_log", "queries", "true"),
+    ):
+        for user, count in con.execute(f"SELECT user, count(*) FROM {table} WHERE {where} GROUP BY user").fetchall():
+            row = out.setdefault(
+                SHARED if user is None else str(user), dict.fromkeys(("records", "active", "units", "queries"), 0)
+            )
+            row[what] = int(count)
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] != SHARED, -kv[1]["records"], kv[0])))
