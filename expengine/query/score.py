@@ -12,7 +12,7 @@ import numpy as np
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
 from ..store.row_memo import Rows
-from ..store.users import visible
+from ..store.users import visible, visible_unit
 from ..store.vocabulary import LIVE_UNIT_STATUSES
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
@@ -103,7 +103,9 @@ def rank(
     texts = dict(texts or {})
     found_units = unit_rows(store, units, [i for t, i in fused if t == "unit"])
     # what the asking user may see (the prefilters already kept to it; a row read any other way is checked)
-    live_units = [u for u in found_units if u.status in LIVE_UNIT_STATUSES and visible(u.user, filters.user)]
+    live_units = [
+        u for u in found_units if u.status in LIVE_UNIT_STATUSES and visible_unit(u.user, u.quotes, filters.user)
+    ]
     sources = {u.id: u.sources for u in live_units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
     # in memory while the files are unchanged

@@ -77,6 +77,7 @@ UNIT_COLUMNS = (
     "text",
     "text_keyed",
     "user",
+    "quotes",
 )
 
 

@@ -5,8 +5,11 @@ sources are several people's, or no one's, is shared know-how."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING, Any
 
+from .db import json_ids
 from .filters import sql_str
 
 if TYPE_CHECKING:
@@ -23,6 +26,45 @@ def owner_of(con: "duckdb.DuckDBPyConnection", source_ids: list[str]) -> str | N
         [list(source_ids)],
     ).fetchall()
     return found[0][0] if len(found) == 1 else None
+
+
+WORD = re.compile(r"\w+")
+RUN = 4  # words in a row that quote a text ("flight BOS to LHR"): more than a common phrase shares
+
+
+def _runs(text: str) -> set[tuple[str, ...]]:
+    words = WORD.findall(text.lower())
+    return {tuple(words[i : i + RUN]) for i in range(len(words) - RUN + 1)}
+
+
+def quoted_users(con: "duckdb.DuckDBPyConnection", text: str, source_ids: list[str]) -> str | None:
+    """For a shared unit: the users (a JSON list) whose own words its wording carries, `RUN` words in
+    a row that among its sources (and their episodes) only that user's records hold (an intent rule quoting one person's
+    request, "For requests like 'Book BOS to LHR on 2026-03-26…'"); None when it quotes no one. A
+    query for another user does not show it (`visible_unit`)."""
+    if not source_ids:
+        return None
+    said: dict[str | None, set[tuple[str, ...]]] = {}
+    # a source's episode too: an intent rule cites a run's goal and quotes the request said in it
+    for user, source in con.execute(
+        "SELECT user, text FROM records WHERE id IN (SELECT unnest($ids)) OR goal_id IN "
+        "(SELECT goal_id FROM records WHERE id IN (SELECT unnest($ids)) AND goal_id IS NOT NULL)",
+        {"ids": list(source_ids)},
+    ).fetchall():
+        said.setdefault(user, set()).update(_runs(source or ""))
+    wording = _runs(text)
+    quoted = sorted(
+        str(user)
+        for user, runs in said.items()
+        if user is not None and wording & (runs - set().union(*(r for other, r in said.items() if other != user)))
+    )
+    return json.dumps(quoted) if quoted else None
+
+
+def visible_unit(unit_user: Any, quotes: Any, user: str | None) -> bool:
+    """Whether a unit may go into the prompt of a query for `user`: theirs, or shared and quoting no
+    one else's words."""
+    return user is None or unit_user == user or (unit_user is None and all(q == user for q in json_ids(quotes)))
 
 
 def visible_sql(user: str) -> str:

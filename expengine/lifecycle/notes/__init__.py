@@ -133,14 +133,13 @@ def _pending_turns(store: "Store") -> list[Turn]:
 
 
 def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """Per session, its speakers in order of appearance; per agent, every name word (and three-letter
-    short form) its speakers go by. Labels ("Caroline: …") name speakers once at least two of the
-    agent's messages open with one (a lone "Note: …" is no dialogue)."""
-    agents = sorted({t.agent for t in turns})
+    """Per session, its speakers in order of appearance; per agent (and user: `_of_user`), every name
+    word (and three-letter short form) its speakers go by. Labels ("Caroline: …") name speakers once at
+    least two of the agent's messages open with one (a lone "Note: …" is no dialogue)."""
     rows = store.con.execute(
-        "SELECT coalesce(session, agent), agent, content FROM records WHERE kind = 'message' "
-        "AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
-        [agents],
+        "SELECT coalesce(session, agent), agent || coalesce(chr(31) || user, ''), content FROM records "
+        "WHERE kind = 'message' AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
+        [sorted({t.agent for t in turns})],
     ).fetchall()
     uses: dict[str, dict[str, int]] = defaultdict(dict)
     in_session: dict[str, list[str]] = defaultdict(list)
@@ -267,7 +266,7 @@ def write_notes(
         if person is None:
             report.turns_kept += 1
             continue
-        found: TurnNotes = turn_notes(turn.content, person=person, day=turn.ts.date(), names=names[turn.agent])
+        found: TurnNotes = turn_notes(turn.content, person=person, day=turn.ts.date(), names=names[book_key])
         book = books.get(book_key) or books.setdefault(book_key, _existing(store, turn, cfg.restatement_overlap))
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
         sleepable = turn.category in SLEEPABLE_CATEGORIES and not (turn.pinned or turn.protected)
