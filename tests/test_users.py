@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from test_compact import ev
+from test_cli_usage import run_main
 from test_forget import files_holding
 from typer.testing import CliRunner
 
@@ -68,7 +69,7 @@ def test_a_shared_rule_serves_both_users(support_bot):
 
 
 def test_a_note_about_a_user_carries_that_user(make_engine, write_jsonl):
-    engine = make_engine(overrides=TEMPLATES)
+    engine = make_engine(overrides={**TEMPLATES, "query.min_similarity": "0"})
     said = [
         ("u-101", "I'm vegetarian and I live in Lisbon with my two cats."),
         ("u-102", "I'm allergic to peanuts and I live in Denver."),
@@ -93,18 +94,17 @@ def test_a_note_about_a_user_carries_that_user(make_engine, write_jsonl):
     assert "Lisbon" in result.prompt and "Denver" not in result.prompt
 
 
-def test_require_user_refuses_a_query_without_one(make_engine, write_jsonl, tmp_path):
+def test_require_user_refuses_a_query_without_one(make_engine, write_jsonl, monkeypatch, capsys):
     engine = make_engine(overrides={"query.require_user": "true"})
     engine.ingest([write_jsonl("a.jsonl", [ev("a1", 0, "message", role="user", user="u-1", content="hello there")])])
     with pytest.raises(InputError, match="require_user"):
         engine.query("hello", touch=False)
     assert engine.query("hello", user="u-1", touch=False).hits
     engine.close()
-    runner = CliRunner()
     store = ["--store", str(engine.store_dir), "--set", "query.require_user=true"]
-    refused = runner.invoke(app, [*store, "query", "hello"])
-    assert refused.exit_code == 2 and "require_user" in refused.output
-    assert runner.invoke(app, [*store, "query", "hello", "--user", "u-1"]).exit_code == 0
+    code, out, err = run_main(monkeypatch, capsys, [*store, "query", "hello"])
+    assert code == 2 and out == "" and err.startswith("error: ") and "require_user" in err.splitlines()[0]
+    assert CliRunner().invoke(app, [*store, "query", "hello", "--user", "u-1"]).exit_code == 0
 
 
 MARKER = "zqxvfriend7731"
@@ -171,4 +171,4 @@ def test_stats_by_user_and_units_by_user_on_the_command_line(support_bot):
     assert by_user.exit_code == 0 and json.loads(by_user.output)["by_user"]["u-104"]["records"] > 0
     units = runner.invoke(app, [*store, "units", "--user", "u-104", "--json"])
     assert units.exit_code == 0 and {u["user"] for u in json.loads(units.output)["units"]} == {"u-104"}
-    assert runner.invoke(app, [*store, "stats", "--by", "colour"]).exit_code == 2
+    assert isinstance(runner.invoke(app, [*store, "stats", "--by", "colour"]).exception, InputError)  # exit 2
