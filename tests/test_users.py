@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_compact import ev
 from test_cli_usage import run_main
+from test_compact import ev
 from test_forget import files_holding
 from typer.testing import CliRunner
 
