@@ -207,21 +207,12 @@ class Engine(Upkeep, Explain):
         on_progress: Callable[[int], None] | None = None,
     ) -> "IngestResult":
         """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
-        runs, coding-agent trajectories), then the `outcomes` reports that grade those runs;
-        `user_field`: the dotted path of each event's user where the log keeps it elsewhere."""
+        runs, coding-agent trajectories), then the `outcomes` reports grading them; `user_field`: the users' field."""
         from ..ingest.pipeline import ingest
 
         with self.session() as store:  # each batch's transaction records the encoder (`write_batch`)
-            return ingest(
-                store,
-                paths,
-                fmt=fmt,
-                strict=strict,
-                agent=agent,
-                user_field=user_field,
-                outcomes=outcomes,
-                on_progress=on_progress,
-            )
+            options: dict[str, Any] = {"strict": strict, "agent": agent, "user_field": user_field, "outcomes": outcomes}
+            return ingest(store, paths, fmt=fmt, on_progress=on_progress, **options)
 
     def stats(self) -> "Stats":
         from ..store.stats import store_stats
