@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from otel_traces import TraceWriter
 from test_cli_usage import run_main
 from test_compact import ev
 from test_forget import files_holding
@@ -161,6 +162,12 @@ def test_readers_take_the_user_where_each_format_keeps_it(make_engine, write_jso
         user_field="meta.customer",
     )
     assert bad.rejected == 1 and "--user-field meta.customer" in bad.rejects[0].error
+    traces = TraceWriter()
+    traces.conversation("conv-oslo", "Oslo", user="u-42")  # user.id on the agent span, inherited below it
+    engine.ingest([str(traces.write(tmp_path / "traces.jsonl"))], fmt="otel")
+    assert {
+        u for (u,) in engine.store.con.execute("SELECT user FROM records WHERE session = 'conv-oslo'").fetchall()
+    } == {"u-42"}
 
 
 def test_stats_by_user_and_units_by_user_on_the_command_line(support_bot):
