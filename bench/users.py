@@ -1,6 +1,6 @@
 """One agent, many users: do users' memories stay apart in one store, and what does sharing cost?
 
-    python bench/users.py locomo [--conversations N] [--questions N] [--cycles 3]
+    python bench/users.py locomo [--conversations N] [--questions N] [--cycles 3] [--skip-separate]
     python bench/users.py sample
     python bench/users.py memorybank [--users N] [--cycles 3]
     python bench/users.py p95 [--size 10000] [--queries 100] [--workdir DIR]
@@ -12,8 +12,9 @@
   another conversation's turns hold), and hits or evidence lines whose record or unit is another
   user's. Against five separate stores compacted the same way: evidence and answer-token recall.
   Then erasure: `forget(users=[first conversation])`; every word that only that conversation said
-  (5+ letters) is looked for in every file of the store folder (snapshots included) and in every
-  text column of the store's database; the other conversations' recall is measured again.
+  (5+ letters, none the software itself writes: expengine's own source words) is looked for, as a
+  word, in every file of the store folder (snapshots unpacked) and in every text column of the
+  store's database; the other conversations' recall is measured again.
 - sample: the support-bot sample log in one store, compacted once; each user's own questions
   ("which seat do I prefer", "what did I book"...) with `user=`: lines and hits of another user's
   personal records.
@@ -67,19 +68,28 @@ def shingles(text: str, n: int = SHINGLE) -> set[tuple[str, ...]]:
 
 
 class Owners:
-    """Which user said what: per user, the shingles of their records; the shared records' too."""
+    """Which user said what: per user, the runs of words (shingles) and the words of their records;
+    the shared records' too."""
 
     def __init__(self, texts: dict[str | None, list[str]]):
         self.said = {user: set().union(*(shingles(t) for t in ts)) if ts else set() for user, ts in texts.items()}
+        self.words = {user: {w for t in ts for w in _words(t)} for user, ts in texts.items()}
 
     def foreign_lines(self, prompt: str, user: str) -> list[str]:
-        """Prompt lines holding words in a row that only another user's records hold."""
+        """Prompt lines quoting another user: `SHINGLE` words in a row that only that user's records hold,
+        among them a word only they said (a common phrase, "it's cool to see how", is no one's)."""
         own = self.said.get(user, set()) | self.said.get(None, set())
+        own_words = self.words.get(user, set()) | self.words.get(None, set())
         out = []
         for line in prompt.splitlines()[1:]:  # the header is the renderer's
             found = shingles(line.replace("…", " "))
-            if any(found & (theirs - own) for other, theirs in self.said.items() if other not in (user, None)):
-                out.append(line)
+            for other, theirs in self.said.items():
+                if other in (user, None):
+                    continue
+                theirs_only = self.words[other] - own_words
+                if any(set(run) & theirs_only for run in found & (theirs - own)):
+                    out.append(line)
+                    break
         return out
 
 
@@ -153,6 +163,8 @@ def locomo(args: argparse.Namespace) -> dict:
         for sid, _, questions, events in convs:
             log = Path(tmp) / f"{sid}.jsonl"
             log.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+            if args.skip_separate:
+                continue
             with Engine(store=Path(tmp) / f"alone-{sid}", embedder=embedder, overrides=overrides) as engine:
                 engine.ingest([str(log)], fmt="native")
                 run_cycles(engine, args.cycles, start=utcnow())
@@ -170,7 +182,7 @@ def locomo(args: argparse.Namespace) -> dict:
             asked = [(sid, q.text) for sid, _, questions, _ in convs for q in questions]
             out["leaks"] = leaks(engine, owners, asked, k=100, budget=1000)
             out["together_seconds"] = round(time.perf_counter() - started, 1)
-            out["separate"] = recall([s for v in separate.values() for s in v])
+            out["separate"] = recall([s for v in separate.values() for s in v]) if separate else None
             out["together"] = recall([s for v in together.values() for s in v])
             gone = convs[0][0]
             out["erasure"] = erase(engine, store, gone, convs, together)
@@ -183,12 +195,19 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     done = engine.forget(users=[gone])
     theirs = {w for t in convs[0][1] for w in ALPHA.findall(t.content.lower())}
     others = {w for _, turns, _, _ in convs[1:] for t in turns for w in ALPHA.findall(t.content.lower())}
-    unique = sorted(theirs - others)
+    # not the words the software itself writes (report keys, config and schema names: "notes", "window")
+    system = {
+        w
+        for path in (REPO / "expengine").rglob("*.*")
+        if path.suffix in (".py", ".html")
+        for w in ALPHA.findall(path.read_text(encoding="utf-8").lower())
+    }
+    unique = sorted(theirs - others - system)
     in_files: dict[str, int] = {}
     for path in store.rglob("*"):
         if path.is_file():
             data = (lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()).lower()
-            hits = sum(w.encode() in data for w in unique)
+            hits = sum(bool(re.search(rb"\b" + w.encode() + rb"\b", data)) for w in unique)
             if hits:
                 in_files[str(path.relative_to(store))] = hits
     con = engine.store.con
@@ -196,8 +215,8 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     for table, column in con.execute(
         "SELECT table_name, column_name FROM information_schema.columns WHERE data_type = 'VARCHAR'"
     ).fetchall():
-        texts = " ".join(str(v) for (v,) in con.execute(f'SELECT "{column}" FROM "{table}"').fetchall()).lower()
-        in_tables += sum(w in texts for w in unique)
+        texts = set(_words(" ".join(str(v) for (v,) in con.execute(f'SELECT "{column}" FROM "{table}"').fetchall())))
+        in_tables += len(texts & set(unique))
     after = {sid: measure_engine(engine, q, sid, budget=1000, k=100, user=sid) for sid, _, q, _ in convs[1:]}
     return {
         "user": gone,
@@ -354,6 +373,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=None)
     parser.add_argument("--questions", type=int, default=None, help="per conversation")
     parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument("--skip-separate", action="store_true", help="locomo: the one store only (leaks, erasure)")
     parser.add_argument("--users", type=int, default=None, help="MemoryBank users")
     parser.add_argument("--k", type=int, default=5, help="MemoryBank agreement@k")
     parser.add_argument("--size", type=int, default=10_000, help="p95: memories in the store")

@@ -284,7 +284,7 @@ class Index:
 
     def refresh_scalar_indexes(self, name: str) -> None:
         """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by
-        id) and a bitmap on the state column (every search prefilters on it: at 100k memories the
+        id) and on `user`, and a bitmap on the state column (every search prefilters on it: at 100k memories the
         bitmap halves a search). Rows added since are scanned, so a stale index stays correct."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
@@ -292,6 +292,8 @@ class Index:
 
             table.create_index("id", config=BTree(), replace=True)
             table.create_index(STATE_COLUMN[name], config=Bitmap(), replace=True)
+            if "user" in table.schema.names:  # a query for a user prefilters on it (any number of users)
+                table.create_index("user", config=BTree(), replace=True)
             self._written(name)
 
     def refresh_text_index(self, name: str) -> None:
