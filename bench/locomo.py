@@ -205,14 +205,15 @@ def score_prompt(question: Question, prompt: str, found: set[str], shown: set[st
 
 
 def measure_engine(
-    engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int
+    engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int, user: str | None = None
 ) -> list[dict[str, Any]]:
-    """Ask every question without reinforcing anything; score the hits that fit in the budget."""
+    """Ask every question without reinforcing anything (for `user`, when a store holds several);
+    score the hits that fit in the budget."""
     from expengine.textutil import approx_tokens
 
     scores = []
     for question in questions:
-        result = engine.query(question.text, k=k, touch=False, budget=budget, expand=True)
+        result = engine.query(question.text, k=k, touch=False, budget=budget, expand=True, user=user)
         found: set[str] = set()
         shown: set[str] = set()
         for hit in result.hits:

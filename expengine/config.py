@@ -194,6 +194,9 @@ class QueryConfig:
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192
+    # a store serving many users: a query that names no user is refused (an agent cannot leak one user's
+    # memories into another's prompt by forgetting the argument)
+    require_user: bool = False
     # below this best cosine similarity of any candidate, nothing is relevant: no hits, an empty prompt,
     # `"relevant": false`. Per encoder (the one that wrote the store's vectors; its int8 variant shares
     # its entry), since encoders' cosines differ: MiniLM's question-to-turn cosines run higher than the

@@ -47,6 +47,7 @@ class Log:
         self._n = 0
         self._sn = 0
         self._gn = 0
+        self.person: str | None = None  # the user the records being written are about (None: shared)
         self.session: str | None = None
         self.goal_id: str | None = None
 
@@ -89,6 +90,8 @@ class Log:
             rec["session"] = self.session
         if self.goal_id and "goal_id" not in fields:
             rec["goal_id"] = self.goal_id
+        if self.person and "user" not in fields:
+            rec["user"] = self.person
         for k, v in fields.items():
             if v is not None:
                 rec[k] = v
@@ -643,6 +646,7 @@ def support_bot(seed: int) -> list[dict]:
 
     # ---- special one-off sessions ------------------------------------------
     def secrets_session_api_key() -> None:
+        L.person = "u-111"
         desc = "Help user u-111 fix 401 errors from the partner weather API integration"
         gid = L.goal_open(desc, category="integration")
         key = "sk-proj-" + rand_code(r, 40, string.ascii_letters + string.digits)
@@ -666,6 +670,7 @@ def support_bot(seed: int) -> list[dict]:
         )
 
     def secrets_session_contact() -> None:
+        L.person = "u-104"
         desc = "Send the flight itinerary to user u-104 by email"
         gid = L.goal_open(desc, category="booking")
         L.user(
@@ -688,6 +693,7 @@ def support_bot(seed: int) -> list[dict]:
         L.goal_close(gid, "succeeded", desc, "Itinerary emailed to u-104; SMS alerts enabled for flight changes.")
 
     def secrets_session_callback() -> None:
+        L.person = "u-107"
         desc = "Arrange a callback for user u-107 about a double charge"
         gid = L.goal_open(desc, category="billing")
         L.user(
@@ -710,9 +716,11 @@ def support_bot(seed: int) -> list[dict]:
 
     def preference_update(uid_pref: tuple[str, str, str]) -> None:
         uid, text, fact = uid_pref
+        L.person = uid
         L.user(text, category="preference", importance=0.7)
         L.bot("Got it, I'll remember that for future bookings.")
         L.note(fact, goal_id=pref_goal, category="preference", importance=0.8, tags=["preference", uid])
+        L.person = None
 
     prefs = [
         (
@@ -749,6 +757,7 @@ def support_bot(seed: int) -> list[dict]:
     for i in range(n_sessions):
         L.start_session(i, n_sessions)
         uid = "u-104" if r.random() < 0.18 else r.choice(uids)
+        L.person = None  # the session's opening notes are the bot's own: shared
         if i == 0:
             L.note(
                 "Support-bot started. Tools: get_weather, search_flights, book_flight, "
@@ -812,6 +821,7 @@ def support_bot(seed: int) -> list[dict]:
                 ),
                 importance=0.3,
             )
+        L.person = uid
         if r.random() < 0.35:
             L.user(r.choice(["hi", "hello", "hey there", "Hi!", "good morning"]), category="smalltalk")
         n_tasks = r.choice([1, 1, 1, 2, 2, 3])

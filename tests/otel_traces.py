@@ -38,7 +38,14 @@ class TraceWriter:
         return self.clock
 
     def conversation(
-        self, conv: str, city: str, *, fail_first: bool = True, agent: str = "weather-bot", stamp_all: bool = False
+        self,
+        conv: str,
+        city: str,
+        *,
+        fail_first: bool = True,
+        agent: str = "weather-bot",
+        stamp_all: bool = False,
+        user: str | None = None,
     ) -> None:
         """invoke_agent → chat → execute_tool (429 ERROR) → chat → execute_tool → chat, plus HTTP spans.
 
@@ -54,6 +61,7 @@ class TraceWriter:
                 gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent",
                 gen_ai.GEN_AI_AGENT_NAME: agent,
                 gen_ai.GEN_AI_CONVERSATION_ID: conv,
+                **({"user.id": user} if user else {}),
             },
         )
         ctx = set_span_in_context(root)

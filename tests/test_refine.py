@@ -115,7 +115,10 @@ def set_clusters(engine: Engine, groups: dict[str, list[str]], agent: str) -> No
     for key, ids in groups.items():
         con.execute("DELETE FROM cluster_members WHERE cluster_key = ?", [key])
         con.execute("DELETE FROM clusters WHERE cluster_key = ?", [key])
-        con.execute("INSERT INTO clusters VALUES (?, ?, ?, ?, ?)", [key, agent, len(ids), signature_of(ids), T0])
+        con.execute(
+            "INSERT INTO clusters (cluster_key, agent, size, signature, updated) VALUES (?, ?, ?, ?, ?)",
+            [key, agent, len(ids), signature_of(ids), T0],
+        )
         con.executemany("INSERT INTO cluster_members VALUES (?, ?)", [[key, i] for i in ids])
 
 

@@ -148,6 +148,9 @@ def forget(
     ids_from: Optional[str] = typer.Option(None, "--ids-from", help="A file with one record id per line; - for stdin."),
     session: List[str] = typer.Option([], "--session", help="Records of this session (repeatable)."),
     agent: List[str] = typer.Option([], "--agent", help="Records of this agent (repeatable)."),
+    user: List[str] = typer.Option(
+        [], "--user", help="Everything of this user: records, notes, units only they supported, queries (repeatable)."
+    ),
     before: Optional[str] = typer.Option(
         None, "--before", help="Records whose event time is before this ISO date or time (UTC)."
     ),
@@ -166,6 +169,7 @@ def forget(
         "ids": named or None,
         "sessions": session or None,
         "agents": agent or None,
+        "users": user or None,
         "before": before,
     }
     if rejects:
@@ -186,7 +190,7 @@ def forget(
         _print_forget(plan, stderr)
         if not typer.confirm(f"delete {plan['records']} record(s) and their derived data for good?", err=True):
             raise InputError("nothing deleted", hint="add --yes to skip the question")
-    result = call(ctx, "forget", ids=plan["ids"])
+    result = call(ctx, "forget", ids=plan["ids"], users=user or None)
     if as_json:
         emit_json(result)
         return

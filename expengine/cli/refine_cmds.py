@@ -47,12 +47,13 @@ def refine(
 def units(
     ctx: typer.Context,
     agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's units."),
+    user: Optional[str] = typer.Option(None, "--user", help="Only this user's personal units (notes, facts)."),
     status: Optional[str] = typer.Option(None, "--status", help="active, dormant, superseded or quarantined."),
     kind: Optional[str] = typer.Option(None, "--kind", help="rule, fact or note."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List knowledge units with support, confidence and utility."""
-    rows = call(ctx, "units", agent=agent, status=status, kind=kind)["units"]
+    rows = call(ctx, "units", agent=agent, user=user, status=status, kind=kind)["units"]
     if as_json:
         emit_json({"units": rows})
         return

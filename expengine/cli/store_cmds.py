@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
-from ..errors import RejectedLinesError
+from ..errors import InputError, RejectedLinesError
 from ..ingest.remote import absolute_source
 from .common import JSON_OPTION, app, call, emit_json, open_engine, progress_enabled, server, stderr, stdout, store_dir
 
@@ -26,6 +26,9 @@ def ingest(
         False, "--strict", help="Exit non-zero if any line was rejected, or a file was mostly rejected or skipped."
     ),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
+    user_field: Optional[str] = typer.Option(
+        None, "--user-field", help="Dotted path of each event's user where the log keeps it elsewhere (meta.customer)."
+    ),
     outcomes: Optional[List[str]] = typer.Option(
         None, "--outcomes", help="An evaluation report grading the runs (sb-cli JSON, or JSONL of {session, outcome})."
     ),
@@ -52,6 +55,7 @@ def ingest(
             format=fmt,
             strict=strict,
             agent=agent,
+            user_field=user_field,
             outcomes=[absolute_source(p) for p in outcomes] if outcomes else None,
             progress=progress_enabled() and not as_json,
         )
@@ -99,8 +103,6 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
     """Through a server the paths go as absolute paths (the server reads them) and stdin as text."""
     client = server(ctx)
     if client is not None:
-        from ..errors import InputError
-
         if "-" in paths and len(paths) > 1:
             raise InputError("stdin (-) cannot be mixed with paths when a server runs", hint="ingest them separately")
         body: dict[str, Any] = {}
@@ -127,13 +129,19 @@ def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any
 def stats(
     ctx: typer.Context,
     weights: bool = typer.Option(False, "--weights", help="Weight distribution and the categories forgotten most."),
+    by: Optional[str] = typer.Option(None, "--by", help="user: records, active, units and queries per user."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Counts of records by kind, agent and state; units; rejects; goals; size on disk."""
     if weights:
         _weights(ctx, as_json)
         return
+    if by not in (None, "user"):
+        raise InputError(f"--by {by}: unknown grouping", hint="use --by user")
     result = call(ctx, "stats")
+    if by == "user":
+        _by_user(result["by_user"], as_json)
+        return
     if as_json:
         emit_json(result)
         return
@@ -155,6 +163,16 @@ def stats(
     for section, values in (("kind", result["by_kind"]), ("agent", result["by_agent"]), ("goal", result["goals"])):
         for key, value in values.items():
             table.add_row(f"{section}: {key}", str(value))
+    stdout.print(table)
+
+
+def _by_user(rows: dict[str, dict[str, int]], as_json: bool) -> None:
+    if as_json:
+        emit_json({"by_user": rows})
+        return
+    table = Table("user", "records", "active", "units", "queries")
+    for user, counts in rows.items():
+        table.add_row(user, *(str(counts[c]) for c in ("records", "active", "units", "queries")))
     stdout.print(table)
 
 

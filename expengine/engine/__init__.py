@@ -202,15 +202,17 @@ class Engine(Upkeep, Explain, AgentLogs):
         fmt: str = "auto",
         strict: bool = False,
         agent: str | None = None,
+        user_field: str | None = None,
         outcomes: list[str] | None = None,
         on_progress: Callable[[int], None] | None = None,
     ) -> "IngestResult":
         """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
-        runs, coding-agent trajectories), then the `outcomes` reports that grade those runs."""
+        runs, coding-agent trajectories), then the `outcomes` reports grading them; `user_field`: the users' field."""
         from ..ingest.pipeline import ingest
 
         with self.session() as store:  # each batch's transaction records the encoder (`write_batch`)
-            return ingest(store, paths, fmt=fmt, strict=strict, agent=agent, outcomes=outcomes, on_progress=on_progress)
+            options: dict[str, Any] = {"strict": strict, "agent": agent, "user_field": user_field, "outcomes": outcomes}
+            return ingest(store, paths, fmt=fmt, on_progress=on_progress, **options)
 
     def stats(self) -> "Stats":
         from ..store.stats import store_stats
@@ -310,13 +312,13 @@ class Engine(Upkeep, Explain, AgentLogs):
             )
 
     def units(
-        self, *, agent: str | None = None, status: str | None = None, kind: str | None = None
+        self, *, agent: str | None = None, status: str | None = None, kind: str | None = None, user: str | None = None
     ) -> list[dict[str, Any]]:
-        """Knowledge units with every field, best first."""
+        """Knowledge units with every field, best first; `user`: that user's personal units."""
         from ..store.unit_reads import list_units
 
         with self.session() as store:
-            return list_units(store, agent=agent, status=status, kind=kind)
+            return list_units(store, agent=agent, status=status, kind=kind, user=user)
 
     # --- query (owner: query/); show, why, trace and feedback are in explain.py ----------------
     def warm(self) -> int:

@@ -158,6 +158,7 @@ class Upkeep:
         sessions: list[str] | None = None,
         agents: list[str] | None = None,
         before: Any = None,
+        users: list[str] | None = None,
         rejects: bool = False,
         dry_run: bool = False,
     ) -> "ForgetResult":
@@ -170,7 +171,7 @@ class Upkeep:
         with self.session() as store:
             if rejects:
                 return forget_rejects(store, dry_run=dry_run)
-            return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, dry_run=dry_run)
+            return forget(store, ids=ids, sessions=sessions, agents=agents, before=before, users=users, dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
         """Compaction runs, oldest first, with what each cycle forgot, merged, purged and refined."""

@@ -27,6 +27,7 @@ class Event:
     id: str | None = None
     agent: str = "default"
     session: str | None = None
+    user: str | None = None  # the person this event is about (None: shared)
     goal_id: str | None = None
     role: str | None = None
     content: str | None = None
@@ -68,7 +69,7 @@ def _opt_str(obj: dict[str, Any], key: str, where: str = "") -> str | None:
     if (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
-        and key in ("id", "session", "goal_id", "target")
+        and key in ("id", "session", "user", "goal_id", "target")
     ):
         return str(value)
     if not isinstance(value, str):
@@ -98,6 +99,7 @@ def event_from_native(obj: Any) -> Event:
     ev.id = _opt_str(obj, "id")
     ev.agent = _opt_str(obj, "agent") or "default"
     ev.session = _opt_str(obj, "session")
+    ev.user = _opt_str(obj, "user")
     ev.goal_id = _opt_str(obj, "goal_id")
     ev.role = _choice(obj, "role", ROLES)
     ev.content = _opt_str(obj, "content")

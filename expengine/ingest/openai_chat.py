@@ -36,6 +36,15 @@ def _first_id(ids: Any) -> str | None:
     return None
 
 
+def run_user(obj: dict[str, Any]) -> str | None:
+    """Whom the run served: its `user` (as OpenAI's API names it) or `metadata.user_id`; None: shared."""
+    metadata = obj.get("metadata")
+    value = obj.get("user") or (metadata.get("user_id") if isinstance(metadata, dict) else None)
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value) or None
+
+
 def _outcome(obj: dict[str, Any]) -> str | None:
     if isinstance(obj.get("outcome"), str) and obj["outcome"] in ("success", "failure", "partial"):
         return obj["outcome"]
@@ -52,6 +61,7 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
     rid = run_id(obj, index)
     messages = obj.get("traj", obj.get("messages"))
     agent = str(obj.get("agent") or agent)
+    user = run_user(obj)
     step = 0
 
     def stamp(message: dict[str, Any] | None = None) -> dt.datetime:
@@ -61,7 +71,9 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
 
     def new(kind: str, message: dict[str, Any] | None = None, **fields: Any) -> Event:
         nonlocal step
-        ev = Event(ts=stamp(message), kind=kind, id=f"{rid}/step{step}", agent=agent, session=rid, goal_id=rid)
+        ev = Event(
+            ts=stamp(message), kind=kind, id=f"{rid}/step{step}", agent=agent, session=rid, user=user, goal_id=rid
+        )
         if not (message and message.get("ts") is not None):
             ev.meta[TIME_ASSUMED] = True  # ingest time keeps the order; units must not show it as a date
         for key, value in fields.items():

@@ -128,6 +128,7 @@ class _Mapper:
             id=rid,
             agent=str(self._inherited(span, "gen_ai.agent.name") or "default"),
             session=self._session(span),
+            user=self._user(span),
             goal_id=self._goal_id(agent_span) if agent_span else None,
         )
         for key, value in fields.items():
@@ -136,6 +137,11 @@ class _Mapper:
 
     def _goal_id(self, span: Span) -> str:
         return f"{self._session(span)}/agent/{span.id}"
+
+    def _user(self, span: Span) -> str | None:
+        """The person served (semantic conventions: `user.id`, formerly `enduser.id`); None: shared."""
+        value = self._inherited(span, "user.id") or self._inherited(span, "enduser.id")
+        return None if value is None else str(value)
 
     def _session(self, span: Span) -> str:
         return str(self._inherited(span, "gen_ai.conversation.id") or span.trace)

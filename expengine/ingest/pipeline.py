@@ -24,6 +24,7 @@ from .redact import Redactor
 from .remote import absolute_source
 from .rules import assess
 from .scripts import embedder_warning, pick_model
+from .users import with_user
 from .writer import BatchWriter
 
 # events per file read ahead to choose a new store's embedder from all the files of its first ingest
@@ -77,6 +78,7 @@ def ingest(
     fmt: str = "auto",
     strict: bool = False,
     agent: str | None = None,
+    user_field: str | None = None,
     outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
     preread: dict[str, list[Item]] | None = None,
@@ -85,7 +87,8 @@ def ingest(
     """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
     With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
     items are stored instead of reading `paths`, through the same redaction, checks and writes. With
-    `reader`, each of `paths` (files or folders, not expanded) is read by it instead of `read_items`."""
+    `reader`, each of `paths` (files or folders, not expanded) is read by it instead of `read_items`.
+    `user_field`: the dotted path of each event's user, where the log keeps it elsewhere (`meta.customer`)."""
     import time
 
     started = time.perf_counter()
@@ -148,6 +151,8 @@ def ingest(
                     tally["skipped"] += 1
                     tally[f"skipped:{item.skipped}"] += 1
                     continue
+                if item.event is not None and user_field:
+                    item = with_user(item, user_field)
                 if item.event is None:
                     _reject(store, result, item, redactor, now)
                     tally["rejected"] += 1
@@ -306,6 +311,7 @@ def _fresh_rows(
                 "content_hash": chash,
                 "agent": ev.agent,
                 "session": ev.session,
+                "user": ev.user,
                 "goal_id": ev.goal_id,
                 "ts": ev.ts,
                 "kind": ev.kind,

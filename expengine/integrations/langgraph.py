@@ -1,7 +1,9 @@
 """LangGraph's long-term memory store, backed by expengine: `graph.compile(store=ExpengineStore(engine))`.
 
-A namespace maps to an agent and a session: `("support-bot", "user-42")` is agent `support-bot`,
-session `support-bot/user-42`. `put` records the value as a `note` memory (its text is the value's
+A namespace maps to an agent, a user and a session: `("support-bot", "user-42")` is agent
+`support-bot`, user `user-42` (the element at `user_index`, 1 by default; None: no user), session
+`support-bot/user-42`; a search under a namespace that names a user sees that user's memories and
+the shared ones only. `put` records the value as a `note` memory (its text is the value's
 `content`, `text` or `memory` field, else the value as JSON; the whole value rides in `meta`), so it
 is redacted, embedded, weighed, decayed, clustered and refined like any other memory. `search` with a
 `query` runs the real hybrid query (score = similarity, weight, recency) and reinforces what it
@@ -65,9 +67,15 @@ def _matches(value: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
 class ExpengineStore(BaseStore):
     """A LangGraph `BaseStore` over one expengine `Engine` (which keeps its models loaded)."""
 
-    def __init__(self, engine: "Engine", *, touch: bool = True) -> None:
+    def __init__(self, engine: "Engine", *, touch: bool = True, user_index: int | None = 1) -> None:
         self.engine = engine
         self.touch = touch  # searches reinforce their hits, as an agent's use of a memory should
+        self.user_index = user_index
+
+    def _user(self, namespace: tuple[str, ...]) -> str | None:
+        """The user a namespace names (its element at `user_index`), if it is long enough to name one."""
+        at = self.user_index
+        return namespace[at] if at is not None and len(namespace) > at else None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return [self._run(op) for op in ops]
@@ -123,6 +131,7 @@ class ExpengineStore(BaseStore):
             "kind": "note",
             "agent": namespace[0] if namespace else "default",
             "session": "/".join(namespace) or None,
+            "user": self._user(namespace),
             "content": _text(value),
             "meta": {"langgraph": {"namespace": list(namespace), "key": key, "value": value}},
         }
@@ -133,7 +142,8 @@ class ExpengineStore(BaseStore):
         agent = op.namespace_prefix[0] if op.namespace_prefix else None
         if op.query:
             k = min(MAX_K, max(10, 3 * (op.offset + op.limit)))
-            result = self.engine.query(op.query, k=k, agent=agent, touch=self.touch)
+            user = self._user(op.namespace_prefix)
+            result = self.engine.query(op.query, k=k, agent=agent, user=user, touch=self.touch)
             ranked = [h for h in result.hits if h.type == "memory" and h.id.startswith(prefix)]
             scores = {h.id: h.score for h in ranked}
             records = {r["id"]: r for r in self.engine.records(ids=list(scores), limit=len(scores) or 1)}

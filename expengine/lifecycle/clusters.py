@@ -76,12 +76,12 @@ def k_rule(store: "Store") -> str:
     )
 
 
-def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
+def _agent_rows(store: "Store", agent: str, user: str | None) -> list[dict[str, Any]]:
     cursor = store.con.execute(
         """SELECT r.id, r.text, r.category, r.kind, r.importance, r.ts, r.pinned, r.protected, r.merged_ids, g.status
            FROM records r LEFT JOIN goals g ON r.goal_id = g.goal_id
-           WHERE r.state = 'active' AND r.agent = ? ORDER BY r.id""",
-        [agent],
+           WHERE r.state = 'active' AND r.agent = ? AND r.user IS NOT DISTINCT FROM ? ORDER BY r.id""",
+        [agent, user],
     )
     rows = [dict(zip(RECORD_FIELDS, r)) for r in cursor.fetchall()]
     for r in rows:
@@ -89,9 +89,13 @@ def _agent_rows(store: "Store", agent: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _unit_vectors(store: "Store", agent: str) -> np.ndarray:
+def _unit_vectors(store: "Store", agent: str, user: str | None) -> np.ndarray:
+    """The vectors of the live units a member may be covered by: those its user is shown."""
     texts = [
-        t for (t,) in store.con.execute(f"SELECT text FROM units WHERE agent = ? AND {LIVE_SQL}", [agent]).fetchall()
+        t
+        for (t,) in store.con.execute(
+            f"SELECT text FROM units WHERE agent = ? AND {LIVE_SQL} AND (user IS NULL OR user = ?)", [agent, user]
+        ).fetchall()
     ]
     return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
 
@@ -101,19 +105,17 @@ def prune_clusters(
 ) -> ClusterReport:
     started = time.perf_counter()
     report = ClusterReport(k_rule=k_rule(store))
-    agents = [
-        a
-        for (a,) in store.con.execute(
-            "SELECT DISTINCT agent FROM records WHERE state = 'active' ORDER BY agent"
-        ).fetchall()
-    ]
+    # each user's records apart (and the shared apart from all): no cluster mixes two people's memories
+    partitions = store.con.execute(
+        "SELECT DISTINCT agent, user FROM records WHERE state = 'active' ORDER BY agent, user NULLS FIRST"
+    ).fetchall()
     texts: dict[str, str] = {}
-    for agent in agents:
-        rows = _agent_rows(store, agent)
+    for agent, user in partitions:
+        rows = _agent_rows(store, agent, user)
         if not rows:
             continue
         vectors = store.embeddings.encode([r["text"] for r in rows], indexed=True)
-        plan = plan_agent(store, rows, vectors, _unit_vectors(store, agent))
+        plan = plan_agent(store, rows, vectors, _unit_vectors(store, agent, user))
         report.agents += 1
         report.records_clustered += len(rows)
         report.clusters += len(plan.clusters)
@@ -136,12 +138,12 @@ def prune_clusters(
                 limit=5 - len(report.dormant_examples),
             )
         if not dry_run:
-            _apply(store, agent, plan, run_id, now or utcnow())
+            _apply(store, agent, user, plan, run_id, now or utcnow())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(store: "Store", agent: str, plan: Plan, run_id: str | None, now: dt.datetime) -> None:
+def _apply(store: "Store", agent: str, user: str | None, plan: Plan, run_id: str | None, now: dt.datetime) -> None:
     con = store.con
     if plan.merges:
         survivors = list(plan.merges)
@@ -199,21 +201,24 @@ def _apply(store: "Store", agent: str, plan: Plan, run_id: str | None, now: dt.d
         by_reason.setdefault(reason, []).append(rid)
     for reason, reason_ids in by_reason.items():
         set_state(store, reason_ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
-    _write_clusters(store, agent, plan, now)
+    _write_clusters(store, agent, user, plan, now)
 
 
-def _write_clusters(store: "Store", agent: str, plan: Plan, now: dt.datetime) -> None:
+def _write_clusters(store: "Store", agent: str, user: str | None, plan: Plan, now: dt.datetime) -> None:
     con = store.con
+    mine = "agent = ? AND user IS NOT DISTINCT FROM ?"
     con.execute(
-        "DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE agent = ?)", [agent]
+        f"DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE {mine})",
+        [agent, user],
     )
-    con.execute("DELETE FROM clusters WHERE agent = ?", [agent])
+    con.execute(f"DELETE FROM clusters WHERE {mine}", [agent, user])
     if not plan.clusters:
         return
     clusters = pa.table(
         {
             "cluster_key": [c["cluster_key"] for c in plan.clusters],
             "agent": [agent] * len(plan.clusters),
+            "user": pa.array([user] * len(plan.clusters), pa.string()),
             "size": [c["size"] for c in plan.clusters],
             "signature": [c["signature"] for c in plan.clusters],
             "updated": [now] * len(plan.clusters),
@@ -226,7 +231,9 @@ def _write_clusters(store: "Store", agent: str, plan: Plan, now: dt.datetime) ->
         }
     )
     with arrow_view(con, "new_clusters", clusters):
-        con.execute("INSERT INTO clusters SELECT cluster_key, agent, size, signature, updated FROM new_clusters")
+        con.execute(
+            "INSERT INTO clusters (cluster_key, agent, user, size, signature, updated) SELECT * FROM new_clusters"
+        )
     with arrow_view(con, "new_members", members):
         con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")
 

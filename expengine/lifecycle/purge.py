@@ -119,12 +119,13 @@ def select_records(
     sessions: list[str] | None = None,
     agents: list[str] | None = None,
     before: dt.datetime | str | None = None,
+    users: list[str] | None = None,
 ) -> list[str]:
     """Ids of the records every given filter matches (they combine with AND); naming a missing id is an error."""
     moment = parse_before(before)
-    if not (ids or sessions or agents or moment):
+    if not (ids or sessions or agents or moment or users):
         raise InputError(
-            "say what to forget: record ids, --ids-from, --session, --agent or --before",
+            "say what to forget: record ids, --ids-from, --session, --agent, --user or --before",
             hint="e.g. expengine forget --session s1, or expengine forget rec-1 rec-2",
         )
     con = store.con
@@ -141,7 +142,7 @@ def select_records(
             raise NotFoundError(f"no record with id {missing[0]!r}{more}", hint="see `expengine show ID`")
         clauses.append("id IN (SELECT unnest(?))")
         params.append(wanted)
-    for column, values in (("session", sessions), ("agent", agents)):
+    for column, values in (("session", sessions), ("agent", agents), ("user", users)):
         if values:
             clauses.append(f"{column} IN (SELECT unnest(?))")
             params.append(list(values))
@@ -305,14 +306,19 @@ def forget(
     sessions: list[str] | None = None,
     agents: list[str] | None = None,
     before: dt.datetime | str | None = None,
+    users: list[str] | None = None,
     dry_run: bool = False,
 ) -> ForgetResult:
     """Delete records for real, with every row derived from them, from the store and from every snapshot.
 
     Snapshots are cleaned first: if the process is killed, the records are still in the live store and
     running `forget` again finishes the job. The live deletion journals the ids in `pending_index`, so a
-    kill before LanceDB is updated is healed when the store is next opened."""
-    targets = select_records(store, ids=ids, sessions=sessions, agents=agents, before=before)
+    kill before LanceDB is updated is healed when the store is next opened. `users`: their records, and
+    what only a user filter finds (lifecycle/erase_user.py)."""
+    from .erase_user import user_forget_rows
+
+    targets = select_records(store, ids=ids, sessions=sessions, agents=agents, before=before, users=users)
+    rows = user_forget_rows(users, forget_rows, _words) if users else forget_rows
     if not targets:
         return ForgetResult(dry_run=dry_run)
     con = store.con
@@ -326,11 +332,11 @@ def forget(
     snapshots, damaged = 0, list[str]()
     con.execute("BEGIN")
     try:
-        result, emptied = forget_rows(con, targets)
+        result, emptied = rows(con, targets)
         if not dry_run:
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'memory' ON CONFLICT DO NOTHING", [targets])
             con.execute("INSERT INTO pending_index SELECT unnest(?), 'unit' ON CONFLICT DO NOTHING", [emptied])
-            snapshots, damaged = forget_in_snapshots(store, targets, forget_rows)
+            snapshots, damaged = forget_in_snapshots(store, targets, rows)
     except BaseException:
         con.execute("ROLLBACK")
         raise

@@ -44,6 +44,10 @@ class QueryArgs:
         off=("--no-touch", "Do not reinforce or log what is shown (the store is left unchanged)."),
     )
     agent: Optional[str] = _arg("Only this agent's memories and units.", max_length=NAME_CHARS)
+    user: Optional[str] = _arg(
+        "Whom the agent serves: that user's memories and the shared ones, never another user's.",
+        max_length=NAME_CHARS,
+    )
     category: Optional[str] = _arg("Only this category.", max_length=NAME_CHARS)
     kind: Optional[str] = _arg(
         "A record kind (message, tool_call, tool_result, …: memories only) or rule / fact (units only).",

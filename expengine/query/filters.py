@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..store.filters import lance_eq
+from ..store.users import visible_sql
 from ..store.vocabulary import KINDS as RECORD_KINDS
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES, OUTCOMES, EventError, parse_ts
 
@@ -29,6 +30,7 @@ UNIT_KINDS = ("rule", "fact")
 @dataclass
 class Filters:
     agent: str | None = None
+    user: str | None = None  # that user's and the shared rows only
     category: str | None = None
     kind: str | None = None
     outcome: str | None = None
@@ -65,6 +67,8 @@ class Filters:
         for column, value in (("agent", self.agent), ("category", self.category), ("kind", self.kind)):
             if value is not None:
                 mask &= columns[column] == value
+        if self.user is not None:
+            mask &= (columns["user"] == None) | (columns["user"] == self.user)  # noqa: E711 (elementwise)
         if self.since:
             mask &= columns["ts"] >= np.datetime64(self.since, "us")
         if self.until:
@@ -73,6 +77,8 @@ class Filters:
 
     def _common(self, ts_column: str) -> list[str]:
         clauses = _equals(agent=self.agent, category=self.category)
+        if self.user is not None:
+            clauses.append(visible_sql(self.user))
         if self.since:
             clauses.append(f"{ts_column} >= {_timestamp(self.since)}")
         if self.until:
@@ -109,6 +115,7 @@ def make_filters(args: "QueryArgs") -> Filters:
         raise InputError(f"unknown outcome {outcome!r}", hint=f"use one of {', '.join(OUTCOMES)}")
     return Filters(
         agent=args.agent,
+        user=args.user,
         category=args.category,
         kind=kind,
         outcome=outcome,

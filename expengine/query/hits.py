@@ -84,6 +84,7 @@ class QueryResult:
     lexical_evidence: float | None = None
     session: str | None = None  # who asked, for the query log (what an outcome credits)
     goal_id: str | None = None
+    user: str | None = None  # whom it was asked for: only that user's and shared memories were shown
 
     def to_dict(self) -> dict[str, Any]:
         return {

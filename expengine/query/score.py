@@ -12,6 +12,7 @@ import numpy as np
 from ..store.db import json_ids, utcnow
 from ..store.index import UNITS
 from ..store.row_memo import Rows
+from ..store.users import visible, visible_unit
 from ..store.vocabulary import LIVE_UNIT_STATUSES
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
@@ -101,7 +102,10 @@ def rank(
     live = ("active", "dormant") if filters.include_dormant else ("active",)
     texts = dict(texts or {})
     found_units = unit_rows(store, units, [i for t, i in fused if t == "unit"])
-    live_units = [u for u in found_units if u.status in LIVE_UNIT_STATUSES]
+    # what the asking user may see (the prefilters already kept to it; a row read any other way is checked)
+    live_units = [
+        u for u in found_units if u.status in LIVE_UNIT_STATUSES and visible_unit(u.user, u.quotes, filters.user)
+    ]
     sources = {u.id: u.sources for u in live_units}
     wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
     # in memory while the files are unchanged
@@ -113,7 +117,7 @@ def rank(
     evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r.state, similarity=0.0) for i, r in records.items()}
     hits = []
     for r in records.values():
-        if ("memory", r.id) not in fused or r.state not in live:
+        if ("memory", r.id) not in fused or r.state not in live or not visible(r.user, filters.user):
             continue
         score, parts = score_parts(
             store,
@@ -159,7 +163,7 @@ def rank(
                 agent=u.agent,
                 category=u.category,
                 ts=u.as_of if u.kind == "note" else u.updated,  # a note shows the day it is about
-                expanded=[evidence[i] for i in u.sources if i in evidence],
+                expanded=[evidence[i] for i in u.sources if i in evidence and visible(records[i].user, filters.user)],
             )
         )
     cosine = cosines or {}

@@ -119,6 +119,7 @@ def record_shown(store: "Store", result: QueryResult) -> None:
             goal_id=result.goal_id,
             unit_ids=unit_ids,
             memory_ids=memory_ids,
+            user=result.user,
         )
 
 
@@ -164,6 +165,11 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         raise InputError(
             "the query text is empty", hint='say what the agent is about to do, e.g. expengine query "book a flight"'
         )
+    if store.config.query.require_user and not args.user:
+        raise InputError(
+            "this store answers only queries for a user ([query] require_user = true)",
+            hint='name the user served: --user U (Python: user=U, HTTP and MCP: "user")',
+        )
     filters = make_filters(args)
     # the units' columns this query reads, in memory while the files are unchanged (read once: one version)
     units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
@@ -197,6 +203,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         lexical_evidence=None if lexical is None else round(lexical, 4),
         session=args.session,
         goal_id=args.goal_id,
+        user=args.user,
     )
     if args.touch:
         record_shown(store, result)

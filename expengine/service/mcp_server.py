@@ -77,6 +77,9 @@ def build(
         ],
         k: Annotated[int, Field(ge=1, le=50, description="At most this many hits.")] = 5,
         agent: Annotated[Optional[str], Field(description="Only this agent's memories and units.")] = None,
+        user: Annotated[
+            Optional[str], Field(description="The user you serve: their memories and shared ones, never another's.")
+        ] = None,
         kind: Annotated[
             Optional[str],
             Field(
@@ -108,6 +111,7 @@ def build(
                 "text": text,
                 "k": k,
                 "agent": agent,
+                "user": user,
                 "kind": kind,
                 "outcome": outcome,
                 "since": since,

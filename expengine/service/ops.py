@@ -68,6 +68,7 @@ class IngestArgs(Args):
     format: str = Field("auto", max_length=NAME_CHARS)
     strict: bool = False
     agent: Optional[str] = Field(None, max_length=NAME_CHARS)
+    user_field: Optional[str] = Field(None, max_length=NAME_CHARS, description="Dotted path of each event's user.")
     outcomes: Optional[list[str]] = Field(
         None, description="Evaluation reports (sb-cli JSON, or JSONL of {session, outcome}) under --ingest-root."
     )
@@ -99,6 +100,7 @@ class RefineArgs(Args):
 
 class UnitsArgs(Args):
     agent: Optional[str] = None
+    user: Optional[str] = None
     status: Optional[str] = None
     kind: Optional[str] = None
 
@@ -113,6 +115,7 @@ class ForgetArgs(Args):
     ids: list[str] | None = None
     sessions: list[str] | None = None
     agents: list[str] | None = None
+    users: list[str] | None = None
     before: str | None = Field(None, max_length=NAME_CHARS)
     rejects: bool = Field(False, description="Delete every quarantined input line instead (no other filter).")
     dry_run: bool = False
@@ -232,6 +235,7 @@ def _ingest(
         "fmt": a.format,
         "strict": a.strict,
         "agent": a.agent,
+        "user_field": a.user_field,
         "outcomes": outcomes,
         "on_progress": on_progress,
     }
@@ -250,11 +254,11 @@ def _ingest(
 
 
 def _forget(engine: Engine, a: ForgetArgs) -> Any:
-    filters = a.ids or a.sessions or a.agents or a.before
+    filters = a.ids or a.sessions or a.agents or a.users or a.before
     if a.rejects and filters:
         raise InputError("forget rejects takes no other filter", hint="clear rejects and records in two calls")
     if not (filters or a.rejects):
-        raise InputError("forget needs at least one filter", hint="ids, sessions, agents, before or rejects")
+        raise InputError("forget needs at least one filter", hint="ids, sessions, agents, users, before or rejects")
     return engine.forget(**a.model_dump())
 
 
@@ -274,7 +278,9 @@ OPS: dict[str, Op] = {
     "why": Op(WhyArgs, lambda e, a: e.why(a.text, limit=a.limit, revive=a.revive), "write"),
     "stats": Op(NoArgs, lambda e, a: e.stats(), "read"),
     "rejects": Op(RejectsArgs, lambda e, a: e.rejects(limit=a.limit), "read", "rejects"),
-    "units": Op(UnitsArgs, lambda e, a: e.units(agent=a.agent, status=a.status, kind=a.kind), "read", "units"),
+    "units": Op(
+        UnitsArgs, lambda e, a: e.units(agent=a.agent, user=a.user, status=a.status, kind=a.kind), "read", "units"
+    ),
     "trace": Op(IdArgs, lambda e, a: e.trace(a.id), "read"),
     "history": Op(NoArgs, lambda e, a: e.history(), "read", "runs"),
     "weights": Op(NoArgs, lambda e, a: e.weights(), "read"),

@@ -169,7 +169,7 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
 
     @page
     async def units(request: Request) -> Response:
-        filters = {name: request.query_params.get(name) or None for name in ("agent", "kind", "status")}
+        filters = {name: request.query_params.get(name) or None for name in ("agent", "user", "kind", "status")}
         found = (await read("units", **filters))["units"]
         groups: dict[str, list[dict[str, Any]]] = {}
         for unit in found:
@@ -253,6 +253,7 @@ def _search_form(request: Request) -> dict[str, Any]:
         "text": params.get("q", "").strip(),
         "k": int(k),
         "agent": params.get("agent", "").strip(),
+        "user": params.get("user", "").strip(),
         "kind": params.get("kind", "").strip(),
         "include_dormant": params.get("dormant") == "on",
     }

@@ -19,7 +19,7 @@ import pyarrow as pa
 from .file_guard import FileGuard
 from .filters import lance_in
 from .held_vectors import HeldTables, HeldVectors
-from .lance_rows import as_table_vectors
+from .lance_rows import ADDED_COLUMNS, as_table_vectors
 
 MEMORIES = "memories"
 UNITS = "units"
@@ -215,8 +215,22 @@ class Index:
         else:
             if replace:
                 self.delete(name, rows.column("id").to_pylist())
+            missing = {c: sql for c, sql in ADDED_COLUMNS.items() if c not in table.schema.names}
+            if missing:
+                table.add_columns(missing)
             table.add(as_table_vectors(rows, table.schema))
         self._written(name)
+
+    def add_missing_columns(self) -> None:
+        """Give each table the `ADDED_COLUMNS` it lacks, NULL in every row (what DuckDB holds for rows
+        written before them), so that a filter on one reads a table made before it."""
+        for name in (MEMORIES, UNITS):
+            dataset = self.dataset(name)
+            if dataset is not None and any(c not in dataset.schema.names for c in ADDED_COLUMNS):
+                table = self.table(name)
+                assert table is not None  # its dataset was just read
+                table.add_columns({c: sql for c, sql in ADDED_COLUMNS.items() if c not in table.schema.names})
+                self._written(name)
 
     def delete(self, name: str, ids: list[str]) -> None:
         table = self.table(name)
@@ -270,7 +284,7 @@ class Index:
 
     def refresh_scalar_indexes(self, name: str) -> None:
         """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by
-        id) and a bitmap on the state column (every search prefilters on it: at 100k memories the
+        id) and on `user`, and a bitmap on the state column (every search prefilters on it: at 100k memories the
         bitmap halves a search). Rows added since are scanned, so a stale index stays correct."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
@@ -278,6 +292,8 @@ class Index:
 
             table.create_index("id", config=BTree(), replace=True)
             table.create_index(STATE_COLUMN[name], config=Bitmap(), replace=True)
+            if "user" in table.schema.names:  # a query for a user prefilters on it (any number of users)
+                table.create_index("user", config=BTree(), replace=True)
             self._written(name)
 
     def refresh_text_index(self, name: str) -> None:

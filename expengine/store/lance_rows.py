@@ -27,6 +27,7 @@ def memory_schema(dim: int) -> pa.Schema:
             ("session", pa.string()),
             ("ts", pa.timestamp("us")),
             ("state", pa.string()),
+            ("user", pa.string()),
             ("text", pa.string()),
             ("vector", pa.list_(VECTOR_TYPE, dim)),
         ]
@@ -42,6 +43,7 @@ def unit_schema(dim: int) -> pa.Schema:
             ("category", pa.string()),
             ("status", pa.string()),
             ("ts", pa.timestamp("us")),
+            ("user", pa.string()),
             ("text", pa.string()),
             ("vector", pa.list_(VECTOR_TYPE, dim)),
         ]
@@ -62,6 +64,7 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
                 "session": r.get("session"),
                 "ts": r["ts"],
                 "state": r.get("state") or "active",
+                "user": r.get("user"),
                 "text": r["text"],
             }
             for r in rows
@@ -79,6 +82,10 @@ def with_vectors(rows: list[dict], vectors: np.ndarray, schema: pa.Schema) -> pa
     flat = np.asarray(vectors, dtype=np.float16 if field.type.value_type == pa.float16() else np.float32).reshape(-1)
     column = pa.FixedSizeListArray.from_arrays(pa.array(flat), field.type.list_size)
     return table.append_column(field, column)
+
+
+# columns a table made before them lacks: `Index.add` adds them (NULL in the rows there) before it appends
+ADDED_COLUMNS = {"user": "CAST(NULL AS STRING)"}
 
 
 def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:

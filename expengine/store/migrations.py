@@ -314,3 +314,15 @@ def m014_source_cursors(con: duckdb.DuckDBPyConnection) -> None:
         )
         """
     )
+
+
+@migration
+def m015_users(con: duckdb.DuckDBPyConnection) -> None:
+    """Whose memory a row is: the person a record is about, and the person a note, fact or personal
+    unit was made from (NULL: shared, no one's in particular); the user a query was asked for (what
+    `forget --user` erases); the user a cluster's members belong to (clusters never mix users). A shared
+    unit's `quotes`: the users whose own words its wording carries (JSON list; `users.quoted_users`)."""
+    for table in ("records", "units", "query_log", "clusters"):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN user VARCHAR")
+    con.execute("ALTER TABLE units ADD COLUMN quotes VARCHAR")
+    con.execute("CREATE INDEX records_user ON records(user)")

@@ -32,10 +32,12 @@ def record(
     goal_id: str | None,
     unit_ids: list[str],
     memory_ids: list[str],
+    user: str | None = None,
 ) -> None:
     store.con.execute(
-        "INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?)",
-        [at, session, goal_id, query, json.dumps(unit_ids), json.dumps(memory_ids)],
+        "INSERT INTO query_log (asked_at, session, goal_id, query, unit_ids, memory_ids, user) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [at, session, goal_id, query, json.dumps(unit_ids), json.dumps(memory_ids), user],
     )
 
 
@@ -111,3 +113,15 @@ def forget_rows(
             )
             changed += 1
     return int(changed)
+
+
+def forget_user(con: "duckdb.DuckDBPyConnection", user: str) -> int:
+    """Delete the entries of the queries asked for `user` (their text is that person's); how many. A
+    snapshot's file made before the log knew users has none."""
+    if not con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'query_log' AND column_name = 'user'"
+    ).fetchall()[0][0]:
+        return 0
+    gone = con.execute("SELECT count(*) FROM query_log WHERE user = ?", [user]).fetchall()[0][0]
+    con.execute("DELETE FROM query_log WHERE user = ?", [user])
+    return int(gone)

@@ -19,7 +19,8 @@ CHUNK = 2000
 
 def _memory_batches(store: "Store", where: str):
     cursor = store.con.execute(
-        f"SELECT id, agent, kind, category, outcome, goal_id, session, ts, state, text FROM records WHERE {where} ORDER BY id"
+        "SELECT id, agent, kind, category, outcome, goal_id, session, ts, state, user, text "
+        f"FROM records WHERE {where} ORDER BY id"
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
@@ -32,7 +33,7 @@ def _memory_batches(store: "Store", where: str):
 def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa.Table:
     """The LanceDB rows of the units matching `where` (SQL with `?` placeholders bound to `params`)."""
     cursor = store.con.execute(
-        f"SELECT id, agent, kind, category, status, updated AS ts, text, {UNIT_EMBEDDED_TEXT} AS embedded "
+        f"SELECT id, agent, kind, category, status, updated AS ts, user, text, {UNIT_EMBEDDED_TEXT} AS embedded "
         f"FROM units WHERE {where} ORDER BY id",
         params or [],
     )
@@ -75,7 +76,9 @@ def rebuild_if_pending(store: "Store") -> bool:
 
 
 def heal_pending(store: "Store") -> None:
-    """Finish the LanceDB half of any write that a crash interrupted (run when a store is opened)."""
+    """Finish the LanceDB half of any write that a crash interrupted, and give tables made before a
+    column was added it (`lance_rows.ADDED_COLUMNS`; run when a store is opened)."""
+    store.index.add_missing_columns()
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         index_pending(store)
 

@@ -40,6 +40,7 @@ RECORD_COLUMNS = (
     "weight",
     "utility",
     "merged_ids",
+    "user",
 )
 
 
@@ -75,6 +76,8 @@ UNIT_COLUMNS = (
     "sources",
     "text",
     "text_keyed",
+    "user",
+    "quotes",
 )
 
 

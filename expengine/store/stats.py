@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..results import Result
 from ..textutil import approx_tokens, count_scripts, shares
 from .index import MEMORIES, UNITS
+from .users import per_user
 
 if TYPE_CHECKING:
     from .store import Store
@@ -23,6 +24,7 @@ class Stats(Result):
     rejects: int
     by_kind: dict[str, int] = field(default_factory=dict)
     by_agent: dict[str, int] = field(default_factory=dict)
+    by_user: dict[str, dict[str, int]] = field(default_factory=dict)  # `users.per_user`
     by_category: dict[str, int] = field(default_factory=dict)
     goals: dict[str, int] = field(default_factory=dict)
     units_by_status: dict[str, int] = field(default_factory=dict)
@@ -77,6 +79,7 @@ def store_stats(store: "Store") -> Stats:
         rejects=scalar("SELECT count(*) FROM rejects"),
         by_kind=grouped("SELECT kind, count(*) FROM records GROUP BY kind ORDER BY 2 DESC"),
         by_agent=grouped("SELECT agent, count(*) FROM records GROUP BY agent ORDER BY 2 DESC"),
+        by_user=per_user(con),
         by_category=grouped("SELECT category, count(*) FROM records GROUP BY category ORDER BY 2 DESC"),
         goals=grouped("SELECT status, count(*) FROM goals GROUP BY status ORDER BY 2 DESC"),
         units_by_status=grouped("SELECT status, count(*) FROM units GROUP BY status"),

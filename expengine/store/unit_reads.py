@@ -21,14 +21,19 @@ def _unit_dict(row: tuple) -> dict[str, Any]:
 
 
 def list_units(
-    store: "Store", *, agent: str | None = None, status: str | None = None, kind: str | None = None
+    store: "Store",
+    *,
+    agent: str | None = None,
+    status: str | None = None,
+    kind: str | None = None,
+    user: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every field of every unit matching the filters, best first (confidence, then support). A status no
-    unit can have is a usage mistake (exit 2), not an empty list."""
+    """Every field of every unit matching the filters, best first (confidence, then support); `user`:
+    that user's personal units only. A status no unit can have is a usage mistake (exit 2), not an empty list."""
     if status is not None and status not in STATUSES:
         raise InputError(f"unknown unit status {status!r}", hint=f"one of: {', '.join(STATUSES)}")
     where, params = [], []
-    for column, value in (("agent", agent), ("status", status), ("kind", kind)):
+    for column, value in (("agent", agent), ("status", status), ("kind", kind), ("user", user)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)

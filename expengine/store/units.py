@@ -26,6 +26,7 @@ from ..textutil import normalized
 from .db import json_ids, utcnow
 from .filters import sql_str
 from .index import UNITS
+from .users import owner_of, quoted_users
 from .vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ UNIT_FIELDS = (
     "supersedes",
     "superseded_by",
     "cluster_signature",
+    "user",
+    "quotes",
 )
 # What a merge rewrites: the wording and the evidence, never identity, lifecycle or use counters.
 MERGE_FIELDS = (
@@ -91,21 +94,9 @@ MERGE_FIELDS = (
     "cluster_signature",
 )
 # The columns `decide` and the merge planner compare an agent's active units by.
-ACTIVE_FIELDS = (
-    "id",
-    "kind",
-    "text",
-    "cluster_key",
-    "cluster_signature",
-    "created",
-    "condition",
-    "action",
-    "subject",
-    "attribute",
-    "statement",
-    "support",
-    "as_of",
-    "source_ids",
+ACTIVE_FIELDS = tuple(
+    "id kind text cluster_key cluster_signature created condition action subject attribute statement support "
+    "as_of source_ids user".split()
 )
 
 
@@ -178,6 +169,8 @@ def insert(
     (`action`, `detail`). An active unit is journalled for LanceDB: `index_journalled` adds it."""
     unknown = set(row) - set(UNIT_FIELDS)
     assert not unknown, f"not unit fields: {sorted(unknown)}"
+    row = row if "user" in row else {**row, "user": owner_of(store.con, json_ids(row.get("source_ids")))}
+    row["quotes"] = None if row["user"] else quoted_users(store.con, row["text"], json_ids(row.get("source_ids")))
     columns = list(row)
     store.con.execute(
         f"INSERT INTO units ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
@@ -199,9 +192,12 @@ def merge(
     """Rewrite an existing unit's wording and evidence (`MERGE_FIELDS` from `row`), stamp `updated`,
     log `merged` and journal it for LanceDB."""
     now = now or utcnow()
+    sources = json_ids(row["source_ids"])
+    user = owner_of(store.con, sources)
+    quotes = None if user else quoted_users(store.con, row["text"], sources)
     store.con.execute(
-        f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, updated = ? WHERE id = ?",
-        [row[k] for k in MERGE_FIELDS] + [now, row["id"]],
+        f"UPDATE units SET {', '.join(f'{k} = ?' for k in MERGE_FIELDS)}, user = ?, quotes = ?, updated = ? WHERE id = ?",
+        [row[k] for k in MERGE_FIELDS] + [user, quotes, now, row["id"]],
     )
     store.history_log(row["id"], "merged", detail, run_id=run_id, at=now)
     _journal(store, [row["id"]])

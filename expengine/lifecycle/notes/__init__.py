@@ -96,6 +96,12 @@ class Turn:
     protected: bool  # a protected phrase ("I love", "always"): sleeps only when its notes carry it
     merged_ids: list[str]
     in_session: bool  # the record names its session (else the agent stands for it, and nothing consolidates)
+    user: str | None = None  # whose turn: its notes are that person's, and meet only that person's notes
+
+
+def _of_user(key: str, user: str | None) -> str:
+    """An agent's notes (`books`) or a session (reactions, consolidation) as far as one user is in it."""
+    return key if user is None else f"{key}\x1f{user}"
 
 
 def note_id(agent: str, subject: str, statement: str, first_source: str) -> str:
@@ -113,28 +119,27 @@ def _pending_turns(store: "Store") -> list[Turn]:
     }
     rows = store.con.execute(
         "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids, "
-        "session IS NOT NULL "
+        "session IS NOT NULL, user "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
         "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
         "ORDER BY ts, id"
     ).fetchall()
     return [
-        Turn(id_, agent, session, ts, role, content, category, bool(pinned), bool(protected), json_ids(merged), known)
-        for id_, agent, session, ts, role, content, category, pinned, protected, merged, known in rows
+        Turn(id_, agent, session, ts, role, content, category, bool(pin), bool(protect), json_ids(merged), known, user)
+        for id_, agent, session, ts, role, content, category, pin, protect, merged, known, user in rows
         if id_ not in noted
     ]
 
 
 def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """Per session, its speakers in order of appearance; per agent, every name word (and three-letter
-    short form) its speakers go by. Labels ("Caroline: …") name speakers once at least two of the
-    agent's messages open with one (a lone "Note: …" is no dialogue)."""
-    agents = sorted({t.agent for t in turns})
+    """Per session, its speakers in order of appearance; per agent (and user: `_of_user`), every name
+    word (and three-letter short form) its speakers go by. Labels ("Caroline: …") name speakers once at
+    least two of the agent's messages open with one (a lone "Note: …" is no dialogue)."""
     rows = store.con.execute(
-        "SELECT coalesce(session, agent), agent, content FROM records WHERE kind = 'message' "
-        "AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
-        [agents],
+        "SELECT coalesce(session, agent), agent || coalesce(chr(31) || user, ''), content FROM records "
+        "WHERE kind = 'message' AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
+        [sorted({t.agent for t in turns})],
     ).fetchall()
     uses: dict[str, dict[str, int]] = defaultdict(dict)
     in_session: dict[str, list[str]] = defaultdict(list)
@@ -184,11 +189,11 @@ def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
     return None
 
 
-def _existing(store: "Store", agent: str, overlap: float) -> Book:
+def _existing(store: "Store", turn: Turn, overlap: float) -> Book:
     rows = store.con.execute(
         "SELECT id, subject, statement, attribute, as_of, source_ids FROM units "
-        "WHERE kind = ? AND status IN ('active', 'dormant') AND agent = ?",
-        [units.NOTE_KIND, agent],
+        "WHERE kind = ? AND status IN ('active', 'dormant') AND agent = ? AND user IS NOT DISTINCT FROM ?",
+        [units.NOTE_KIND, turn.agent, turn.user],
     ).fetchall()
     notes = []
     for uid, subject, statement, attribute, as_of, source_ids in rows:
@@ -215,6 +220,7 @@ def _row(note: Note, turn: Turn) -> dict[str, Any]:
         "as_of": dt.datetime.combine(note.as_of, dt.time()),
         "category": turn.category if turn.category in CARRIED_LESSONS else NOTE_CATEGORY,
         "agent": turn.agent,
+        "user": turn.user,
         "support": len(note.source_ids),
         "confidence": CONFIDENCE,
         "source_ids": note.source_ids,
@@ -255,14 +261,13 @@ def write_notes(
     agent_of: dict[str, str] = {}
     for turn in turns:
         person = _person(turn, speakers)
-        agent_of[turn.session] = turn.agent
+        book_key, thread = _of_user(turn.agent, turn.user), _of_user(turn.session, turn.user)
+        agent_of[thread] = book_key
         if person is None:
             report.turns_kept += 1
             continue
-        found: TurnNotes = turn_notes(turn.content, person=person, day=turn.ts.date(), names=names[turn.agent])
-        book = books.get(turn.agent) or books.setdefault(
-            turn.agent, _existing(store, turn.agent, cfg.restatement_overlap)
-        )
+        found: TurnNotes = turn_notes(turn.content, person=person, day=turn.ts.date(), names=names[book_key])
+        book = books.get(book_key) or books.setdefault(book_key, _existing(store, turn, cfg.restatement_overlap))
         sources = list(dict.fromkeys([turn.id, *turn.merged_ids]))
         sleepable = turn.category in SLEEPABLE_CATEGORIES and not (turn.pinned or turn.protected)
         # a protected turn ("I love painting") that its notes carry sleeps too: the note takes its category,
@@ -270,7 +275,7 @@ def write_notes(
         carries = bool(found.statements) and found.covered and not turn.pinned
         carried_kind = turn.category in SLEEPABLE_CATEGORIES or turn.category in CARRIED_LESSONS
         carries = carries and (sleepable or turn.category in CARRIED_LESSONS)
-        answered = previous.get(turn.session)
+        answered = previous.get(thread)
         if carries and found.remarks_only and answered and answered[0] != person.me and answered[1] in book:
             # a reaction to the other speaker's noted turn ("Love the blue vase in the pic.") joins that note
             touched.append(_join(store, answered[1], turn, sources, run_id, now))
@@ -288,9 +293,9 @@ def write_notes(
         ids = [note.id for note in written]
         touched.extend(ids)
         if written:
-            previous[turn.session] = (person.me, written[-1])
+            previous[thread] = (person.me, written[-1])
         else:
-            previous.pop(turn.session, None)  # a reaction answers the turn right before it
+            previous.pop(thread, None)  # a reaction answers the turn right before it
         if not found.statements and not found.unresolved and not turn.pinned and (sleepable or carried_kind):
             chatter.append(turn.id)  # a protected phrase in chatter ("I'm always here for you!") protects nothing
         elif carries:
@@ -353,7 +358,9 @@ def _note(
     row = _row(note, turn)
     units.insert(store, [row], run_id=run_id, now=now)
     if turn.in_session:
-        pending.add(note, session=turn.session, said_on=statement.said_on, category=row["category"])
+        pending.add(
+            note, session=_of_user(turn.session, turn.user), said_on=statement.said_on, category=row["category"]
+        )
     book.add(note)
     report.notes_written += 1
     if old is not None:

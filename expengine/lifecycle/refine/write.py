@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store import units
 from ...store.db import json_ids
+from ...store.users import owner_of
 from ...textutil import normalized
 from .conflicts import decide
 from .inputs import ClusterInput
@@ -118,7 +119,11 @@ def _plan(
     steps: list[Planned] = []
     for draft, row in pairs:
         active = units.active_units(store, cluster.agent, row["kind"])
-        twin = _twin(row, active)
+        # one person's units conflict and merge only with that person's; a rule may merge across people
+        # (the same wording seen in several users' runs), and then belongs to none of them
+        owner = owner_of(store.con, draft.source_ids)
+        own = [u for u in active if u["user"] == owner]
+        twin = _twin(row, active if row["kind"] == "rule" else own)
         if twin is None and row["id"] in existing_ids:
             steps.append(Planned(row, "keep"))  # refined before and since superseded: leave it
             continue
@@ -138,7 +143,7 @@ def _plan(
                 merged_row["cluster_signature"] = twin["cluster_signature"]
             steps.append(Planned(merged_row, "merge", twin=twin))
             continue
-        decision = decide(draft, cluster_key=cluster.key, new_id=row["id"], existing=active)
+        decision = decide(draft, cluster_key=cluster.key, new_id=row["id"], existing=own)
         if not decision.new_active:
             row.update(status="superseded", superseded_by=decision.winner)
             report.units_lost_conflict += 1
