@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, ev
+from helpers import BOOKING, CHATTER, REFUND, Counting, ev
 
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
@@ -92,18 +92,6 @@ def test_a_fresh_vector_equals_the_one_read_back_from_the_cache(embedder, tmp_pa
         assert np.allclose(fresh, embedder.encode(texts), atol=1e-3)
     finally:
         close_database(con)
-
-
-class Counting:
-    """The shared embedder, counting the texts it is asked to embed."""
-
-    def __init__(self, inner):
-        self.inner, self.texts = inner, 0
-        self.name, self.dim = inner.name, inner.dim
-
-    def encode(self, texts):
-        self.texts += len(texts)
-        return self.inner.encode(texts)
 
 
 def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_back(

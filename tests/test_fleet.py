@@ -7,9 +7,7 @@ import json
 import sys
 
 import pytest
-from fleet_helpers import NAMES, make_fleet
-from test_cli_usage import run_main
-from test_kill import load_kill_test
+from helpers import NAMES, load_kill_test, make_fleet, run_main
 
 from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
@@ -106,7 +104,7 @@ def test_fleet_commands_report_per_store_and_in_total(monkeypatch, capsys, tmp_p
 def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray, runner):
     import gzip
 
-    from fleet_helpers import fleet_lines
+    from helpers import fleet_lines
 
     from expengine import Engine
     from expengine.fleet.ingest import ingest_fleet

@@ -7,15 +7,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import shared_data
 
 from expengine.errors import InputError, RejectedLinesError
 from expengine.ingest.readers import Item
-
-REPO = Path(__file__).resolve().parents[1]
-TAU = REPO.parent / "shared" / "data" / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 
 GOOD = [
     {
@@ -169,9 +166,9 @@ def test_missing_path_is_a_clear_error(make_engine, tmp_path):
         make_engine().ingest([str(tmp_path / "nope.jsonl")])
 
 
-@pytest.mark.skipif(not TAU.exists(), reason="shared tau-bench data not present")
 def test_openai_chat_runs_become_goals_tool_calls_linked_results_and_outcomes(make_engine, tmp_path):
-    runs = json.loads(TAU.read_text(encoding="utf-8"))[:2]
+    tau = shared_data("tau_bench_airline/gpt-4o-airline_tasks00-39.json")
+    runs = json.loads(tau.read_text(encoding="utf-8"))[:2]
     path = tmp_path / "runs.json"
     path.write_text(json.dumps(runs), encoding="utf-8")
     engine = make_engine()

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 
 import pytest
-from test_query import UNIT_TEXT, add_unit, cli, dump, engine_on, store  # noqa: F401 (fixtures)
+from helpers import add_unit, cli, dump
 
 from expengine.store import query_log, units
 from expengine.store.db import utcnow

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from test_service import free_port, start_server, stop
+from helpers import free_port, start_server, stop
 
 from expengine.service.client import TOKEN_FILE
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, ev
-from test_disk_cache import Counting
+from helpers import BOOKING, CHATTER, REFUND, Counting, ev
 
 from expengine.config import Config
 from expengine.errors import InputError
