@@ -345,9 +345,9 @@ class Engine(Upkeep, Explain):
     def query(self, text: str, **options: Any) -> "QueryResult":
         """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
         what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
-        `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind, outcome,
+        `options` are the fields of `operations.QueryArgs` (k, touch, agent, category, kind, outcome,
         since, until, goal, budget, include_dormant, expand, session, goal_id)."""
-        from ..query.args import QueryArgs
+        from ..operations import QueryArgs
         from ..query.search import query
 
         limit = self.config.query.max_text_chars

@@ -1,0 +1,111 @@
+"""Commands made from their declarations (`operations.py`): the options come from the operation's
+arguments dataclass (names, defaults, help), the call goes through `call` (the store's server, or
+this process), and the answer is `--json` or the command's renderer. A renderer is the only
+hand-written part of such a command; an operation without one prints a plain table."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import inspect
+import typing
+from typing import Any, Callable, Optional
+
+import typer
+
+from ..operations import OPERATIONS, Operation
+from .common import JSON_OPTION, app, call, emit_json, stdout
+
+# A renderer: (the answer's JSON, the arguments given, the command's own extra options) -> prints it.
+Renderer = Callable[..., None]
+_RENDERERS: dict[str, tuple[Renderer, list[inspect.Parameter]]] = {}
+
+
+def renders(name: str, *extra: inspect.Parameter) -> Callable[[Renderer], Renderer]:
+    """Register the renderer of operation `name`, with options of the command line's own (e.g. --format)."""
+
+    def register(render: Renderer) -> Renderer:
+        _RENDERERS[name] = (render, list(extra))
+        return render
+
+    return register
+
+
+def option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
+def parameters(declared: type) -> tuple[list[inspect.Parameter], dict[str, str]]:
+    """Typer parameters for each field of an arguments dataclass, and the options that turn a True
+    default off (option name -> field)."""
+    hints = typing.get_type_hints(declared)
+    params: list[inspect.Parameter] = []
+    renamed: dict[str, str] = {}
+    for f in dataclasses.fields(declared):
+        meta, annotation = f.metadata, hints[f.name]
+        if f.default is dataclasses.MISSING:
+            default: Any = typer.Argument(..., help=meta["help"], metavar=meta.get("metavar"))
+        elif "off" in meta:
+            flag, help_text = meta["off"]
+            name = flag.lstrip("-").replace("-", "_")
+            renamed[name] = f.name
+            params.append(option(name, bool, typer.Option(False, flag, help=help_text)))
+            continue
+        else:
+            flag = "--" + f.name.replace("_", "-")
+            flags = [meta["flag"], flag] if "flag" in meta and "/" not in meta["flag"] else [meta.get("flag", flag)]
+            if annotation == Optional[bool] and "flag" not in meta:
+                flags = [f"{flag}/--no-{f.name.replace('_', '-')}"]
+            default = typer.Option(f.default, *flags, help=meta["help"])
+        if dt.datetime in typing.get_args(annotation):
+            annotation = Optional[str]  # --since / --until: ISO-8601 text
+        params.append(option(f.name, annotation, default))
+    return params, renamed
+
+
+def command_for(op: Operation) -> Callable[..., None]:
+    """The Typer command of a declared operation."""
+    render, extra = _RENDERERS.get(op.name, (_plain, []))
+    fields, renamed = parameters(op.args)
+    ctx = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    params = [ctx, *fields, *extra, option("as_json", bool, JSON_OPTION)]
+    own = {p.name for p in extra}
+
+    def command(ctx: typer.Context, as_json: bool, **values: Any) -> None:
+        extras = {name: values.pop(name) for name in own}
+        for flag, turned_off in renamed.items():
+            values[turned_off] = not values.pop(flag)
+        result = call(ctx, op.name, **values)
+        if as_json:
+            emit_json(result)
+        else:
+            render(result, values, **extras)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = op.help
+    command.__name__ = op.name
+    return command
+
+
+def _plain(result: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """A list answer as a table of its rows; any other answer as one row of fields."""
+    from rich.table import Table
+
+    rows = next((v for v in result.values() if isinstance(v, list)), None) if len(result) == 1 else None
+    rows = rows if rows is not None else [result]
+    if not rows:
+        stdout.print("none", style="dim")
+        return
+    columns = list(rows[0])
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+    stdout.print(table)
+
+
+def register() -> None:
+    """Every operation whose command line is made from its declaration, in declaration order."""
+    for op in OPERATIONS.values():
+        if op.cli:
+            app.command(name=op.name)(command_for(op))
