@@ -39,7 +39,7 @@ SCRUB_PENDING = ".forget-scrub-pending"
 REINDEX_PENDING = ".reindex-pending"
 # DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
 DUCKDB_HEADER_BYTES = 3 * 4096
-REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
+REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see docs/guides/repair.md)"
 # blocks of new database files (DuckDB's default is 256 KiB): every table and every column segment starts
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
 # ones 8.5 MB (issue 23). A file keeps the block size it was made with.
