@@ -127,7 +127,7 @@ def stats(
 
 
 def _weights(ctx: typer.Context, as_json: bool) -> None:
-    from .plots import weight_bars
+    from ..charts import weight_bars
 
     result = call(ctx, "weights")
     if as_json:
