@@ -30,7 +30,7 @@ def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
 
 
 def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
 
     root = tmp_path / "fleet"
     make_fleet(root, embedder)
@@ -50,7 +50,7 @@ def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, emb
 def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, embedder, local_ray):
     """SIGKILL the worker in the middle of a store's compaction: Ray runs the task again, the retry
     rolls the half-done run back from its snapshot, and the store ends with one completed cycle."""
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
 
     root = tmp_path / "fleet"
     ids = make_fleet(root, embedder, names=("alpha", "beta"))
