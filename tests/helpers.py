@@ -24,10 +24,10 @@ import pytest
 from typer.testing import CliRunner
 
 from expengine.cli import app, main
+from expengine.clock import utcnow
 from expengine.errors import ExpengineError
 from expengine.ingest.rules import assess
 from expengine.service.client import Client, find_server
-from expengine.store.db import utcnow
 from expengine.store.index import UNITS
 from expengine.store.lance_rows import memory_rows
 from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER

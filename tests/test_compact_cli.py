@@ -113,7 +113,7 @@ def test_exit_codes(store_dir, make_engine):
 def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine, write_jsonl):
     engine = make_engine(store=store_dir)
     snapshot = engine.snapshot(reason="before compaction")
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     engine.store.con.execute(
         "INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id]

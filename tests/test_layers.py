@@ -31,6 +31,7 @@ LEAVES = [
     "expengine.results",
     "expengine.arguments",
     "expengine.charts",
+    "expengine.clock",
     "expengine.operations",
     "expengine.textutil",
 ]

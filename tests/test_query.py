@@ -13,9 +13,9 @@ import pytest
 from helpers import BASE, UNIT_TEXT, add_unit, cli, dump, ts_at
 from typer.testing import CliRunner
 
+from expengine.clock import utcnow
 from expengine.errors import InputError, NotFoundError
 from expengine.query.render import HEADER
-from expengine.store.db import utcnow
 from expengine.store.embeddings import VectorMemo
 from expengine.store.index import UNITS
 from expengine.store.reindex import unit_rows

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ..clock import utcnow
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import journal_ingest, utcnow
+from ..store.db import journal_ingest
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
 from ..store.pause import pause_for_tests

@@ -55,11 +55,11 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from ..clock import utcnow
 from ..errors import InputError
 from ..models.mixed import encoder_of
 from ..operations import QueryArgs
 from ..store import query_log
-from ..store.db import utcnow
 from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use

@@ -17,6 +17,7 @@ from typing import Iterator
 
 import duckdb
 
+from ..clock import utcnow  # migrations are stamped with it; store modules and lifecycle/purge.py import it from here
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
 from ..errors import LockedError, StoreError
 from .filters import sql_str
@@ -68,10 +69,6 @@ def json_meta(value: str | None) -> dict:
     except json.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 
 
 class StoreLock:
