@@ -1,4 +1,4 @@
-"""Issue 23, disk: the embedding cache keeps its vectors as BLOBs, and a store made with float32 lists is converted
+"""Disk: the embedding cache keeps its vectors as BLOBs, and a store made with float32 lists is converted
 by a migration that a kill leaves undone."""
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_an_archived_memory_keeps_lancedbs_float16_vector_and_why_and_revive_use
 def test_a_text_that_a_memory_out_of_lancedb_shares_keeps_its_cached_vector(make_engine, write_jsonl, embedder):
     """A cycle dropped the cached vector of a text when any memory in LanceDB held it, also when an archived
     one held it too: a query showing that archived memory embedded its text again, and the one row appended
-    made DuckDB rewrite the cache's whole row group at the next checkpoint (issue 23: +1.2 MB on the sample
+    made DuckDB rewrite the cache's whole row group at the next checkpoint (+1.2 MB on the sample
     logs' store after 3 cycles). A cycle also puts back what a store lost so (from LanceDB, embedding none)."""
     said = "I need a flight from DEN to Tokyo NRT on 2026-03-20"
     again = ev("d01", 40, "message", session="s4", role="user", content=said)  # b02's text, another session

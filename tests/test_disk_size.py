@@ -1,4 +1,4 @@
-"""Issue 23, disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
+"""Disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
 snapshots keep sharing across a cycle, and lancedb imported without its REST client."""
 
 from __future__ import annotations

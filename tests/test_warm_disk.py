@@ -1,4 +1,4 @@
-"""Issue 23: a plain `Engine.query` keeps the LanceDB tables open between calls yet lets another process
+"""A plain `Engine.query` keeps the LanceDB tables open between calls yet lets another process
 write, a cycle leaves no old LanceDB versions, and snapshots share the index files that did not change."""
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ class Engine(Upkeep, Explain):
     @property
     def store(self) -> Store:
         """The open store, kept open (and locked) until `close()`: for scripts and tests that reach into
-        SQL. While held, this Engine blocks other processes, as an Engine always did before."""
+        SQL. While held, this Engine blocks other processes."""
         store = self._store
         if self._held and store is not None:  # no guard: a server's readers must not wait for the writer
             return store

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 # events per write (one DuckDB transaction, one LanceDB append): each batch costs a few fixed queries and
-# commits, so 2,048 took a third less CPU per record than 512 outside the encoder (docs/benchmarks.md, branch ingest6)
+# commits, so 2,048 took a third less CPU per record than 512 outside the encoder (`bench/ingest.py`)
 BATCH = 2048
 
 

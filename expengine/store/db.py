@@ -43,7 +43,7 @@ DUCKDB_HEADER_BYTES = 3 * 4096
 REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see docs/guides/repair.md)"
 # blocks of new database files (DuckDB's default is 256 KiB): every table and every column segment starts
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
-# ones 8.5 MB (issue 23). A file keeps the block size it was made with.
+# ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
