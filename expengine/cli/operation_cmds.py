@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import inspect
+import re
 import typing
 from typing import Any, Callable, Optional
 
@@ -98,10 +99,28 @@ def _plain(result: dict[str, Any], arguments: dict[str, Any]) -> None:
         stdout.print("none", style="dim")
         return
     columns = list(rows[0])
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    widest = max(range(len(columns)), key=lambda i: max(len(r[i]) for r in cells))
+    table = Table()
+    for i, column in enumerate(columns):  # one line per row: the widest column clipped at 48, others at 24
+        shortest = min(8, max(len(column), *(len(r[i]) for r in cells)))  # a narrow terminal clips, never hides
+        table.add_column(
+            column, no_wrap=True, overflow="ellipsis", min_width=shortest, max_width=48 if i == widest else 24
+        )
+    for row in cells:
+        table.add_row(*row)
     stdout.print(table)
+
+
+def _cell(value: Any) -> str:
+    """One line; a time to the minute."""
+    if value is None:
+        return ""
+    text = " ".join(str(value).split())
+    return text[:16] if _TIME.match(text) else text
+
+
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
 
 def register() -> None:
