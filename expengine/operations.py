@@ -115,7 +115,9 @@ class WhyArgs:
 @dataclass(frozen=True)
 class FeedbackArgs:
     id: str = required("A unit or record id.", metavar="ID")
-    helpful: Optional[bool] = arg("Did it help the agent?", flag="--helpful/--harmful")
+    helpful: Optional[bool] = arg(
+        "It helped the agent (--harmful: it misled or harmed it).", flag="--helpful/--harmful"
+    )
     note: Optional[str] = arg("Why (kept in the item's history).", max_length=NOTE_CHARS)
     restore: bool = arg("Bring a quarantined unit back into queries.", default=False)
 

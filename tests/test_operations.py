@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import typer.main
 from typer.testing import CliRunner
 
 from expengine.cli import app
+from expengine.cli.operation_cmds import switches
 from expengine.operations import OPERATIONS, Operation
 from expengine.service import ops
 from expengine.service.mcp_server import build
@@ -72,24 +73,32 @@ def test_the_mcp_tool_is_the_declaration(name: str, mcp_tools: dict[str, Any]) -
 
 @pytest.mark.parametrize("name", sorted(n for n, op in OPERATIONS.items() if op.cli))
 def test_the_command_line_options_are_the_declaration(name: str) -> None:
+    """Each field is an argument (required), or an option with its default, or the flag that turns a True
+    default off, or a yes/no pair of flags (unset by default); nothing else but --json and the renderer's own."""
     command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
-    options = {}
-    for param in command.params:
-        if param.name in ("as_json", "fmt"):  # --json, and query's --format: the renderer's own
-            continue
-        turns_off = next(
-            (
-                f.name
-                for f in dataclasses.fields(OPERATIONS[name].args)
-                if f.metadata.get("off", ("",))[0] in param.opts
-            ),
-            None,
-        )
-        if turns_off:
-            options[turns_off] = not param.default
+    params = {opt: param for param in command.params for opt in [*param.opts, param.name]}
+    seen = set()
+    for f in dataclasses.fields(OPERATIONS[name].args):
+        if f.default is dataclasses.MISSING:
+            found = [params[f.name]]
+            assert found[0].required
+        elif "off" in f.metadata:
+            found = [params[f.metadata["off"][0]]]
+            assert f.default is True and found[0].default is False
+        elif f.type in ("Optional[bool]", Optional[bool]):
+            on, off = switches(f.name, f.metadata)
+            found = [params[on], params[off]]
+            assert f.default is None and [p.default for p in found] == [False, False]
         else:
-            options[param.name] = None if param.required else param.default
-    assert options == {field: default for field, (default, _) in declared(OPERATIONS[name]).items()}
+            found = [params[f.name]]
+            assert found[0].default == f.default, f.name
+        seen.update(p.name for p in found)
+    assert {p.name for p in command.params} - seen <= {"as_json", "fmt"}
+
+
+def test_yes_and_no_together_is_a_usage_error(tmp_path) -> None:
+    out = CliRunner().invoke(app, ["--store", str(tmp_path / "s"), "feedback", "x", "--helpful", "--harmful"])
+    assert out.exit_code != 0 and "--helpful and --harmful contradict each other" in str(out.exception)
 
 
 def test_mcp_query_takes_every_query_argument_with_the_servers_bounds(mcp_tools: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from ..errors import InputError
 from ..operations import OPERATIONS, Operation
 from .common import JSON_OPTION, app, call, emit_json, stdout
 
@@ -36,46 +37,79 @@ def option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
 
 
-def parameters(declared: type) -> tuple[list[inspect.Parameter], dict[str, str]]:
-    """Typer parameters for each field of an arguments dataclass, and the options that turn a True
-    default off (option name -> field)."""
+def switches(name: str, meta: Any) -> tuple[str, str]:
+    """The two flags of a yes/no/unset argument: `flag` ("--helpful/--harmful"), else --NAME/--no-NAME."""
+    dashed = name.replace("_", "-")
+    on, off = meta.get("flag", f"--{dashed}/--no-{dashed}").split("/")
+    return on, off
+
+
+def parameters(declared: type) -> tuple[list[inspect.Parameter], list[Callable[[dict[str, Any]], None]]]:
+    """Typer parameters for each field of an arguments dataclass, and the folds that turn what the
+    command line gave back into the fields' values (a flag that turns a True default off; the two
+    flags of a yes/no/unset argument, which may not both be given)."""
     hints = typing.get_type_hints(declared)
     params: list[inspect.Parameter] = []
-    renamed: dict[str, str] = {}
+    folds: list[Callable[[dict[str, Any]], None]] = []
     for f in dataclasses.fields(declared):
         meta, annotation = f.metadata, hints[f.name]
         if f.default is dataclasses.MISSING:
             default: Any = typer.Argument(..., help=meta["help"], metavar=meta.get("metavar"))
         elif "off" in meta:
             flag, help_text = meta["off"]
-            name = flag.lstrip("-").replace("-", "_")
-            renamed[name] = f.name
-            params.append(option(name, bool, typer.Option(False, flag, help=help_text)))
+            params.append(option(_name(flag), bool, typer.Option(False, flag, help=help_text)))
+            folds.append(_turn_off(f.name, _name(flag)))
+            continue
+        elif annotation == Optional[bool]:
+            on, off = switches(f.name, meta)
+            params.append(option(_name(on), bool, typer.Option(False, on, help=meta["help"])))
+            params.append(option(_name(off), bool, typer.Option(False, off, help=f"The opposite of {on}.")))
+            folds.append(_yes_no(f.name, on, off))
             continue
         else:
-            flag = "--" + f.name.replace("_", "-")
-            flags = [meta["flag"], flag] if "flag" in meta and "/" not in meta["flag"] else [meta.get("flag", flag)]
-            if annotation == Optional[bool] and "flag" not in meta:
-                flags = [f"{flag}/--no-{f.name.replace('_', '-')}"]
+            flags = (
+                [meta["flag"], "--" + f.name.replace("_", "-")] if "flag" in meta else ["--" + f.name.replace("_", "-")]
+            )
             default = typer.Option(f.default, *flags, help=meta["help"])
         if dt.datetime in typing.get_args(annotation):
             annotation = Optional[str]  # --since / --until: ISO-8601 text
         params.append(option(f.name, annotation, default))
-    return params, renamed
+    return params, folds
+
+
+def _name(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _turn_off(field: str, flag: str) -> Callable[[dict[str, Any]], None]:
+    def fold(values: dict[str, Any]) -> None:
+        values[field] = not values.pop(flag)
+
+    return fold
+
+
+def _yes_no(field: str, on: str, off: str) -> Callable[[dict[str, Any]], None]:
+    def fold(values: dict[str, Any]) -> None:
+        yes, no = values.pop(_name(on)), values.pop(_name(off))
+        if yes and no:
+            raise InputError(f"{on} and {off} contradict each other", hint="give one of them, or neither")
+        values[field] = True if yes else False if no else None
+
+    return fold
 
 
 def command_for(op: Operation) -> Callable[..., None]:
     """The Typer command of a declared operation."""
     render, extra = _RENDERERS.get(op.name, (_plain, []))
-    fields, renamed = parameters(op.args)
+    fields, folds = parameters(op.args)
     ctx = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     params = [ctx, *fields, *extra, option("as_json", bool, JSON_OPTION)]
     own = {p.name for p in extra}
 
     def command(ctx: typer.Context, as_json: bool, **values: Any) -> None:
         extras = {name: values.pop(name) for name in own}
-        for flag, turned_off in renamed.items():
-            values[turned_off] = not values.pop(flag)
+        for fold in folds:
+            fold(values)
         result = call(ctx, op.name, **values)
         if as_json:
             emit_json(result)
