@@ -128,7 +128,7 @@ def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = T
 
 def disk_sizes(store: Path, raw: int) -> dict[str, Any]:
     """The store folder on disk (snapshots included, a hard-linked file counted once, as `du` does), its
-    parts, and the whole against the raw log bytes (issue 23's 8x target)."""
+    parts, and the whole against the raw log bytes (the 8x target)."""
     from expengine.lifecycle.snapshot import disk_bytes
 
     total = disk_bytes([store])

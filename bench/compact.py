@@ -93,7 +93,8 @@ def build_synthetic(store: Path, n: int, *, dim: int = 384, agents: int = 4, see
     import pyarrow as pa
 
     from expengine import Engine
-    from expengine.store.db import arrow_view, utcnow
+    from expengine.clock import utcnow
+    from expengine.store.db import arrow_view
     from expengine.store.embeddings import text_hash
     from expengine.store.index import MEMORIES
     from expengine.store.lance_rows import memory_rows

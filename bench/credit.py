@@ -77,8 +77,8 @@ def _replaced(engine: Any, tasks: dict[int, tuple[str, float]], word: str, taken
 
 def _plant(engine: Any, tasks: dict[int, tuple[str, float]]) -> dict[str, str]:
     """Both planted rules, each superseding the rule it replaces; planted id → replaced id."""
+    from expengine.clock import utcnow
     from expengine.store import units
-    from expengine.store.db import utcnow
 
     now, replaced = utcnow(), {}
     for uid, word, text in (("u-planted-wrong", "cancel", WRONG), ("u-planted-right", "change", RIGHT)):

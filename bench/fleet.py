@@ -142,7 +142,7 @@ def compaction(tmp: Path, stores: int, embedder: Any) -> dict[str, Any]:
     then by `fleet compact` with 2 workers (a copy of the same stores). Also returns the logs and
     each store's ids, for the fault runs."""
     from expengine import Engine
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
     from expengine.fleet.ingest import ingest_fleet
 
     logs = [str(p) for p in store_logs(tmp / "sessions", stores)]
@@ -202,7 +202,7 @@ def faults(tmp: Path, logs: list[str], ids: dict[str, set[str]], embedder: Any) 
     from kill_test import check_store, kill_paused_worker
 
     from expengine import Engine
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
     from expengine.fleet.ingest import ingest_fleet
     from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 

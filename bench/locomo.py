@@ -267,7 +267,7 @@ def run_conversation(
     sample: dict[str, Any], *, embedder: Any, args: argparse.Namespace, watch: Stopwatch
 ) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     sample_id = sample["sample_id"]
     turns = conversation_turns(sample, max_sessions=args.sessions)

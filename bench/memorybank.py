@@ -63,7 +63,7 @@ def cited(engine: Any, question: str, k: int) -> set[str]:
 
 
 def compact(engine: Any, cycles: int) -> float:
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     started, start = time.perf_counter(), utcnow()
     for n in range(cycles):

@@ -1,4 +1,4 @@
-"""Mixed-language stores (issue 23, item 6): the README's demo store (all of sample_logs/, English and
+"""Mixed-language stores: the README's demo store (all of sample_logs/, English and
 Chinese in one store) under each packaged embedder, asked 10 Chinese questions about the Chinese
 sample logs and 10 English ones about the English logs (bench/mixed_questions.json: each with the
 answer lines' words); and English LoCoMo recall before compaction under each embedder.

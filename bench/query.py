@@ -228,7 +228,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
     expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
     from expengine import Engine
-    from expengine.query.args import QueryArgs
+    from expengine.operations import QueryArgs
     from expengine.query.expand import attach_evidence
     from expengine.query.filters import make_filters
     from expengine.query.retrieve import retrieve

@@ -54,7 +54,7 @@ def _asked(engine: Any, text: str, *, k: int, budget: int) -> Any:
 
 def measure(sample: dict[str, Any], borrowed: list[str], *, embedder: Any, args: argparse.Namespace) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     sample_id = sample["sample_id"]
     turns = conversation_turns(sample)

@@ -108,7 +108,7 @@ def _borrowed(engine: Any, questions: list[tuple[int, str]]) -> list[dict[str, A
 
 def measure(users: list[dict[str, Any]], index: int, args: argparse.Namespace) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     user = users[index]
     others = [(n, q) for n, u in enumerate(users) if n != index for q in u["questions_cn"]]

@@ -196,7 +196,7 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
 
 def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     if not (args.data / "sb-cli-report.json").exists():
         raise SystemExit(f"SWE-bench runs not found: {args.data} (pass --data DIR)")

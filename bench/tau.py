@@ -214,7 +214,7 @@ def leave_tasks_out(
     """Learn from the runs of the first `train_tasks` task ids (compacted `--cycles` times), evaluate on the
     others' successful runs, never ingested: does the prompt name the tool called next (lift over the rest)?"""
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     task_ids = list(dict.fromkeys(r.get("task_id") for r in runs))
     train = [r for r in runs if r.get("task_id") in task_ids[:train_tasks]]
@@ -267,7 +267,7 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
 
 def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     if not args.data.exists():
         raise SystemExit(f"tau-bench data not found: {args.data} (pass --data PATH)")

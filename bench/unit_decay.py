@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=RESULTS / "unit_decay.json")
     args = parser.parse_args(argv)
     from expengine import Engine
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     rows = []
     with (

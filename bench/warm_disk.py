@@ -1,4 +1,4 @@
-"""A plain `Engine.query` between other processes' writes, and the store's size on disk (issue 23).
+"""A plain `Engine.query` between other processes' writes, and the store's size on disk.
 
     python bench/warm_disk.py [--logs sample_logs] [--cycles 3] [--queries 200] [--workdir DIR]
                               [--out bench/results/warm_disk.json] [--queries-only] [--unseen]
@@ -128,7 +128,7 @@ def main() -> None:
             report["cycles"].append({"cycle": n + 1, **disk_sizes(store, raw)})
             print(f"cycle {n + 1}: {report['cycles'][-1]}", file=sys.stderr)
     report["query_ms"] = measure_queries(store, texts, embedder, unseen=args.unseen)
-    report["after_queries"] = disk_sizes(store, raw)  # a query must not make the store grow (issue 23)
+    report["after_queries"] = disk_sizes(store, raw)  # a query must not make the store grow
     write_json(args.out, report)
     print(json.dumps(report, indent=2))
 

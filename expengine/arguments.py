@@ -33,7 +33,7 @@ def validate(model: type[A], payload: Any) -> A:
 
 def model_of(declared: type, name: str | None = None) -> type[Args]:
     """A strict request model made from a dataclass of arguments (fields, defaults, and the `help`,
-    `ge`, `le`, `min_length`, `max_length` of their metadata), so a request is checked as the library call is."""
+    `ge`, `le`, `gt`, `min_length`, `max_length` of their metadata), so a request is checked as the library call is."""
     import dataclasses
     import typing
 
@@ -44,6 +44,6 @@ def model_of(declared: type, name: str | None = None) -> type[Args]:
     for f in dataclasses.fields(declared):
         meta = f.metadata
         default = ... if f.default is dataclasses.MISSING else f.default
-        bounds = {key: meta[key] for key in ("ge", "le", "min_length", "max_length") if meta.get(key) is not None}
+        bounds = {key: meta[key] for key in ("ge", "le", "gt", "min_length", "max_length") if meta.get(key) is not None}
         definitions[f.name] = (hints[f.name], Field(default, description=meta.get("help"), **bounds))
     return create_model(name or declared.__name__, __base__=Args, **definitions)

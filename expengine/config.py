@@ -265,7 +265,7 @@ class SnapshotConfig:
     # shared by snapshots count once; the newest snapshot always stays
     max_bytes: int = 0
     # and over this share of the live store's bytes (its database and LanceDB; 0: no limit), so what
-    # snapshots take grows with the store, not with the count kept (issue 23)
+    # snapshots take grows with the store, not with the count kept
     max_share: float = 1.0
 
 

@@ -214,15 +214,17 @@ def calibrate(cmd: list[str], store: Path, ok: tuple[int, ...] = (0,)) -> tuple[
     """Seconds to the first change of a store file, and to the end, of one clean run."""
     before = fingerprint(store)
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    first_write = None
-    while proc.poll() is None:
-        if first_write is None and fingerprint(store) != before:
-            first_write = time.monotonic() - started
-        time.sleep(POLL)
-    total = time.monotonic() - started
-    if proc.returncode not in ok:
-        raise RuntimeError(f"calibration run failed: {proc.stderr.read()[-400:] if proc.stderr else ''}")
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:  # a file, not a pipe nobody reads while polling
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=errors, text=True)
+        first_write = None
+        while proc.poll() is None:
+            if first_write is None and fingerprint(store) != before:
+                first_write = time.monotonic() - started
+            time.sleep(POLL)
+        total = time.monotonic() - started
+        if proc.returncode not in ok:
+            errors.seek(0)
+            raise RuntimeError(f"calibration run failed: {errors.read()[-400:]}")
     return (first_write if first_write is not None else 0.0), total
 
 

@@ -74,3 +74,32 @@ def write_jsonl(tmp_path):
         return str(path)
 
     return writer
+
+
+# The query tests' store (test_query.py, test_loop.py); a module's own `store` fixture overrides it.
+@pytest.fixture
+def store(make_engine, write_jsonl, tmp_path):
+    """A store with plain memories, one dormant, one merged survivor (s1 ← s2, s3, archived) and a rule unit
+    whose sources include the archived s3; closed again so the CLI can open it too."""
+    from helpers import UNIT_TEXT, add_unit, query_events
+
+    from expengine.store.state import set_state
+
+    engine = make_engine()
+    result = engine.ingest([write_jsonl("log.jsonl", query_events())])
+    assert result.stored == len(query_events())
+    set_state(engine.store, ["d1"], "dormant", reason="test")
+    set_state(engine.store, ["s2", "s3"], "archived", reason="merged into s1")
+    engine.store.con.execute("UPDATE records SET merged_into = 's1' WHERE id IN ('s2', 's3')")
+    engine.store.con.execute("""UPDATE records SET merged_ids = '["s2", "s3"]', merged_count = 3 WHERE id = 's1'""")
+    add_unit(engine, "u-weather", UNIT_TEXT, ["w1", "w3", "s3"])
+    engine.close()
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def engine_on(make_engine, store):
+    def opener(**kwargs):
+        return make_engine(store, **kwargs)
+
+    return opener

@@ -4,29 +4,12 @@ end on a tiny slice of the real data (skipped when ../shared/data is not there).
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "bench"
-DATA = REPO.parent / "shared" / "data"
-LOCOMO_DATA = DATA / "locomo" / "locomo_dev.json"
-TAU_DATA = DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
-
-
-def load(name: str) -> ModuleType:
-    """bench/ is a folder of scripts, not a package: load one by path."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from helpers import REPO, load, shared_data
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +110,13 @@ def test_missing_data_is_a_clear_error(locomo, tau, tmp_path):
 
 
 # --- end to end on a tiny slice ------------------------------------------------------------------------
-@pytest.mark.skipif(not LOCOMO_DATA.exists(), reason="../shared/data/locomo is not available")
 def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
+    data = shared_data("locomo/locomo_dev.json")
     out = tmp_path / "locomo.json"
     args = locomo.parse_args(
         [
             "--data",
-            str(LOCOMO_DATA),
+            str(data),
             "--conversations",
             "1",
             "--sessions",
@@ -180,10 +163,10 @@ def test_locomo_runs_end_to_end_on_a_slice(locomo, embedder, tmp_path):
     assert "<!-- locomo:start -->" in page and "### Overall" in page and "--conversations 1" in page
 
 
-@pytest.mark.skipif(not TAU_DATA.exists(), reason="../shared/data/tau_bench_airline is not available")
 def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
+    data = shared_data("tau_bench_airline/gpt-4o-airline_tasks00-39.json")
     out = tmp_path / "tau.json"
-    args = tau.parse_args(["--data", str(TAU_DATA), "--tasks", "2", "--trials", "3", "--out", str(out)])
+    args = tau.parse_args(["--data", str(data), "--tasks", "2", "--trials", "3", "--out", str(out)])
     report = tau.run(args, embedder=embedder, echo=False)
     assert json.loads(out.read_text(encoding="utf-8"))["runs"] == 6
     assert report["tasks"] == 2
@@ -202,6 +185,7 @@ def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
 
 
 def test_swe_runs_end_to_end_on_a_slice(embedder, tmp_path):
+    shared_data("swe_bench_verified_mini")  # bench/swe.py reads it from there
     swe = load("swe")
     out = tmp_path / "swe.json"
     args = swe.parse_args(["--runs", "8", "--cycles", "1", "--hold-back", "3", "--short-names", "--out", str(out)])
@@ -221,7 +205,7 @@ def test_swe_runs_end_to_end_on_a_slice(embedder, tmp_path):
 def test_mixed_questions_name_answer_lines_that_are_in_their_logs():
     """bench/mixed.py's 10 Chinese and 10 English questions: each answer string is in its own log (and,
     for the Chinese ones, in no English log), so a hit that contains it is one of the answer lines."""
-    questions = json.loads((BENCH / "mixed_questions.json").read_text(encoding="utf-8"))
+    questions = json.loads((REPO / "bench" / "mixed_questions.json").read_text(encoding="utf-8"))
     assert [len(questions["chinese"]), len(questions["english"])] == [10, 10]
     logs = {p.name: p.read_text(encoding="utf-8").lower() for p in (REPO / "sample_logs").glob("*.jsonl")}
     for language, asked in questions.items():

@@ -176,7 +176,7 @@ def test_chinese_facts_are_extracted_and_rendered_in_chinese() -> None:
 
 
 def test_chinese_chatter_gets_low_importance() -> None:
-    from test_ingest_units import assess_event
+    from helpers import assess_event
 
     def category(text: str) -> str:
         return assess_event(content=text).category

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from helpers import run_main
 
-from expengine.cli import app, main
+from expengine.cli import app
 
 CLI = typer.main.get_command(app)
 WRONG_TYPES = {int: "abc", float: "abc"}
@@ -50,15 +51,6 @@ ALL = list(commands())
 NAMES = [" ".join(path) for path, _ in ALL]
 MISSING = [(path, c) for path, c in ALL if required_args(c)]
 TYPED = [(path, opt, bad, c) for path, c in ALL for opt, bad in typed_options(c)]
-
-
-def run_main(monkeypatch, capsys, argv: list[str]) -> tuple[int, str, str]:
-    """The real entry point `main` in this process (sys.argv as the shell would give it)."""
-    monkeypatch.setattr(sys, "argv", ["expengine", *argv])
-    with pytest.raises(SystemExit) as stop:
-        main()
-    out, err = capsys.readouterr()
-    return stop.value.code, out, err
 
 
 def assert_one_line_usage_error(code: int, out: str, err: str, *, mentions: str) -> None:

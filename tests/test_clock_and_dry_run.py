@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, REFUND
 
 T0 = dt.datetime(2026, 4, 1, 3, 0)  # "nightly at 03:00"
 WINDOW_H = 60  # not a multiple of a day, so the purge lands on the first night past 60 h

@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import shared_data
 from typer.testing import CliRunner
 
 from expengine.ingest.readers import read_items
 from expengine.ingest.trajectories import program_of, repo_of
 
-SWE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "swe_bench_verified_mini"
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
 # sympy-13091: pytest is not installed there (a failed call); astropy-12907: resolved; sympy-12489: unresolved
 RUNS = ("sympy__sympy-13091", "astropy__astropy-12907", "sympy__sympy-12489")
@@ -31,13 +31,12 @@ def _items(path: Path | str, fmt: str = "auto", max_document_bytes: int = 64_000
 @pytest.fixture
 def swe_runs(tmp_path: Path) -> Path:
     """A folder of three real runs, as mini-swe-agent lays them out, beside a report grading them."""
-    if not SWE.exists():
-        pytest.fail(f"the shared SWE-bench runs are missing at {SWE}: the suite reads them by path")
+    swe = shared_data("swe_bench_verified_mini")
     runs = tmp_path / "trajs"
     for run in RUNS:
         (runs / run).mkdir(parents=True)
-        shutil.copy(SWE / "trajs" / run / f"{run}.traj.json", runs / run)
-    report = json.loads((SWE / "sb-cli-report.json").read_text())
+        shutil.copy(swe / "trajs" / run / f"{run}.traj.json", runs / run)
+    report = json.loads((swe / "sb-cli-report.json").read_text())
     graded = {
         "resolved_ids": [r for r in report["resolved_ids"] if r in RUNS],
         "unresolved_ids": [r for r in report["unresolved_ids"] if r in RUNS],
@@ -459,10 +458,11 @@ def test_a_missing_program_rule_names_the_project_and_what_worked_instead() -> N
 def test_the_pytest_is_not_installed_rule_is_mined_from_sympy_runs_and_found_by_a_new_sympy_task(
     make_engine, tmp_path: Path
 ) -> None:
+    swe = shared_data("swe_bench_verified_mini")
     runs = tmp_path / "sympy"
     for run in ("sympy__sympy-13091", "sympy__sympy-12419", "sympy__sympy-12489", "sympy__sympy-13480"):
         (runs / run).mkdir(parents=True)
-        shutil.copy(SWE / "trajs" / run / f"{run}.traj.json", runs / run)
+        shutil.copy(swe / "trajs" / run / f"{run}.traj.json", runs / run)
     engine = make_engine()
     engine.ingest([str(runs)])
     engine.compact()

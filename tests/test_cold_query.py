@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from offline_python import run_offline_python
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, REFUND, run_offline_python
 
 from expengine import Engine
 

@@ -9,113 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import BOOKING, CHATTER, REFUND, ev, state_of, weights
 
 from expengine.errors import InputError, NotFoundError
 from expengine.store.index import MEMORIES
-
-
-def ev(rid, ts_min, kind, *, session="s1", goal_id=None, agent="bot", **fields):
-    """One native log event, `ts_min` minutes after a fixed start."""
-    ts = (dt.datetime(2026, 3, 1, 9, 0) + dt.timedelta(minutes=ts_min)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    out = {"id": rid, "ts": ts, "kind": kind, "agent": agent, "session": session, **fields}
-    if goal_id:
-        out["goal_id"] = goal_id
-    return out
-
-
-def tool(rid, t, kind, name, *, goal_id, session="s1", args=None, result=None, error=None):
-    body = {"name": name}
-    if args is not None:
-        body["args"] = args
-    if result is not None:
-        body["result"] = result
-    if error is not None:
-        body["error"] = error
-    return ev(
-        rid, t, kind, session=session, goal_id=goal_id, role="assistant" if kind == "tool_call" else "tool", tool=body
-    )
-
-
-# A succeeded booking with a fixed rate-limit error, and a failed refund with a user correction.
-BOOKING = [
-    ev(
-        "b01",
-        0,
-        "goal",
-        goal_id="g1",
-        goal={"id": "g1", "status": "open", "description": "Book a flight DEN->NRT on 2026-03-20"},
-    ),
-    ev("b02", 1, "message", goal_id="g1", role="user", content="I need a flight from DEN to Tokyo NRT on 2026-03-20"),
-    tool("b03", 2, "tool_call", "search_flights", goal_id="g1", args={"origin": "DEN", "destination": "NRT"}),
-    tool("b04", 3, "tool_result", "search_flights", goal_id="g1", error="429 Too Many Requests: rate limited"),
-    tool(
-        "b05", 4, "tool_call", "search_flights", goal_id="g1", args={"origin": "DEN", "destination": "NRT", "retry": 1}
-    ),
-    tool(
-        "b06", 5, "tool_result", "search_flights", goal_id="g1", result={"flights": ["AS 1618 10:05", "AA 1139 13:30"]}
-    ),
-    ev(
-        "b07",
-        6,
-        "message",
-        goal_id="g1",
-        role="assistant",
-        content="Two options: AS 1618 at 10:05 or AA 1139 at 13:30.",
-    ),
-    ev("b08", 7, "message", goal_id="g1", role="user", content="the morning one please"),
-    tool("b09", 8, "tool_call", "book_flight", goal_id="g1", args={"flight": "AS 1618"}),
-    tool("b10", 9, "tool_result", "book_flight", goal_id="g1", result={"confirmation": "WGBVMS"}),
-    ev("b11", 10, "message", goal_id="g1", role="assistant", content="Booked AS 1618, confirmation WGBVMS."),
-    ev("b12", 11, "goal", goal_id="g1", goal={"id": "g1", "status": "succeeded"}),
-    ev("b13", 12, "outcome", goal_id="g1", outcome="success", content="Booked AS 1618 DEN->NRT, confirmation WGBVMS"),
-]
-REFUND = [
-    ev(
-        "r01",
-        20,
-        "goal",
-        session="s2",
-        goal_id="g2",
-        goal={"id": "g2", "status": "open", "description": "Refund order W123"},
-    ),
-    ev("r02", 21, "message", session="s2", goal_id="g2", role="user", content="please refund order W123"),
-    tool("r03", 22, "tool_call", "request_refund", session="s2", goal_id="g2", args={"order": "W123"}),
-    tool(
-        "r04",
-        23,
-        "tool_result",
-        "request_refund",
-        session="s2",
-        goal_id="g2",
-        error="order W123 is past the 30 day refund window",
-    ),
-    ev(
-        "r05",
-        24,
-        "message",
-        session="s2",
-        goal_id="g2",
-        role="user",
-        content="That's wrong, you must never start a refund before checking the order date",
-    ),
-    ev(
-        "r06",
-        25,
-        "message",
-        session="s2",
-        goal_id="g2",
-        role="assistant",
-        content="Sorry about that, I will check dates first.",
-    ),
-    ev("r07", 26, "outcome", session="s2", goal_id="g2", outcome="failure", content="refund refused: outside window"),
-]
-CHATTER = [
-    ev("c01", 30, "message", session="s3", role="user", content="hi"),
-    ev("c02", 31, "message", session="s3", role="user", content="thanks!"),
-    ev(
-        "c03", 32, "note", session="s3", content="User u-101 prefers aisle seats on long flights", category="preference"
-    ),
-]
 
 
 @pytest.fixture
@@ -124,14 +21,6 @@ def store(make_engine, write_jsonl):
     engine = make_engine()
     engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
     return engine
-
-
-def weights(engine) -> dict[str, float]:
-    return dict(engine.store.con.execute("SELECT id, weight FROM records").fetchall())
-
-
-def state_of(engine) -> dict[str, str]:
-    return dict(engine.store.con.execute("SELECT id, state FROM records").fetchall())
 
 
 def table_contents(engine) -> dict[str, list]:

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, state_of, weights
+from helpers import BOOKING, CHATTER, REFUND, paused_cli, spawn_cli, state_of, weights
 from typer.testing import CliRunner
 
 from expengine.cli import app
-from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
+from expengine.store.pause import PAUSE_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,31 +23,6 @@ def store_dir(make_engine, write_jsonl, tmp_path):
     engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
     engine.close()
     return tmp_path / "store"
-
-
-def cli(store: Path, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *args],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
-
-
-def paused_cli(store: Path, step: str, *args: str, timeout: float = 180) -> subprocess.Popen:
-    """`expengine --store STORE ARGS` stopped at the pause point `step`: it writes the marker there and
-    blocks until the test kills it (polled, bounded by `timeout`; the child's exit fails the wait)."""
-    child = cli(store, *args, env={PAUSE_ENV: step})
-    marker = store / (PAUSE_MARKER + step)
-    deadline = time.monotonic() + timeout
-    while not marker.exists():
-        assert child.poll() is None, child.communicate()
-        assert time.monotonic() < deadline, "the child never reached the pause point"
-        time.sleep(0.05)
-    return child
 
 
 def invoke(store: Path, *args: str) -> dict:
@@ -124,17 +95,17 @@ def test_cli_pin_forget(store_dir):
 def test_exit_codes(store_dir, make_engine):
     holder = make_engine(store=store_dir)
     assert holder.store  # held open (and locked) until close(), like a running compaction
-    locked = cli(store_dir, "--wait", "0", "compact", "--json")
+    locked = spawn_cli(store_dir, "--wait", "0", "compact", "--json")
     _, err = locked.communicate(timeout=120)
     assert locked.returncode == 4 and "busy" in err
     holder.close()
-    missing = cli(store_dir, "restore", "20000101T000000000000-abcd")
+    missing = spawn_cli(store_dir, "restore", "20000101T000000000000-abcd")
     _, err = missing.communicate(timeout=120)
     assert missing.returncode == 5 and "no snapshot" in err
-    unconfirmed = cli(store_dir, "forget", "c01", "--json")
+    unconfirmed = spawn_cli(store_dir, "forget", "c01", "--json")
     _, err = unconfirmed.communicate(timeout=120)
     assert unconfirmed.returncode == 2 and "--yes" in err
-    bad_pin = cli(store_dir, "pin", "nope")
+    bad_pin = spawn_cli(store_dir, "pin", "nope")
     bad_pin.communicate(timeout=120)
     assert bad_pin.returncode == 5
 
@@ -142,7 +113,7 @@ def test_exit_codes(store_dir, make_engine):
 def test_interrupted_run_keeps_records_ingested_after_it(store_dir, make_engine, write_jsonl):
     engine = make_engine(store=store_dir)
     snapshot = engine.snapshot(reason="before compaction")
-    from expengine.store.db import utcnow
+    from expengine.clock import utcnow
 
     engine.store.con.execute(
         "INSERT INTO runs VALUES ('run-killed', ?, NULL, FALSE, 'running', ?, NULL)", [utcnow(), snapshot.id]

@@ -1,4 +1,4 @@
-"""Issue 23, disk: the embedding cache keeps its vectors as BLOBs, and a store made with float32 lists is converted
+"""Disk: the embedding cache keeps its vectors as BLOBs, and a store made with float32 lists is converted
 by a migration that a kill leaves undone."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, ev
+from helpers import BOOKING, CHATTER, REFUND, Counting, ev
 
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
@@ -94,18 +94,6 @@ def test_a_fresh_vector_equals_the_one_read_back_from_the_cache(embedder, tmp_pa
         close_database(con)
 
 
-class Counting:
-    """The shared embedder, counting the texts it is asked to embed."""
-
-    def __init__(self, inner):
-        self.inner, self.texts = inner, 0
-        self.name, self.dim = inner.name, inner.dim
-
-    def encode(self, texts):
-        self.texts += len(texts)
-        return self.inner.encode(texts)
-
-
 def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_back(
     make_engine, write_jsonl, embedder
 ):
@@ -179,7 +167,7 @@ def test_an_archived_memory_keeps_lancedbs_float16_vector_and_why_and_revive_use
 def test_a_text_that_a_memory_out_of_lancedb_shares_keeps_its_cached_vector(make_engine, write_jsonl, embedder):
     """A cycle dropped the cached vector of a text when any memory in LanceDB held it, also when an archived
     one held it too: a query showing that archived memory embedded its text again, and the one row appended
-    made DuckDB rewrite the cache's whole row group at the next checkpoint (issue 23: +1.2 MB on the sample
+    made DuckDB rewrite the cache's whole row group at the next checkpoint (+1.2 MB on the sample
     logs' store after 3 cycles). A cycle also puts back what a store lost so (from LanceDB, embedding none)."""
     said = "I need a flight from DEN to Tokyo NRT on 2026-03-20"
     again = ev("d01", 40, "message", session="s4", role="user", content=said)  # b02's text, another session

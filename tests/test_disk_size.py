@@ -1,4 +1,4 @@
-"""Issue 23, disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
+"""Disk: small DuckDB blocks, snapshots without the embedding cache's rows, LanceDB fragments that
 snapshots keep sharing across a cycle, and lancedb imported without its REST client."""
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, DIM, REFUND, rows
 
 from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, Index
-from expengine.store.lance_rows import memory_rows
 
 REPO = Path(__file__).resolve().parents[1]
-DIM = 8
 
 
 def block_size(path: Path) -> int:
@@ -86,26 +84,6 @@ def test_a_store_made_with_big_blocks_still_opens_and_its_snapshots_get_small_on
         assert block_size(copy) == BLOCK_SIZE
 
 
-def rows(ids: range, state: str = "active"):
-    import datetime as dt
-
-    records = [
-        {
-            "id": f"m{i}",
-            "agent": "a",
-            "kind": "message",
-            "category": "c",
-            "ts": dt.datetime(2026, 1, 1),
-            "text": f"t{i}",
-        }
-        for i in ids
-    ]
-    for r in records:
-        r["state"] = state
-    vectors = np.random.default_rng(len(ids)).standard_normal((len(records), DIM)).astype(np.float32)
-    return memory_rows(records, vectors, DIM)
-
-
 def data_files(folder: Path) -> dict[str, int]:
     return {p.name: p.stat().st_ino for p in (folder / f"{MEMORIES}.lance" / "data").iterdir()}
 
@@ -141,7 +119,7 @@ def test_lancedb_is_imported_without_its_rest_client_and_a_remote_name_still_loa
     code = f"""
 import sys
 from expengine.store.index import Index, MEMORIES
-from test_disk_size import rows
+from helpers import rows
 index = Index({str(tmp_path / LANCE_DIR)!r})
 index.add(MEMORIES, rows(range(20)), replace=False)
 hits = index.table(MEMORIES).search([0.0] * 8).limit(3).to_arrow().num_rows

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from offline_python import run_offline_python
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, REFUND, run_offline_python
 
 from expengine.errors import ModelError
 

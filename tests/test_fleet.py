@@ -7,9 +7,7 @@ import json
 import sys
 
 import pytest
-from fleet_helpers import NAMES, make_fleet
-from test_cli_usage import run_main
-from test_kill import load_kill_test
+from helpers import NAMES, load_kill_test, make_fleet, run_main
 
 from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
@@ -32,7 +30,7 @@ def kill_the_paused_worker(run, marker) -> tuple[int, dict]:
 
 
 def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, embedder, local_ray):
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
 
     root = tmp_path / "fleet"
     make_fleet(root, embedder)
@@ -52,7 +50,7 @@ def test_fleet_compact_runs_every_store_and_reports_the_broken_one(tmp_path, emb
 def test_a_killed_worker_is_retried_and_the_store_is_compacted_once(tmp_path, embedder, local_ray):
     """SIGKILL the worker in the middle of a store's compaction: Ray runs the task again, the retry
     rolls the half-done run back from its snapshot, and the store ends with one completed cycle."""
-    from expengine.fleet.compact import compact_fleet
+    from expengine.fleet.cycles import compact_fleet
 
     root = tmp_path / "fleet"
     ids = make_fleet(root, embedder, names=("alpha", "beta"))
@@ -106,7 +104,7 @@ def test_fleet_commands_report_per_store_and_in_total(monkeypatch, capsys, tmp_p
 def test_fleet_ingest_routes_by_agent_keeps_rejects_and_is_idempotent(tmp_path, embedder, local_ray, runner):
     import gzip
 
-    from fleet_helpers import fleet_lines
+    from helpers import fleet_lines
 
     from expengine import Engine
     from expengine.fleet.ingest import ingest_fleet

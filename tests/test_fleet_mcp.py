@@ -8,29 +8,23 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from fleet_helpers import make_fleet
-from test_cli_usage import run_main
-from test_service import REPO, TEMPLATES, free_port, stop
+from helpers import REPO, TEMPLATES, Child, free_port, make_fleet, run_main, stop
 
 from expengine.service.client import FLEET_SERVERS, TOKEN_FILE, Client, find_fleet_server
 
 
-def start_fleet_server(root: Path) -> tuple[subprocess.Popen, Client]:
+def start_fleet_server(root: Path) -> tuple[Child, Client]:
     """`serve --root` on a free port, returned once it answers /health (polled, with a deadline)."""
     url = f"http://127.0.0.1:{free_port()}"
-    child = subprocess.Popen(
+    child = Child(
         [sys.executable, "-m", "expengine", *TEMPLATES, "serve", "--root", str(root), "--http", url[7:]],
         cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     client, deadline = Client(url=url), time.monotonic() + 300
     while client.health() is None:

@@ -7,8 +7,7 @@ import json
 import os
 
 import pytest
-from fleet_helpers import make_fleet, moto_server
-from test_cli_usage import run_main
+from helpers import make_fleet, moto_server, run_main
 
 boto3 = pytest.importorskip("boto3", reason="moto and boto3 come with the test extra: pip install -e '.[test]'")
 pytest.importorskip("moto", reason="moto comes with the test extra: pip install -e '.[test]'")
@@ -64,7 +63,7 @@ def test_logs_on_s3_are_ingested_and_backfilled_per_store(tmp_path, embedder, s3
     as they read local files; a prefix with nothing under it is a one-line error."""
     import gzip
 
-    from fleet_helpers import fleet_lines
+    from helpers import fleet_lines
 
     pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
 
@@ -109,7 +108,7 @@ def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
     """`[index] uri = "s3://..."`: ingest, the hybrid query (vectors and the full-text index), compaction
     (whose cleanup leaves one version of each table), a snapshot and its restore (the index rebuilt from
     the restored DuckDB) all work with the tables on S3; DuckDB and the snapshots stay local."""
-    from fleet_helpers import fleet_lines
+    from helpers import fleet_lines
 
     from expengine import Engine
     from expengine.store.db import LANCE_DIR, REINDEX_PENDING
@@ -174,7 +173,7 @@ def test_a_store_keeps_its_lancedb_on_s3(tmp_path, embedder, s3):
 
 
 def test_fleet_ingest_puts_each_new_stores_index_under_the_index_root(tmp_path, embedder, s3):
-    from fleet_helpers import fleet_lines
+    from helpers import fleet_lines
 
     pytest.importorskip("ray", reason="the fleet extra is not installed: pip install -e '.[fleet]'")
     from expengine import Engine

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fleet_helpers import NAMES, make_fleet
+from helpers import NAMES, make_fleet
 from starlette.testclient import TestClient
 
 from expengine.errors import InputError
@@ -74,7 +74,7 @@ def test_the_shard_map_names_the_stores_of_one_shard(tmp_path):
 
 
 def test_serve_root_needs_http_and_a_whole_shard_choice(monkeypatch, capsys, tmp_path):
-    from test_cli_usage import run_main
+    from helpers import run_main
 
     code, out, err = run_main(monkeypatch, capsys, ["serve", "--root", str(tmp_path)])
     assert code == 2 and out == "" and "serve --root needs --http" in err

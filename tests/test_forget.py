@@ -4,44 +4,15 @@ snapshots and old LanceDB versions included."""
 from __future__ import annotations
 
 import json
-import lzma
 from pathlib import Path
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, ev
+from helpers import MARKER, OTHERS, SECRET, ev, files_holding
 from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.errors import ExpengineError, NotFoundError
 from expengine.store.index import MEMORIES, UNITS
-
-MARKER = "zqxvmarker4417"  # lower case: the full-text index stores tokens lower-cased
-SECRET = [
-    ev(
-        f"p{i:02d}",
-        40 + i,
-        "note",
-        session="private",
-        agent="bot",
-        category="preference",
-        content=f"User u-555 {MARKER} prefers {seat} seats and {meal} meals on long flights",
-    )
-    for i, (seat, meal) in enumerate(
-        [("aisle", "vegan"), ("window", "kosher"), ("aisle", "vegan"), ("exit row", "halal")]
-    )
-]
-OTHERS = BOOKING + REFUND + CHATTER
-
-
-def _contents(path: Path) -> bytes:
-    """A file's bytes, unpacked where it is a snapshot's xz-compressed database (what `xzgrep` reads)."""
-    return lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
-
-
-def files_holding(folder: Path, needle: str) -> list[str]:
-    """Every file under `folder` whose bytes contain `needle` (what `grep -r` would find, xz unpacked)."""
-    data = needle.encode()
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and data in _contents(p))
 
 
 @pytest.fixture

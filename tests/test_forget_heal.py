@@ -8,8 +8,7 @@ import shutil
 
 import duckdb
 import pytest
-from offline_python import run_offline_python
-from test_forget import MARKER, OTHERS, SECRET, files_holding
+from helpers import MARKER, OTHERS, SECRET, files_holding, run_offline_python
 
 from expengine.errors import NotFoundError
 from expengine.store.db import DB_FILE

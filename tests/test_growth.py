@@ -6,7 +6,7 @@ import datetime as dt
 import json
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, REFUND
 from typer.testing import CliRunner
 
 from expengine.cli import app

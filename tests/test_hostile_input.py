@@ -11,7 +11,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
-from test_refine import weather_session
+from helpers import weather_session
 
 from expengine.cli import common, main
 from expengine.errors import InputError, NotFoundError

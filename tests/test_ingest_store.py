@@ -7,15 +7,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from expengine.errors import InputError, RejectedLinesError
 from expengine.ingest.readers import Item
-
-REPO = Path(__file__).resolve().parents[1]
-TAU = REPO.parent / "shared" / "data" / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.json"
 
 GOOD = [
     {
@@ -169,11 +166,11 @@ def test_missing_path_is_a_clear_error(make_engine, tmp_path):
         make_engine().ingest([str(tmp_path / "nope.jsonl")])
 
 
-@pytest.mark.skipif(not TAU.exists(), reason="shared tau-bench data not present")
-def test_openai_chat_runs_become_goals_tool_calls_linked_results_and_outcomes(make_engine, tmp_path):
-    runs = json.loads(TAU.read_text(encoding="utf-8"))[:2]
-    path = tmp_path / "runs.json"
-    path.write_text(json.dumps(runs), encoding="utf-8")
+def test_openai_chat_runs_become_goals_tool_calls_linked_results_and_outcomes(make_engine):
+    """Two hand-made runs shaped as tau-bench writes them (tests/data): a booking that succeeded, a
+    cancellation that failed."""
+    path = REPO / "tests" / "data" / "openai_chat_runs.json"
+    runs = json.loads(path.read_text(encoding="utf-8"))
     engine = make_engine()
     first = engine.ingest([str(path)])
     assert first.rejected == 0 and first.stored > 20
@@ -184,7 +181,7 @@ def test_openai_chat_runs_become_goals_tool_calls_linked_results_and_outcomes(ma
         "SELECT id, tool_name, tool_args, tool_call_id FROM records WHERE kind = 'tool_call' AND session = 'task0/trial0' ORDER BY ts LIMIT 1"
     ).fetchall()[0]
     assert call[0].startswith("task0/trial0/step") and call[1] == "get_user_details"
-    assert json.loads(call[2]) == {"user_id": "mia_li_3668"}
+    assert json.loads(call[2]) == {"user_id": "ada_ng_1024"}
     answered = engine.store.con.execute(
         "SELECT tool_name FROM records WHERE kind = 'tool_result' AND json_extract_string(meta, '$.call_record') = ?",
         [call[0]],

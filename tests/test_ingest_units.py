@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from helpers import assess_event
 
 from expengine.ingest.events import EventError, event_from_native, parse_ts, render
 from expengine.ingest.redact import Redactor
-from expengine.ingest.rules import assess
 
 
 def test_parse_ts_accepts_iso_with_and_without_zone_and_epoch():
@@ -88,24 +88,6 @@ def test_redactor_leaves_ids_dates_and_non_luhn_numbers_alone():
 
 def test_redactor_can_be_disabled():
     assert Redactor(enabled=False)("a@b.com") == ("a@b.com", 0)
-
-
-def assess_event(**kw):
-    """The rules' verdict on a user message with no context, with `kw` overriding any field."""
-    base = dict(
-        kind="message",
-        role="user",
-        content="",
-        tool_error=None,
-        outcome=None,
-        goal_long_term=None,
-        has_goal=False,
-        importance=None,
-        category=None,
-        confidence=None,
-    )
-    base.update(kw)
-    return assess(**base)
 
 
 def test_rules_rank_errors_feedback_and_protected_phrases_above_chatter():

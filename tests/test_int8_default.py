@@ -9,8 +9,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
-from test_compact_cli import paused_cli
+from helpers import BOOKING, CHATTER, REFUND, paused_cli
 
 from expengine import Engine
 from expengine.errors import ModelError
@@ -102,7 +101,7 @@ def test_a_kill_after_the_first_batch_leaves_the_int8_record(write_jsonl, tmp_pa
 
 
 def test_a_fleet_worker_and_a_bench_take_an_existing_stores_encoder(write_jsonl, tmp_path):
-    from test_bench_smoke import load
+    from helpers import load
 
     from expengine.config import Config
     from expengine.fleet.runtime import cached_embedder, store_engine

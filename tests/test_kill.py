@@ -3,24 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kill_test.py"
-
-
-def load_kill_test():
-    spec = importlib.util.spec_from_file_location("kill_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from helpers import load_kill_test
 
 
 def kills_heal(tmp_path, embedder, phases, *, kills: int, seed: int, base: bool) -> set[str]:

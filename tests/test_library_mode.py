@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_compact import BOOKING, CHATTER, REFUND
+from helpers import BOOKING, CHATTER, REFUND, spawn_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,14 +29,7 @@ def test_an_engine_held_open_blocks_neither_cron_compact_nor_cli_queries(make_en
     agent.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
     assert agent.query("refund past the window", k=3, touch=False).hits
     store = tmp_path / "store"
-    compact = subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), "--wait", "120", "compact", "--no-refine", "--json"],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    compact = spawn_cli(store, "--wait", "120", "compact", "--no-refine", "--json")
     queried = run_cli(store, "--wait", "120", "query", "refund window", "--json", "--no-touch")
     out, err = compact.communicate(timeout=600)
     assert compact.returncode == 0, err

@@ -8,10 +8,10 @@ import datetime as dt
 import json
 
 import pytest
-from test_query import UNIT_TEXT, add_unit, cli, dump, engine_on, store  # noqa: F401 (fixtures)
+from helpers import add_unit, cli, dump
 
+from expengine.clock import utcnow
 from expengine.store import query_log, units
-from expengine.store.db import utcnow
 from expengine.store.index import UNITS
 from expengine.store.state import set_state
 

@@ -9,9 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from test_compact import BOOKING, REFUND
-from test_compact_cli import paused_cli
-from test_service import mcp_params
+from helpers import BOOKING, REFUND, mcp_params, paused_cli
 
 from expengine import __version__
 
@@ -54,7 +52,7 @@ async def _session(store: Path, compaction: Any) -> dict[str, Any]:
             await session.call_tool("memory_forget", {"ids": ["late-1"], "dry_run": True})
         ).structured_content
         seen["kept"] = await session.call_tool("memory_show", {"id": "late-1"})
-        seen["forgot"] = (await session.call_tool("memory_forget", {"session": "s9"})).structured_content
+        seen["forgot"] = (await session.call_tool("memory_forget", {"sessions": ["s9"]})).structured_content
         seen["gone"] = await session.call_tool("memory_show", {"id": "late-1"})
         seen["no_filter"] = await session.call_tool("memory_forget", {"dry_run": True})
     return seen
@@ -83,6 +81,7 @@ def test_ingest_without_waiting_answers_during_a_compaction_and_the_receipt_says
         "memory_why",
         "memory_stats",
         "memory_units",
+        "memory_goals",
         "memory_forget",
     }
     assert "wait" in seen["tools"]["memory_ingest"]["properties"]

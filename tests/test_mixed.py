@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from offline_python import run_offline_python
+from helpers import run_offline_python
 from typer.testing import CliRunner
 
 from expengine.cli import app

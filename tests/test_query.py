@@ -10,11 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from helpers import BASE, UNIT_TEXT, add_unit, cli, dump, ts_at
 from typer.testing import CliRunner
 
+from expengine.clock import utcnow
 from expengine.errors import InputError, NotFoundError
 from expengine.query.render import HEADER
-from expengine.store.db import utcnow
 from expengine.store.embeddings import VectorMemo
 from expengine.store.index import UNITS
 from expengine.store.reindex import unit_rows
@@ -22,192 +23,6 @@ from expengine.store.state import set_state
 from expengine.textutil import approx_tokens
 
 WEATHER_ERROR = "get_weather error: 429 Too Many Requests, rate limit exceeded"
-BASE = (utcnow() - dt.timedelta(days=30)).replace(microsecond=0)
-
-
-def _ts(minutes: int) -> str:
-    return (BASE + dt.timedelta(minutes=minutes)).isoformat() + "Z"
-
-
-def _events() -> list[dict]:
-    sb = {"agent": "support-bot", "session": "s1"}
-    return [
-        {
-            **sb,
-            "id": "w1",
-            "ts": _ts(1),
-            "kind": "tool_result",
-            "goal_id": "g1",
-            "outcome": "failure",
-            "category": "weather",
-            "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"},
-        },
-        {
-            **sb,
-            "id": "w2",
-            "ts": _ts(2),
-            "kind": "tool_result",
-            "goal_id": "g2",
-            "outcome": "failure",
-            "category": "weather",
-            "tool": {"name": "get_weather", "error": "429 Too Many Requests, rate limit exceeded"},
-        },
-        {
-            **sb,
-            "id": "w3",
-            "ts": _ts(3),
-            "kind": "observation",
-            "goal_id": "g1",
-            "outcome": "success",
-            "category": "weather",
-            "content": "waited 60 seconds after the 429 and retried get_weather; the forecast came back",
-        },
-        {
-            **sb,
-            "id": "w4",
-            "ts": _ts(4),
-            "kind": "observation",
-            "category": "weather",
-            "content": "get_weather rate limit is 60 requests per minute per API key",
-        },
-        {
-            **sb,
-            "id": "f1",
-            "ts": _ts(5),
-            "kind": "message",
-            "role": "user",
-            "category": "booking",
-            "content": "I need a flight from Denver to Tokyo on March 20, morning departure",
-        },
-        {
-            **sb,
-            "id": "f2",
-            "ts": _ts(6),
-            "kind": "tool_call",
-            "category": "booking",
-            "tool": {"name": "search_flights", "args": {"from": "DEN", "to": "NRT", "date": "2026-03-20"}},
-        },
-        {
-            **sb,
-            "id": "r1",
-            "ts": _ts(7),
-            "kind": "tool_call",
-            "category": "refund",
-            "tool": {"name": "request_refund", "args": {"order": "A-77"}},
-        },
-        {
-            **sb,
-            "id": "d1",
-            "ts": _ts(8),
-            "kind": "observation",
-            "category": "weather",
-            "content": "the weather provider rotates API keys every Sunday night",
-        },
-        {
-            **sb,
-            "id": "s1",
-            "ts": _ts(9),
-            "kind": "observation",
-            "category": "weather",
-            "content": "get_weather returns 429 when called twice within a second",
-        },
-        {
-            **sb,
-            "id": "s2",
-            "ts": _ts(10),
-            "kind": "observation",
-            "category": "weather",
-            "content": "get_weather gives 429 if called twice within one second",
-        },
-        {
-            **sb,
-            "id": "s3",
-            "ts": _ts(11),
-            "kind": "observation",
-            "category": "weather",
-            "content": "calling get_weather twice in a second gives a 429",
-        },
-        {
-            "agent": "coding-assistant",
-            "session": "c1",
-            "id": "c1",
-            "ts": _ts(12),
-            "kind": "observation",
-            "category": "dependency",
-            "content": "import dotenv failed: fixed by pip install python-dotenv, then tests passed",
-        },
-    ]
-
-
-UNIT_TEXT = (
-    "When get_weather returns 429 Too Many Requests, wait 60 seconds and retry once; do not call it twice per second."
-)
-
-
-def add_unit(
-    engine,
-    unit_id: str,
-    text: str,
-    sources: list[str],
-    *,
-    kind: str = "rule",
-    agent: str = "support-bot",
-    category: str = "weather",
-) -> None:
-    now = utcnow()
-    engine.store.con.execute(
-        """INSERT INTO units (id, kind, text, category, agent, support, confidence, source_ids, method, created, updated)
-           VALUES (?, ?, ?, ?, ?, ?, 0.8, ?, 'test', ?, ?)""",
-        [
-            unit_id,
-            kind,
-            text,
-            category,
-            agent,
-            len(sources),
-            json.dumps(sources),
-            now - dt.timedelta(days=10),
-            now - dt.timedelta(days=10),
-        ],
-    )
-    engine.store.index.add(UNITS, unit_rows(engine.store, f"id = '{unit_id}'"))
-    engine.store.index.refresh_text_index(UNITS)
-
-
-@pytest.fixture
-def store(make_engine, write_jsonl, tmp_path):
-    """A store with plain memories, one dormant, one merged survivor (s1 ← s2, s3, archived) and a rule unit
-    whose sources include the archived s3; closed again so the CLI can open it too."""
-    engine = make_engine()
-    result = engine.ingest([write_jsonl("log.jsonl", _events())])
-    assert result.stored == len(_events())
-    set_state(engine.store, ["d1"], "dormant", reason="test")
-    set_state(engine.store, ["s2", "s3"], "archived", reason="merged into s1")
-    engine.store.con.execute("UPDATE records SET merged_into = 's1' WHERE id IN ('s2', 's3')")
-    engine.store.con.execute("""UPDATE records SET merged_ids = '["s2", "s3"]', merged_count = 3 WHERE id = 's1'""")
-    add_unit(engine, "u-weather", UNIT_TEXT, ["w1", "w3", "s3"])
-    engine.close()
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def engine_on(make_engine, store):
-    def opener(**kwargs):
-        return make_engine(store, **kwargs)
-
-    return opener
-
-
-def cli(store, *args: str):
-    from expengine.cli import app
-
-    return CliRunner().invoke(app, ["--store", str(store), *args], catch_exceptions=False)
-
-
-def dump(engine) -> list:
-    return [
-        engine.store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("records", "units", "history")
-    ]
 
 
 # --- contract and provenance -------------------------------------------------------------------
@@ -307,8 +122,8 @@ def test_filters(engine_on):
     assert ids(outcome="success") == {"w3"}
     assert ids(goal="g1") == {"w1", "w3"}
     assert ids(category="booking") == {"f1", "f2"}
-    assert ids(since=_ts(9), kind="observation") == {"s1", "c1"}
-    assert ids(until=_ts(2), kind="tool_result") == {"w2", "w1"}
+    assert ids(since=ts_at(9), kind="observation") == {"s1", "c1"}
+    assert ids(until=ts_at(2), kind="tool_result") == {"w2", "w1"}
     assert "d1" not in everything and "d1" in ids(include_dormant=True)
     with pytest.raises(InputError):
         engine.query(text, kind="banana")
@@ -428,7 +243,7 @@ def test_feedback_records_at_ingest_do_the_same(engine_on, write_jsonl):
     events = [
         {
             "id": f"fb{i}",
-            "ts": _ts(20 + i),
+            "ts": ts_at(20 + i),
             "kind": "feedback",
             "agent": "support-bot",
             "feedback": {"signal": "negative", "target": "u-weather", "text": "wrong wait time"},

@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import assess_event, shared_data
 from secrets_table import MUST_KEEP, SECRETS
-from test_ingest_units import assess_event
 
 from expengine.ingest.redact import Redactor
 
 TS = "2026-03-01T09:00:00Z"
-TAU = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau_bench_airline"
 
 
 @pytest.mark.parametrize("kind, text, secret", SECRETS, ids=[k for k, _, _ in SECRETS])
@@ -28,10 +27,9 @@ def test_look_alikes_are_left_alone(text):
     assert Redactor()(text) == (text, 0)
 
 
-@pytest.mark.skipif(not TAU.exists(), reason="../shared/data/tau_bench_airline is not available")
 def test_no_false_positive_in_a_real_airline_log_but_its_emails():
     """Every message and tool call of the tau-bench airline runs: only the customers' e-mail addresses go."""
-    runs = json.loads((TAU / "gpt-4o-airline_tasks00-39.json").read_text(encoding="utf-8"))
+    runs = json.loads(shared_data("tau_bench_airline/gpt-4o-airline_tasks00-39.json").read_text(encoding="utf-8"))
     redactor = Redactor()
     for run in runs:
         redactor.value(run["traj"])

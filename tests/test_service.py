@@ -6,87 +6,34 @@ One server per module (starting one loads the model); the kill -9 test starts it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
-from typer.testing import CliRunner
+from helpers import (
+    BOOKING,
+    CHATTER,
+    QUERY,
+    REFUND,
+    call_ignoring_errors,
+    free_port,
+    invoke,
+    mcp_params,
+    start_server,
+    stop,
+)
 
-from expengine.cli import app
-from expengine.errors import ExpengineError
 from expengine.service.client import SOCKET_FILE, TOKEN_FILE, Client, find_server
 from expengine.store.pause import PAUSE_ENV, PAUSE_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
-TEMPLATES = ["--set", "llm.mode=template"]
-QUERY = "search_flights fails with 429 Too Many Requests"  # the store holds it (the floor silences a query it does not)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def spawn_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """A server process, just started (it is still loading the model). Its log goes to a file, read by
-    `server_log`: a pipe nobody drains fills at 64 KB (a few hundred requests) and blocks the server."""
-    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (kept on the child, closed with the process)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "expengine", "--store", str(store), *TEMPLATES, "serve", *args],
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-        text=True,
-    )
-    child.log = log  # type: ignore[attr-defined]
-    return child
-
-
-def server_log(child: subprocess.Popen) -> str:
-    """What the server has written to stderr so far."""
-    log = child.log  # type: ignore[attr-defined]
-    log.seek(0)
-    return log.read()
-
-
-def start_server(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """A server process, returned once its socket answers /health (polled, with a deadline)."""
-    child = spawn_server(store, *args, env=env)
-    deadline = time.monotonic() + 300
-    while find_server(store) is None:
-        assert child.poll() is None, server_log(child)
-        assert time.monotonic() < deadline, "the server never answered /health"
-        time.sleep(0.1)
-    return child
-
-
-def stop(child: subprocess.Popen) -> tuple[int, str]:
-    child.send_signal(signal.SIGTERM)
-    if not hasattr(child, "log"):  # a process started elsewhere, with its stderr piped
-        _, err = child.communicate(timeout=120)
-        return child.returncode, err
-    child.wait(timeout=120)
-    return child.returncode, server_log(child)
-
-
-def invoke(store: Path, *args: str, direct: bool = False) -> tuple[int, str]:
-    """(exit code as `main` would set it, stdout)."""
-    result = CliRunner().invoke(app, ["--store", str(store), *(["--direct"] if direct else []), *args])
-    error = result.exception
-    return (error.exit_code if isinstance(error, ExpengineError) else result.exit_code), result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -275,18 +222,6 @@ def test_mcp_owns_the_store_when_no_server_runs(make_engine: Any, write_jsonl: A
     assert not (store / SOCKET_FILE).exists()
 
 
-def mcp_params(store: Path) -> Any:
-    """How the SDK's stdio client starts `expengine mcp` on `store`."""
-    from mcp.client.stdio import StdioServerParameters
-
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "expengine", "--store", str(store), "mcp"],
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        cwd=str(REPO),
-    )
-
-
 async def _mcp_session(store: Path, first: tuple[str, dict[str, Any]]) -> tuple[Any, ...]:
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
@@ -302,11 +237,6 @@ async def _mcp_session(store: Path, first: tuple[str, dict[str, Any]]) -> tuple[
         return tools, answer, stats, bad_type, unknown
 
 
-def _call_ignoring_errors(client: Client, op: str) -> None:
-    with contextlib.suppress(Exception):  # the server is killed under this call
-        client.call(op, {})
-
-
 @pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_stopped_mid_compaction_then_the_next_start_recovers(
     stop_signal: signal.Signals, make_engine: Any, write_jsonl: Any, tmp_path: Path
@@ -319,7 +249,7 @@ def test_stopped_mid_compaction_then_the_next_start_recovers(
     store = tmp_path / "store"
     child = start_server(store, "--grace", "1", env={PAUSE_ENV: "decay"})
     client = Client(socket_path=store / SOCKET_FILE)
-    compact = threading.Thread(target=_call_ignoring_errors, args=(client, "compact"), daemon=True)
+    compact = threading.Thread(target=call_ignoring_errors, args=(client, "compact"), daemon=True)
     compact.start()
     marker = store / (PAUSE_MARKER + "decay")
     deadline = time.monotonic() + 180

@@ -17,15 +17,16 @@ from typing import Any
 
 import duckdb
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND
-from test_service import (
+from helpers import (
+    BOOKING,
+    CHATTER,
     QUERY,
+    REFUND,
     REPO,
-    _call_ignoring_errors,
+    call_ignoring_errors,
     free_port,
     invoke,
     mcp_params,
-    server_log,
     spawn_server,
     start_server,
     stop,
@@ -305,7 +306,7 @@ def test_sigterm_mid_compaction_exits_within_grace(make_engine: Any, write_jsonl
     grace = 3.0
     child = start_server(store, "--grace", str(grace), env={PAUSE_ENV: "decay"})
     client = Client(socket_path=store / SOCKET_FILE)
-    threading.Thread(target=_call_ignoring_errors, args=(client, "compact"), daemon=True).start()
+    threading.Thread(target=call_ignoring_errors, args=(client, "compact"), daemon=True).start()
     deadline = time.monotonic() + 180
     while not (store / (PAUSE_MARKER + "decay")).exists():  # the writer is stuck in the cycle
         assert child.poll() is None and time.monotonic() < deadline
@@ -315,4 +316,4 @@ def test_sigterm_mid_compaction_exits_within_grace(make_engine: Any, write_jsonl
     child.wait(timeout=120)
     took = time.monotonic() - started
     assert took < grace + 1.5, took  # twice --grace before
-    assert "abandoned" in server_log(child)
+    assert "abandoned" in child.communicate()[1]

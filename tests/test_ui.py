@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from test_service import free_port, start_server, stop
+from helpers import free_port, start_server, stop
 
 from expengine.service.client import TOKEN_FILE
 
@@ -258,7 +258,7 @@ def test_the_growth_page_draws_the_history_series(browser, browsed):
 
 
 def test_the_growth_chart_is_an_svg_with_a_line_per_series_on_round_axes():
-    from expengine.service.chart import growth_svg
+    from expengine.charts import growth_svg
 
     series = {"cycle": [1, 2, 3], "raw_tokens": [900, 900, 900], "hot_tokens": [700, 500, 420]}
     series |= {

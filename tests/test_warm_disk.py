@@ -1,4 +1,4 @@
-"""Issue 23: a plain `Engine.query` keeps the LanceDB tables open between calls yet lets another process
+"""A plain `Engine.query` keeps the LanceDB tables open between calls yet lets another process
 write, a cycle leaves no old LanceDB versions, and snapshots share the index files that did not change."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_compact import BOOKING, CHATTER, REFUND, ev
-from test_disk_cache import Counting
+from helpers import BOOKING, CHATTER, REFUND, Counting, ev
 
 from expengine.config import Config
 from expengine.errors import InputError

@@ -24,6 +24,9 @@ from . import (  # noqa: E402,F401
     store_cmds,
 )
 from .common import app, stderr, styled
+from .operation_cmds import register
+
+register()  # after the modules above: their renderers are registered by now
 
 
 def main() -> None:

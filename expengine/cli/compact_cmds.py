@@ -269,12 +269,12 @@ def history(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """The growth curve over compaction runs: raw vs active records, units and tokens."""
-    from ..lifecycle.growth import series
+    from ..charts import series
 
     runs = call(ctx, "history")["runs"]
     curve = series(runs)
     if png is not None:
-        from .plots import png_chart
+        from ..charts import png_chart
 
         png_chart(curve, str(png))
         stderr.print(f"wrote {png}")
@@ -285,7 +285,7 @@ def history(
         stderr.print("no compaction runs yet")
         return
     if plot:
-        from .plots import terminal_chart
+        from ..charts import terminal_chart
 
         stdout.out(
             terminal_chart(curve, width=min(stdout.width, 120), color=stdout.is_terminal and not stdout.no_color)

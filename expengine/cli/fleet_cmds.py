@@ -63,7 +63,7 @@ def compact(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """One compaction per store, one Ray task each; a lost worker's task is retried safely."""
-    from ..fleet.compact import compact_fleet
+    from ..fleet.cycles import compact_fleet
 
     report = compact_fleet(
         root,

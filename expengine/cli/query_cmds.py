@@ -1,19 +1,15 @@
-"""Query commands: query, feedback, why, show."""
+"""How query, feedback, why and show print their answers (their options come from operations.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-import inspect
 import sys
-import typing
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 
 from ..errors import InputError
-from ..query.args import QueryArgs
-from .common import JSON_OPTION, app, call, emit_json, stdout
+from .common import stdout
+from .operation_cmds import option, renders
 
 FORMATS = ("prompt", "table")
 
@@ -24,66 +20,17 @@ def _short(text: str | None, width: int = 90) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _query_options(run: Callable[..., None]) -> Callable[..., None]:
-    """`run(ctx, arguments, fmt, as_json)` as a Typer command whose options are made from
-    `QueryArgs`' fields: their names, defaults and help, so the CLI never drifts from the library."""
-    hints = typing.get_type_hints(QueryArgs)
-    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
-    renamed: dict[str, str] = {}  # option name -> QueryArgs field it turns off
-    for f in dataclasses.fields(QueryArgs):
-        meta, annotation = f.metadata, hints[f.name]
-        if f.default is dataclasses.MISSING:
-            default: Any = typer.Argument(..., help=meta["help"])
-        elif "off" in meta:
-            flag, help_text = meta["off"]
-            name = flag.lstrip("-").replace("-", "_")
-            renamed[name] = f.name
-            params.append(_option(name, bool, typer.Option(False, flag, help=help_text)))
-            continue
-        else:
-            flag = "--" + f.name.replace("_", "-")
-            flags = [meta["flag"], flag] if "flag" in meta else [flag]
-            if annotation == Optional[bool]:
-                flags = [f"{flag}/--no-{f.name.replace('_', '-')}"]
-            default = typer.Option(f.default, *flags, help=meta["help"])
-        if dt.datetime in typing.get_args(annotation):
-            annotation = Optional[str]  # --since / --until: ISO-8601 text
-        params.append(_option(f.name, annotation, default))
-    params.append(
-        _option(
-            "fmt",
-            Optional[str],
-            typer.Option(None, "--format", help="prompt or table (default: table on a terminal, else prompt)."),
-        )
-    )
-    params.append(_option("as_json", bool, JSON_OPTION))
-
-    def command(ctx: typer.Context, fmt: Optional[str], as_json: bool, **values: Any) -> None:
-        for option, turned_off in renamed.items():
-            values[turned_off] = not values.pop(option)
-        run(ctx, values, fmt, as_json)
-
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    command.__doc__ = run.__doc__
-    command.__name__ = run.__name__
-    return command
-
-
-def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
-
-
-@app.command()
-@_query_options
-def query(ctx: typer.Context, arguments: dict[str, Any], fmt: Optional[str], as_json: bool) -> None:
-    """Ranked knowledge units and memories for a situation. Example: expengine query "get_weather returns 429" """
+@renders(
+    "query",
+    option(
+        "fmt",
+        Optional[str],
+        typer.Option(None, "--format", help="prompt or table (default: table on a terminal, else prompt)."),
+    ),
+)
+def query(result: dict[str, Any], arguments: dict[str, Any], fmt: Optional[str]) -> None:
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint="use --format prompt or --format table")
-    result = call(ctx, "query", **arguments)
-    if as_json:
-        emit_json(result)
-        return
     if (fmt or ("table" if sys.stdout.isatty() else "prompt")) == "prompt":
         if result["prompt"]:
             sys.stdout.write(result["prompt"] + "\n")
@@ -123,24 +70,9 @@ def _print_table(result: dict[str, Any]) -> None:
     stdout.print(table)
 
 
-@app.command()
-def feedback(
-    ctx: typer.Context,
-    item_id: str = typer.Argument(..., metavar="ID", help="A unit or record id."),
-    helped: bool = typer.Option(False, "--helpful", help="It helped the agent."),
-    harmed: bool = typer.Option(False, "--harmful", help="It misled or harmed the agent."),
-    note: Optional[str] = typer.Option(None, "--note", help="Why (kept in the item's history)."),
-    restore: bool = typer.Option(False, "--restore", help="Bring a quarantined unit back into queries."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """Report that a unit or memory helped or harmed; persistently harmful units are quarantined."""
-    if helped and harmed:
-        raise InputError("--helpful and --harmful contradict each other", hint="give one of them, or neither")
-    helpful = True if helped else False if harmed else None
-    result = call(ctx, "feedback", id=item_id, helpful=helpful, note=note, restore=restore)
-    if as_json:
-        emit_json(result)
-        return
+@renders("feedback")
+def feedback(result: dict[str, Any], arguments: dict[str, Any]) -> None:
+    helpful = arguments["helpful"]
     verdict = "no report" if helpful is None else ("helpful" if helpful else "harmful")
     line = (
         f"{result['type']} {_short(result['id'])}: {verdict} · utility {result['utility']:+.2f} · "
@@ -153,19 +85,9 @@ def feedback(
     stdout.print(line)
 
 
-@app.command()
-def why(
-    ctx: typer.Context,
-    text: str = typer.Argument(..., help="What the agent remembers, e.g. what the user once said."),
-    limit: int = typer.Option(5, "--limit", help="At most this many items."),
-    revive: bool = typer.Option(False, "--revive", help="Wake what is found (active again, with a history line)."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """What the memory set aside that matches TEXT (sleeping, archived, merged, superseded) and why."""
-    result = call(ctx, "why", text=text, limit=limit, revive=revive)
-    if as_json:
-        emit_json(result)
-        return
+@renders("why")
+def why(result: dict[str, Any], arguments: dict[str, Any]) -> None:
+    text = arguments["text"]
     if not result["items"]:
         stdout.print("nothing set aside matches", style="dim")
         return
@@ -190,17 +112,8 @@ def why(
     stdout.print(table)
 
 
-@app.command()
-def show(
-    ctx: typer.Context,
-    item_id: str = typer.Argument(..., metavar="ID", help="A record or unit id."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """Everything about one record or unit: scores, state, provenance, history."""
-    result = call(ctx, "show", id=item_id)
-    if as_json:
-        emit_json(result)
-        return
+@renders("show")
+def show(result: dict[str, Any], arguments: dict[str, Any]) -> None:
     from rich.table import Table
 
     fields = Table(title=f"{result['type']} {_short(result['id'])}", show_header=False)

@@ -1,13 +1,14 @@
-"""Refinement commands: refine, units, trace."""
+"""Refinement commands: refine; how units and trace print their answers."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
 from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
+from .operation_cmds import renders
 
 
 @app.command()
@@ -43,20 +44,9 @@ def refine(
         stdout.print(f"  {unit['id']} [{unit['kind']}/{unit['method']}] {unit['text']}")
 
 
-@app.command()
-def units(
-    ctx: typer.Context,
-    agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's units."),
-    user: Optional[str] = typer.Option(None, "--user", help="Only this user's personal units (notes, facts)."),
-    status: Optional[str] = typer.Option(None, "--status", help="active, dormant, superseded or quarantined."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="rule, fact or note."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """List knowledge units with support, confidence and utility."""
-    rows = call(ctx, "units", agent=agent, user=user, status=status, kind=kind)["units"]
-    if as_json:
-        emit_json({"units": rows})
-        return
+@renders("units")
+def units(result: dict[str, Any], arguments: dict[str, Any]) -> None:
+    rows = result["units"]
     if not rows:
         stderr.print("no units (run `expengine refine` or `expengine compact`)")
         return
@@ -75,17 +65,8 @@ def units(
     stdout.print(table)
 
 
-@app.command()
-def trace(
-    ctx: typer.Context,
-    unit_id: str = typer.Argument(..., help="A unit id (see `expengine units`)."),
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """Show a unit and every raw record it came from, archived ones included."""
-    result = call(ctx, "trace", id=unit_id)
-    if as_json:
-        emit_json(result)
-        return
+@renders("trace")
+def trace(result: dict[str, Any], arguments: dict[str, Any]) -> None:
     unit = result["unit"]
     stdout.print(
         f"{unit['id']} [{unit['kind']}, {unit['status']}, {unit['method']}] support {unit['support']} "

@@ -45,7 +45,7 @@ def serve(
 ) -> None:
     """Own the store in one long-lived process with the models loaded; the CLI and MCP then go through it.
     Listens on serve.sock in the store folder. Stop with SIGTERM: it exits within --grace seconds.
-    With --root, serve many tenants over --http instead (see README, Fleet)."""
+    With --root, serve many tenants over --http instead (see docs/guides/fleet.md)."""
     from ..service.edges import setup_logging
 
     if root is not None:

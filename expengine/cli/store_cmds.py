@@ -177,7 +177,7 @@ def _by_user(rows: dict[str, dict[str, int]], as_json: bool) -> None:
 
 
 def _weights(ctx: typer.Context, as_json: bool) -> None:
-    from .plots import weight_bars
+    from ..charts import weight_bars
 
     result = call(ctx, "weights")
     if as_json:

@@ -157,7 +157,7 @@ class Engine(Upkeep, Explain, AgentLogs):
     @property
     def store(self) -> Store:
         """The open store, kept open (and locked) until `close()`: for scripts and tests that reach into
-        SQL. While held, this Engine blocks other processes, as an Engine always did before."""
+        SQL. While held, this Engine blocks other processes."""
         store = self._store
         if self._held and store is not None:  # no guard: a server's readers must not wait for the writer
             return store
@@ -347,9 +347,9 @@ class Engine(Upkeep, Explain, AgentLogs):
     def query(self, text: str, **options: Any) -> "QueryResult":
         """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
         what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
-        `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind, outcome,
-        since, until, goal, project, budget, include_dormant, expand, session, goal_id)."""
-        from ..query.args import QueryArgs
+        `options` are the fields of `operations.QueryArgs` (k, touch, agent, category, kind, outcome,
+        since, until, goal, user, project, budget, include_dormant, expand, session, goal_id)."""
+        from ..operations import QueryArgs
         from ..query.search import query
 
         limit = self.config.query.max_text_chars

@@ -1,5 +1,5 @@
 """Telling the agent and its user why: an item's story (`show`), what was set aside (`why`), a unit's
-sources (`trace`), and their reports on it (`feedback`). A mixin of `Engine`, as `Upkeep` is."""
+sources (`trace`), the goals worked on (`goals`), and their reports on it (`feedback`). A mixin of `Engine`, as `Upkeep` is."""
 
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ class Explain:
         with self.session() as store:
             return give_feedback(store, item_id, helpful=helpful, note=note, restore=restore)
 
-    def restore_unit(self, unit_id: str, *, reason: str = "restored by the user") -> bool:
-        """Bring a quarantined unit back into queries (False if it was not quarantined)."""
-        from ..store.feedback import restore_unit
+    def goals(self, *, agent: str | None = None, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The goals worked on, the latest first, with their status and how many records each holds."""
+        from ..query.goals import list_goals
 
         with self.session() as store:
-            return restore_unit(store, unit_id, reason=reason)
+            return list_goals(store, agent=agent, status=status, limit=limit)
 
     def why(self, text: str, *, limit: int = 5, revive: bool = False) -> "WhyResult":
         """What the memory set aside that matches `text` (sleeping, archived, merged, superseded) and

@@ -35,9 +35,9 @@ WRITE_CPUS = 0.5
 
 def read_rows(row: dict[str, Any], *, by: str, fmt: str) -> list[dict[str, Any]]:
     """Stage 1 (`flat_map`): one source file's items, each with the store it routes to."""
+    from ..clock import utcnow
     from ..config import Config
     from ..ingest.readers import read_items
-    from ..store.db import utcnow
     from .writes import route_key
 
     cfg = Config().ingest

@@ -44,9 +44,9 @@ class FleetIngest(Result):
 def read_and_route(path: str, by: str, fmt: str) -> dict[str, list[Any]]:
     """Stage 1, in a worker: one file's items by store (returned, so the driver owns them: an object a
     worker puts is lost with the worker, and Ray ends idle workers)."""
+    from ..clock import utcnow
     from ..config import Config
     from ..ingest.readers import read_items
-    from ..store.db import utcnow
 
     cfg = Config().ingest
     routed: dict[str, list[Any]] = {}

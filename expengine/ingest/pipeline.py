@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ..clock import utcnow
 from ..errors import RejectedLinesError
 from ..results import Result
-from ..store.db import utcnow
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
 from ..store.journal import journal_ingest
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 # events per write (one DuckDB transaction, one LanceDB append): each batch costs a few fixed queries and
-# commits, so 2,048 took a third less CPU per record than 512 outside the encoder (docs/benchmarks.md, branch ingest6)
+# commits, so 2,048 took a third less CPU per record than 512 outside the encoder (`bench/ingest.py`)
 BATCH = 2048
 
 

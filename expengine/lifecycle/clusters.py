@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ..clock import utcnow
 from ..results import Result
-from ..store.db import arrow_view, utcnow
+from ..store.db import arrow_view
 from ..store.state import set_state
 from ..store.vocabulary import LIVE_SQL
 from .cluster_plan import Plan, plan_agent

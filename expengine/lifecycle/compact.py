@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..clock import utcnow
 from ..results import Result
-from ..store.db import utcnow
 from ..store.pause import pause_for_tests
 from ..store.reindex import rebuild
 from ..store.stats import hot_text

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..clock import utcnow
 from ..results import Result
 from ..store import unit_reads, units
-from ..store.db import utcnow
 from ..store.filters import sql_str
 from ..store.state import set_state
 from ..store.vocabulary import INDEXED_RECORDS_SQL

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..clock import utcnow
 from ..results import Result
-from ..store.db import arrow_view, utcnow
+from ..store.db import arrow_view
 from ..store.state import set_state
 from ..store.vocabulary import INDEXED_RECORDS_SQL
 from .common import examples

@@ -1,8 +1,8 @@
 """The design's health metrics: how the store grew and shrank per cycle, and where the weight sits now.
 
 `history` adds to each compaction run what the cycle did (forgotten, merged, purged, refined), counted
-from the per-item history log the steps write, and `series` turns the runs into the columns a chart
-plots. `weights` is the weight distribution of active memories and units, and the share of each
+from the per-item history log the steps write (`charts.series` turns the runs into what a chart
+plots). `weights` is the weight distribution of active memories and units, and the share of each
 category that went to sleep.
 """
 
@@ -18,17 +18,6 @@ if TYPE_CHECKING:
 
 # The weight histogram's bin edges: the purge and dormant thresholds' neighbourhood, then the usual range.
 EDGES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0, 1.1, 1.5)
-SERIES = ("raw_tokens", "hot_tokens", "raw", "active", "units", "forgotten", "merged", "purged", "refined")
-# What the growth charts draw (terminal, PNG, the browser's SVG): two panels of (series key, label) lines.
-TOKENS = (("raw_tokens", "raw tokens"), ("hot_tokens", "hot tokens"))
-COUNTS = (
-    ("units", "units"),
-    ("forgotten", "forgotten"),
-    ("merged", "merged"),
-    ("purged", "purged"),
-    ("refined", "refined"),
-)
-TITLES = ("memory per cycle: raw vs hot tokens", "knowledge units, and what each cycle did")
 
 
 def history(store: "Store") -> list[dict[str, Any]]:
@@ -53,16 +42,6 @@ def history(store: "Store") -> list[dict[str, Any]]:
             refined=int((steps.get("refine") or {}).get("units_written") or 0),
         )
     return runs
-
-
-def series(runs: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Columns per completed cycle (1, 2, …), as `history --plot` and `--png` draw them."""
-    done = [r for r in runs if r.get("status") == "completed"]
-    out: dict[str, list[Any]] = {"cycle": list(range(1, len(done) + 1)), "started": [r["started"] for r in done]}
-    for name in SERIES:
-        key = {"active": "active_after"}.get(name, name)
-        out[name] = [int(r.get(key) or 0) for r in done]
-    return out
 
 
 def _distribution(values: list[float]) -> dict[str, Any]:

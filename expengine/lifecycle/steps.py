@@ -29,7 +29,7 @@ STEPS: tuple[DeclaredStep, ...] = (
     DeclaredStep("decay", "decay", "decay:DecayStep"),
     DeclaredStep("goals", "goal cleanup", "goals:GoalsStep"),
     DeclaredStep("chatter", "chatter to sleep", "chatter:ChatterStep"),
-    DeclaredStep("notes", "conversation turns into dated notes", "notes:NotesStep"),
+    DeclaredStep("notes", "conversation turns into dated notes", "notes.step:NotesStep"),
     DeclaredStep("clusters", "cluster pruning and merging", "clusters:ClustersStep"),
     DeclaredStep("refine", "refinement into units", "refine:RefineStep"),
     DeclaredStep("purge", "purge", "purge:PurgeStep"),

@@ -211,8 +211,8 @@ def get_embedder(model_path: str = "", *, batch_size: int = 0, model: str = MINI
 
 def default_batch_size(runtime: str) -> int:
     """Texts per model run when `[embedder] batch_size` is 0. ONNX Runtime: 16, which took the least CPU
-    per short text in every sweep on 2 cores (5.9-6.7 ms against 7.8-10.4 at 64; docs/benchmarks.md,
-    branch ingest6); torch and the multilingual encoder: 64 (torch at 16 was no cheaper)."""
+    per short text in every sweep on 2 cores (5.9-6.7 ms against 7.8-10.4 at 64; `bench/ingest.py --sweep`);
+    torch and the multilingual encoder: 64 (torch at 16 was no cheaper)."""
     return ONNX_BATCH if runtime in (ONNX, ONNX_INT8) else TORCH_BATCH
 
 

@@ -8,13 +8,17 @@ vectors differ (mean cosine 0.991, min 0.98), so it writes vectors under its own
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
+import logging
 import os
 import sys
 import tempfile
 import threading
+import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -113,24 +117,41 @@ def _quantise(source: Path, target: Path) -> None:
             f"cannot quantise to int8: {exc}",
             hint='pip install onnx (an expengine dependency), or set [embedder] encoder = "onnx" (fp32)',
         ) from exc
-    quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
+    with _quiet_library():
+        quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
+
+
+@contextlib.contextmanager
+def _quiet_library() -> Iterator[None]:
+    """Library advice a user cannot act on stays off stderr while an export runs: onnxruntime's quantiser
+    logs "Please consider to run pre-processing before quantization" through the root logger (and adds a
+    root handler on the way), torch's exporter warns about tracing. Errors still show."""
+    root = logging.getLogger()
+    handlers, disabled = list(root.handlers), logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(disabled)
+        root.handlers[:] = handlers
 
 
 def _torch_export(folder: Path, target: Path) -> None:
     """Trace the transformer (its last hidden state) with dynamic batch and sequence axes."""
-    import warnings
-
     try:
         import torch
         from transformers import AutoModel
-        from transformers.utils import logging
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise ModelError(
             f"cannot export {folder.name} to ONNX: {exc}",
             hint='the export needs torch and transformers once; or set [embedder] encoder = "torch"',
         ) from exc
 
-    logging.set_verbosity_error()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # the weights' loading bar
     model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
 
     class LastHiddenState(torch.nn.Module):
@@ -146,8 +167,7 @@ def _torch_export(folder: Path, target: Path) -> None:
     mask = torch.ones((2, 8), dtype=torch.long)
     mask[1, 5:] = 0  # a padded row, so the trace keeps the masking
     axes = {name: {0: "batch", 1: "sequence"} for name in (*INPUTS, "last_hidden_state")}
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with torch.no_grad(), _quiet_library():
         torch.onnx.export(
             LastHiddenState(),
             (ids, mask, torch.zeros_like(ids)),

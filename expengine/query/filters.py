@@ -19,7 +19,7 @@ from ..store.vocabulary import KINDS as RECORD_KINDS
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES, OUTCOMES, EventError, parse_ts
 
 if TYPE_CHECKING:
-    from .args import QueryArgs
+    from ..operations import QueryArgs
 
     pass
 

@@ -37,7 +37,7 @@ QUERY_MEMO = "query:"
 def embed_query(store: "Store", text: str) -> np.ndarray:
     """The query vector, kept in the store's memo so a process asked the same text again embeds nothing (an
     agent repeats its questions); in memory only, as writing it to the cache made DuckDB rewrite the
-    cache's row group at the next checkpoint (issue 23)."""
+    cache's row group at the next checkpoint."""
     memo, key, digest = store.embeddings.memo, QUERY_MEMO + store.embeddings.name, text_hash(text)
     known = memo.get(key, [digest])
     if known:

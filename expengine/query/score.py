@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..store.db import json_ids, utcnow
+from ..clock import utcnow
+from ..store.db import json_ids
 from ..store.index import UNITS
 from ..store.row_memo import Rows
 from ..store.users import visible, visible_unit

@@ -58,14 +58,14 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from ..clock import utcnow
 from ..errors import InputError
 from ..models.mixed import encoder_of
+from ..operations import QueryArgs
 from ..store import query_log
-from ..store.db import utcnow
 from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use
-from .args import QueryArgs
 from .expand import attach_evidence
 from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, Repeat, ScoreParts

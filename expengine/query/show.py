@@ -6,8 +6,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..clock import utcnow
 from ..errors import NotFoundError
-from ..store.db import json_ids, utcnow
+from ..store.db import json_ids
 from .score import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:

@@ -6,16 +6,20 @@ there); otherwise it opens the store itself, once, and keeps the Engine for its 
 
 from __future__ import annotations
 
+import inspect
 import threading
-from typing import Annotated, Any, Callable, Literal, Optional
+from typing import Annotated, Any, Callable, Optional
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from .. import __version__
+from ..arguments import model_of
 from ..errors import ExpengineError
+from ..operations import OPERATIONS, Operation
 from .client import Client
 from .ingest_queue import IngestQueue, preload
 
@@ -35,6 +39,30 @@ def strict(tool: Tool) -> Tool:
     tool.fn_metadata.arg_model = model
     tool.parameters = model.model_json_schema(by_alias=True)
     return tool
+
+
+def declared(op: Operation, call: Callable[[str, dict[str, Any]], Any]) -> Tool:
+    """The MCP tool of a declared operation: its parameters are the fields of the same strict model the
+    server validates with (types, defaults, bounds, descriptions), so the two cannot drift."""
+    model = model_of(op.args)
+    params = []
+    for name, info in model.model_fields.items():
+        described = Field(description=info.description) if info.description else Field()
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if info.is_required() else info.default,
+                annotation=Annotated[(info.annotation, *info.metadata, described)],
+            )
+        )
+
+    def tool(**arguments: Any) -> dict[str, Any]:
+        return call(op.name, arguments)
+
+    tool.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    hints = ToolAnnotations(read_only_hint=op.read_only, destructive_hint=op.destructive)
+    return strict(Tool.from_function(tool, name=op.tool, description=op.mcp, annotations=hints))
 
 
 def build(
@@ -65,63 +93,6 @@ def build(
     background = IngestQueue(lambda body: call("ingest", body))
     if find() is None:
         preload()  # this process will ingest itself: load the libraries now, not under an agent's call
-
-    def memory_query(
-        text: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="The situation the agent is in or what it is about to do, "
-                "in plain words, e.g. 'refund a cancelled flight'.",
-            ),
-        ],
-        k: Annotated[int, Field(ge=1, le=50, description="At most this many hits.")] = 5,
-        agent: Annotated[Optional[str], Field(description="Only this agent's memories and units.")] = None,
-        user: Annotated[
-            Optional[str], Field(description="The user you serve: their memories and shared ones, never another's.")
-        ] = None,
-        kind: Annotated[
-            Optional[str],
-            Field(
-                description="'rule' or 'fact' for units; a record kind such as 'tool_call' or 'message' for memories."
-            ),
-        ] = None,
-        outcome: Annotated[
-            Optional[Literal["success", "failure"]], Field(description="Only memories of tasks that ended so.")
-        ] = None,
-        since: Annotated[Optional[str], Field(description="Not older than this ISO-8601 UTC time.")] = None,
-        budget: Annotated[
-            Optional[int], Field(ge=1, description="Stop adding hits past this many prompt tokens.")
-        ] = None,
-        touch: Annotated[bool, Field(description="Reinforce the hits returned (they stay in memory longer).")] = True,
-        session: Annotated[
-            Optional[str], Field(description="Your session id: when it ends with an outcome, that credits the hits.")
-        ] = None,
-        goal_id: Annotated[Optional[str], Field(description="Your goal id, credited the same way.")] = None,
-        project: Annotated[
-            Optional[str], Field(description="The coding project you work in (owner/name, name or its folder).")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Search the memory for what is relevant to a situation. Returns `prompt` (a short, ready-to-use action
-        guide with cautions: put it in your context) and `hits` (each with id, type unit|memory, text, score and
-        source record ids; use the ids with memory_show and memory_feedback); `relevant` is false when nothing is."""
-        return call(
-            "query",
-            {
-                "text": text,
-                "k": k,
-                "agent": agent,
-                "user": user,
-                "kind": kind,
-                "outcome": outcome,
-                "since": since,
-                "budget": budget,
-                "touch": touch,
-                "session": session,
-                "goal_id": goal_id,
-                "project": project,
-            },
-        )
 
     def memory_ingest(
         records: Annotated[
@@ -177,81 +148,13 @@ def build(
         except ExpengineError as exc:
             raise ToolError(str(exc)) from None
 
-    def memory_forget(
-        ids: Annotated[Optional[list[str]], Field(description="Record ids to delete.")] = None,
-        session: Annotated[Optional[str], Field(description="Delete this session's records.")] = None,
-        agent: Annotated[Optional[str], Field(description="Delete this agent's records.")] = None,
-        dry_run: Annotated[bool, Field(description="Only say what would be deleted.")] = False,
-    ) -> dict[str, Any]:
-        """Delete memories for real (e.g. a privacy request): the records, their embeddings and history, from
-        the store and its snapshots; units citing them lose them, or go when nothing else supports them. The
-        filters combine with AND; at least one is needed. Returns what was (or would be) deleted."""
-        return call(
-            "forget",
-            {
-                "ids": ids,
-                "sessions": [session] if session is not None else None,
-                "agents": [agent] if agent is not None else None,
-                "dry_run": dry_run,
-            },
-        )
-
-    def memory_units(
-        kind: Annotated[Optional[Literal["rule", "fact"]], Field(description="Only rules or only facts.")] = None,
-        status: Annotated[
-            Optional[str], Field(description="active (default: all), superseded, quarantined, ...")
-        ] = None,
-        agent: Annotated[Optional[str], Field(description="Only this agent's units.")] = None,
-    ) -> dict[str, Any]:
-        """List the knowledge units the memory distilled: each rule (when, do, expect, pitfall) or fact, with
-        its status, support, confidence and source record ids."""
-        return call("units", {"kind": kind, "status": status, "agent": agent})
-
-    def memory_feedback(
-        id: Annotated[str, Field(min_length=1, description="A unit or memory id from memory_query's hits.")],
-        helpful: Annotated[bool, Field(description="true if it helped, false if it was wrong or misleading.")],
-        note: Annotated[Optional[str], Field(description="Why, in a few words (kept in the item's history).")] = None,
-    ) -> dict[str, Any]:
-        """Report whether a remembered unit or memory helped. Helpful raises its utility (ranked higher later);
-        harmful lowers it, and a persistently harmful unit is quarantined (left out of queries)."""
-        return call("feedback", {"id": id, "helpful": helpful, "note": note})
-
-    def memory_show(
-        id: Annotated[str, Field(min_length=1, description="A unit or memory id.")],
-    ) -> dict[str, Any]:
-        """Everything about one unit or memory: its fields, score parts, state, the raw records it stands for
-        (provenance) and its history (why it was kept, merged or forgotten)."""
-        return call("show", {"id": id})
-
-    def memory_why(
-        text: Annotated[str, Field(min_length=1, description="What you remember, e.g. what the user once said.")],
-        limit: Annotated[int, Field(ge=1, le=100, description="At most this many items.")] = 5,
-        revive: Annotated[bool, Field(description="Wake what is found, so queries return it again.")] = False,
-    ) -> dict[str, Any]:
-        """Answer "do you remember that …?": the best-matching memories and units that were set aside (dormant,
-        archived, merged, superseded, quarantined), each with when, which step, why, its weight and what it was
-        merged into or superseded by."""
-        return call("why", {"text": text, "limit": limit, "revive": revive})
-
-    def memory_stats() -> dict[str, Any]:
-        """Size and shape of the memory: raw, active, dormant and archived records, knowledge units, counts by
-        kind, agent and category, active tokens and bytes on disk."""
-        return call("stats", {})
-
-    tools: list[Callable[..., Any]] = [
-        memory_query,
-        memory_ingest,
-        memory_status,
-        memory_feedback,
-        memory_show,
-        memory_why,
-        memory_stats,
-        memory_units,
-        memory_forget,
-    ]
     return MCPServer(
         name="expengine",
         version=__version__,
         instructions=INSTRUCTIONS,
-        tools=[strict(Tool.from_function(fn)) for fn in tools],
+        tools=[
+            *(declared(op, call) for op in OPERATIONS.values() if op.mcp),
+            strict(Tool.from_function(memory_ingest)),
+            strict(Tool.from_function(memory_status)),
+        ],
     )

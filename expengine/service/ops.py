@@ -1,4 +1,5 @@
-"""The operations a client may ask for, each with a strict argument model and how the server runs it.
+"""How the server and direct mode run each operation declared in `operations.py`: a strict request
+model made from its arguments dataclass, and the Engine call it makes.
 
 One table serves the CLI's direct mode, the server and the MCP server, so a command prints the same
 JSON however it is answered. Arguments are structured (never SQL); every result becomes plain JSON.
@@ -13,14 +14,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..arguments import Args, model_of, validate
 from ..errors import InputError, NotFoundError, TooLargeError
-from ..query import args as query_args
-from ..query.args import NAME_CHARS
+from ..operations import OPERATIONS, Mode, Operation
 from ..results import to_json
 from ..store.journal import REQUEST_PREFIX
 
@@ -28,101 +26,7 @@ if TYPE_CHECKING:
     from ..config import ServeConfig
     from ..engine import Engine
 
-# Bounds on what one request may carry (query text has its own, `query.max_text_chars`, in Engine.query)
-NOTE = 4_000
 MAX_JSON_DEPTH = 64  # a JSON body or record nested deeper is a 400 (the parser would recurse on)
-ARGS_BODY_BYTES = 2**20  # the body of every operation but ingest
-
-# How the server schedules an operation:
-#   read      - any request thread, on its own DuckDB cursor, also while a compaction runs;
-#   write     - the single writer thread, in arrival order (so queued behind a running compaction);
-#   exclusive - the writer thread, with no read in flight (it replaces files or tables readers use).
-Mode = Literal["read", "write", "exclusive"]
-
-
-QueryArgs = model_of(query_args.QueryArgs)
-
-
-class IdArgs(Args):
-    id: str = Field(min_length=1, max_length=NAME_CHARS)
-
-
-class WhyArgs(Args):
-    text: str = Field(min_length=1, max_length=NAME_CHARS, description="What the agent remembers.")
-    limit: int = Field(5, ge=1, le=100)
-    revive: bool = Field(False, description="Wake what is found.")
-
-
-class FeedbackArgs(IdArgs):
-    helpful: Optional[bool] = None
-    note: Optional[str] = Field(None, max_length=NOTE)
-    restore: bool = False
-
-
-class IngestArgs(Args):
-    paths: Optional[list[str]] = Field(
-        None, description="Absolute paths of files or folders under the server's --ingest-root folders."
-    )
-    records: Optional[list[dict[str, Any]]] = Field(None, description="Events, one JSON object each.")
-    text: Optional[str] = Field(None, description="File content (JSONL or an openai-chat array).")
-    format: str = Field("auto", max_length=NAME_CHARS)
-    strict: bool = False
-    agent: Optional[str] = Field(None, max_length=NAME_CHARS)
-    user_field: Optional[str] = Field(None, max_length=NAME_CHARS, description="Dotted path of each event's user.")
-    outcomes: Optional[list[str]] = Field(
-        None, description="Evaluation reports (sb-cli JSON, or JSONL of {session, outcome}) under --ingest-root."
-    )
-
-
-class NoArgs(Args):
-    pass
-
-
-class ReindexArgs(Args):
-    model: Optional[str] = Field(None, description="Switch the store to this embedder (minilm, multilingual).")
-
-
-class RejectsArgs(Args):
-    limit: int = Field(100, ge=1, le=10_000)
-
-
-class CompactArgs(Args):
-    dry_run: bool = False
-    refine: bool = True
-    max_llm_calls: Optional[int] = Field(None, ge=0)
-
-
-class RefineArgs(Args):
-    dry_run: bool = False
-    max_llm_calls: Optional[int] = Field(None, ge=0)
-    time_limit_s: Optional[float] = Field(None, gt=0)
-
-
-class UnitsArgs(Args):
-    agent: Optional[str] = None
-    user: Optional[str] = None
-    status: Optional[str] = None
-    kind: Optional[str] = None
-
-
-class SnapshotArgs(Args):
-    snapshot_id: str = Field(min_length=1)
-
-
-class ForgetArgs(Args):
-    """Structured filters, combined with AND (requests never carry SQL)."""
-
-    ids: list[str] | None = None
-    sessions: list[str] | None = None
-    agents: list[str] | None = None
-    users: list[str] | None = None
-    before: str | None = Field(None, max_length=NAME_CHARS)
-    rejects: bool = Field(False, description="Delete every quarantined input line instead (no other filter).")
-    dry_run: bool = False
-
-
-def _query(engine: Engine, a: Args) -> Any:
-    return engine.query(**a.model_dump())
 
 
 @dataclass(frozen=True)
@@ -211,7 +115,7 @@ class Reach:
 
 def _ingest(
     engine: Engine,
-    a: IngestArgs,
+    a: Any,
     on_progress: Callable[[int], None] | None = None,
     reach: Reach | None = None,
 ) -> Any:
@@ -253,7 +157,7 @@ def _ingest(
         return engine.ingest([str(path)], **args)
 
 
-def _forget(engine: Engine, a: ForgetArgs) -> Any:
+def _forget(engine: Engine, a: Any) -> Any:
     filters = a.ids or a.sessions or a.agents or a.users or a.before
     if a.rejects and filters:
         raise InputError("forget rejects takes no other filter", hint="clear rejects and records in two calls")
@@ -264,44 +168,47 @@ def _forget(engine: Engine, a: ForgetArgs) -> Any:
 
 @dataclass(frozen=True)
 class Op:
+    declared: Operation
     args: type[Args]
     run: Callable[..., Any]
-    mode: Mode
-    wrap: str | None = None  # lists are returned as {wrap: [...]}, as `--json` always printed them
-    max_body: int | None = ARGS_BODY_BYTES  # None: the server's --max-body-mb (ingest carries content)
-    reach: bool = False  # run with the remote client's `Reach` (what it may read on this machine)
+
+    @property
+    def mode(self) -> Mode:
+        return self.declared.mode
+
+    @property
+    def wrap(self) -> str | None:
+        return self.declared.wrap
+
+    @property
+    def max_body(self) -> int | None:
+        return self.declared.max_body
+
+    @property
+    def reach(self) -> bool:
+        return self.declared.reach
+
+
+# The Engine calls whose signatures differ from their arguments' fields; every other operation is
+# `engine.<name>(**arguments)`.
+RUNNERS: dict[str, Callable[..., Any]] = {
+    "show": lambda e, a: e.show(a.id),
+    "trace": lambda e, a: e.trace(a.id),
+    "pin": lambda e, a: e.pin(a.id),
+    "unpin": lambda e, a: e.unpin(a.id),
+    "feedback": lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore),
+    "restore": lambda e, a: e.restore(a.snapshot_id),
+    "ingest": _ingest,
+    "forget": _forget,
+}
+
+
+def _by_name(name: str) -> Callable[..., Any]:
+    return lambda e, a: getattr(e, name)(**a.model_dump())
 
 
 OPS: dict[str, Op] = {
-    "query": Op(QueryArgs, _query, "read"),
-    "show": Op(IdArgs, lambda e, a: e.show(a.id), "read"),
-    "why": Op(WhyArgs, lambda e, a: e.why(a.text, limit=a.limit, revive=a.revive), "write"),
-    "stats": Op(NoArgs, lambda e, a: e.stats(), "read"),
-    "rejects": Op(RejectsArgs, lambda e, a: e.rejects(limit=a.limit), "read", "rejects"),
-    "units": Op(
-        UnitsArgs, lambda e, a: e.units(agent=a.agent, user=a.user, status=a.status, kind=a.kind), "read", "units"
-    ),
-    "trace": Op(IdArgs, lambda e, a: e.trace(a.id), "read"),
-    "history": Op(NoArgs, lambda e, a: e.history(), "read", "runs"),
-    "weights": Op(NoArgs, lambda e, a: e.weights(), "read"),
-    "snapshots": Op(NoArgs, lambda e, a: e.snapshots(), "read", "snapshots"),
-    "feedback": Op(
-        FeedbackArgs, lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore), "write"
-    ),
-    "ingest": Op(IngestArgs, _ingest, "write", max_body=None, reach=True),
-    "pin": Op(IdArgs, lambda e, a: e.pin(a.id), "write"),
-    "unpin": Op(IdArgs, lambda e, a: e.unpin(a.id), "write"),
-    "compact": Op(
-        CompactArgs, lambda e, a: e.compact(dry_run=a.dry_run, refine=a.refine, max_llm_calls=a.max_llm_calls), "write"
-    ),
-    "refine": Op(
-        RefineArgs,
-        lambda e, a: e.refine(dry_run=a.dry_run, max_llm_calls=a.max_llm_calls, time_limit_s=a.time_limit_s),
-        "write",
-    ),
-    "restore": Op(SnapshotArgs, lambda e, a: e.restore(a.snapshot_id), "exclusive"),
-    "reindex": Op(ReindexArgs, lambda e, a: e.reindex(model=a.model), "exclusive"),
-    "forget": Op(ForgetArgs, _forget, "exclusive"),
+    name: Op(op, model_of(op.args), RUNNERS.get(name) or _by_name(name)) for name, op in OPERATIONS.items()
 }
 
 

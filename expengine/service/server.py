@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 log = logging.getLogger("expengine.serve")
-MAX_BODY_BYTES = 16 * 2**20  # an ingest's records or text; every other operation: ops.ARGS_BODY_BYTES
+MAX_BODY_BYTES = 16 * 2**20  # an ingest's records or text; every other operation: operations.ARGS_BODY_BYTES
 WRITER_NICE = 10
 # the first class that matches wins: TooLargeError before its base InputError
 STATUS = {TooLargeError: 413, InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesError: 422}
@@ -154,7 +154,7 @@ class Service:
     async def execute(self, name: str, op: ops.Op, args: ops.Args) -> Any:
         if op.mode != "read":
             return await asyncio.wrap_future(self.submit(name, op, args))
-        touch = isinstance(args, ops.QueryArgs) and getattr(args, "touch", False)
+        touch = name == "query" and getattr(args, "touch", False)
         if touch:
             args = args.model_copy(update={"touch": False})
         result = await run_in_threadpool(self.read, op, args)
@@ -264,7 +264,7 @@ def build_app(
 
     async def stats(request: Request) -> Response:
         op = ops.lookup("stats")
-        result = await service.execute("stats", op, ops.NoArgs())
+        result = await service.execute("stats", op, op.args())
         return json_response(
             {"store": json.loads(ops.dumps(op, result)), "server": {**service.health(), **service.counts}}
         )

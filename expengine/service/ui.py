@@ -24,9 +24,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..charts import growth_svg
 from ..errors import ExpengineError, InputError, NotFoundError
 from . import ops
-from .chart import growth_svg
 
 log = logging.getLogger("expengine.serve")
 PREFIX = "/ui"
@@ -188,7 +188,7 @@ def build_ui(service: Executes, token: str) -> ASGIApp:
 
     @page
     async def growth(request: Request) -> Response:
-        from ..lifecycle.growth import series
+        from ..charts import series
 
         runs = (await read("history"))["runs"]
         curve = series(runs)

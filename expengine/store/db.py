@@ -16,6 +16,7 @@ from typing import Iterator
 
 import duckdb
 
+from ..clock import utcnow  # migrations are stamped with it; store modules and lifecycle/purge.py import it from here
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
 from ..errors import READ_ONLY_ERRNOS, LockedError, StoreError
 from .filters import sql_str
@@ -35,10 +36,10 @@ SCRUB_PENDING = ".forget-scrub-pending"
 REINDEX_PENDING = ".reindex-pending"
 # DuckDB's file: three 4 KiB headers, then `total_blocks` blocks of `block_size` (PRAGMA database_size)
 DUCKDB_HEADER_BYTES = 3 * 4096
-REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see README, Repair)"
+REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see docs/guides/repair.md)"
 # blocks of new database files (DuckDB's default is 256 KiB): every table and every column segment starts
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
-# ones 8.5 MB (issue 23). A file keeps the block size it was made with.
+# ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
@@ -63,10 +64,6 @@ def json_meta(value: str | None) -> dict:
     except json.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 
 
 class StoreLock:

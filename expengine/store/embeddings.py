@@ -168,7 +168,7 @@ class EmbeddingCache:
         """Make sure DuckDB holds the vectors of `texts`, taken from the memo or embedded, whatever the memo
         holds: a cycle does it for those queries read from the cache (`query.expand.cached_texts`), so that a
         query appends none (one appended row made DuckDB rewrite the cache's whole row group at the next
-        checkpoint: +1.2 MB on the sample logs' store, issue 23). How many it wrote."""
+        checkpoint: +1.2 MB on the sample logs' store). How many it wrote."""
         if self.halves is not None:
             english, multilingual = self.halves
             routed = [reads_multilingual(t) for t in texts]
@@ -293,7 +293,7 @@ class EmbeddingCache:
         their memories leave it. A text that a memory out of LanceDB holds too (archived, waiting out the
         observation window, or pending) keeps its vector, taken from LanceDB if the cache lost it: a query
         showing that memory would embed it again, and appending one row made DuckDB rewrite the cache's
-        whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store; issue 23)."""
+        whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store)."""
         model = self.name
         if not self._indexes(model):
             return 0

@@ -243,7 +243,7 @@ def m010_query_log(con: duckdb.DuckDBPyConnection) -> None:
 
 @migration
 def m011_embeddings_blob(con: duckdb.DuckDBPyConnection) -> None:
-    """The embedding cache's vectors as BLOBs (`vector_bytes`; issue 23), converted in this
+    """The embedding cache's vectors as BLOBs (`vector_bytes`), converted in this
     migration's transaction, so a kill leaves the old table whole and the next open converts again."""
 
     from .vector_bytes import vector_blobs
@@ -282,13 +282,13 @@ def m011_embeddings_blob(con: duckdb.DuckDBPyConnection) -> None:
 @migration
 def m012_embeddings_float16(con: duckdb.DuckDBPyConnection) -> None:
     """Which cached vectors are float16 bytes (`vector_bytes.ARCHIVED_TYPE`): archived memories', as LanceDB
-    held them (issue 23); the rows before are all float32."""
+    held them; the rows before are all float32."""
     con.execute("ALTER TABLE embeddings ADD COLUMN float16 BOOLEAN NOT NULL DEFAULT false")
 
 
 @migration
 def m013_clusters_without_centroid(con: duckdb.DuckDBPyConnection) -> None:
-    """Clusters without their float32 centroids: nothing read them (issue 23: 0.3 MB of the sample logs' store,
+    """Clusters without their float32 centroids: nothing read them (0.3 MB of the sample logs' store,
     and as much again in each snapshot)."""
     con.execute("ALTER TABLE clusters DROP COLUMN centroid")
 

@@ -5,7 +5,7 @@ Per sentence of a turn (and the caption of an image it shared):
   nothing about anyone or anything: they are *chatter* and make no note;
 - any other sentence is a statement: interjections and filler words are dropped ("Wow,", "so",
   "really", "just"), first and second person become names (`subjects.py`), relative times become
-  dates (`dates.py`), clauses that only evaluate and hedges are cut (`compact.py`). Content words
+  dates (`dates.py`), clauses that only evaluate and hedges are cut (`lean.py`). Content words
   (names, objects, places, numbers, titles) are never dropped;
 - a sentence that starts with a pronoun ("It was so powerful.") continues the one before it and
   joins its note; opening the turn, it is noted under its speaker's name ("Caroline: It …"). A
@@ -28,7 +28,7 @@ from functools import lru_cache
 from ...textutil import HAN
 from ..chatter import CHATTER_WORDS, stop_words
 from . import dates, subjects
-from .compact import IGNORABLE, OPINION_WORDS, base, compact, lean, without_evaluations
+from .lean import IGNORABLE, OPINION_WORDS, base, compact, lean, without_evaluations
 
 _SPEAKER = re.compile(r"^\s*([^:：\n]{1,40})(?::\s+|：\s*)")
 _CAPTION = re.compile(r"\s*\(shared image: (?P<caption>[^)]*)\)\s*$")

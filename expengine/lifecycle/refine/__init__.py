@@ -21,9 +21,10 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from ...clock import utcnow
 from ...errors import ModelError
 from ...store import units
-from ...store.db import json_ids, json_meta, utcnow
+from ...store.db import json_ids, json_meta
 from ...store.records import fetch_records, select_records
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
