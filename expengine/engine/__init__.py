@@ -28,6 +28,7 @@ from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
 from ..store.vectors import record_encoder, settle_encoder
+from .coding import Coding
 from .explain import Explain
 from .upkeep import Upkeep
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ..store.stats import Stats
 
 
-class Engine(Upkeep, Explain):
+class Engine(Upkeep, Explain, Coding):
     """One store folder: call methods with keyword arguments, close it (or use `with`) when done.
 
     An Engine holds no lock between calls: each public method takes the store lock, opens the

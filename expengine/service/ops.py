@@ -72,6 +72,13 @@ class IngestArgs(Args):
     )
 
 
+class AgentContextArgs(Args):
+    situation: Literal["session-start", "prompt", "failure", "export"]
+    project: str = Field(max_length=NAME_CHARS, description="The project, as `expengine hook` names it from a cwd.")
+    text: Optional[str] = Field(None, max_length=NAME_CHARS, description="The prompt, or the failed command's error.")
+    budget: Optional[int] = Field(None, ge=1, le=query_args.MAX_BUDGET)
+
+
 class NoArgs(Args):
     pass
 
@@ -281,6 +288,7 @@ OPS: dict[str, Op] = {
     "feedback": Op(
         FeedbackArgs, lambda e, a: e.feedback(a.id, helpful=a.helpful, note=a.note, restore=a.restore), "write"
     ),
+    "agent_context": Op(AgentContextArgs, lambda e, a: e.agent_context(**a.model_dump()), "read"),
     "ingest": Op(IngestArgs, _ingest, "write", max_body=None, reach=True),
     "pin": Op(IdArgs, lambda e, a: e.pin(a.id), "write"),
     "unpin": Op(IdArgs, lambda e, a: e.unpin(a.id), "write"),
