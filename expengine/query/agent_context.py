@@ -45,13 +45,13 @@ def evidence(store: "Store", source_ids: list[str]) -> tuple[int, int]:
     goal succeeded). A fix's sources are mostly the failures it answers: then only the first count."""
     if not source_ids:
         return 0, 0
-    row = store.con.execute(
+    rows = store.con.execute(
         "SELECT count(DISTINCT r.session), count(DISTINCT r.session) FILTER (WHERE (r.kind = 'tool_result' "
         "AND r.tool_error IS NULL) OR g.status = 'succeeded') FROM records r LEFT JOIN goals g "
         "ON g.goal_id = r.goal_id WHERE r.id IN (SELECT unnest(?)) AND r.session IS NOT NULL",
         [source_ids],
-    ).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    ).fetchall()  # consumed whole: a pending result would hold the server's read cursor in a transaction
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
 
 def _lines(store: "Store", where: str, params: list[Any]) -> list[Line]:
