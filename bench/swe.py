@@ -233,9 +233,14 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
             with watch.section("queries"):
                 memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
                 memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+                # what the SessionStart hook injects for the task's project (the same call, without the process)
+                hook_first = [
+                    engine.agent_context("session-start", project=q[1 : q.index("]")])["text"] for q, _ in first
+                ]
             report["first_step"] = {
                 "memory": first_step_share(memory_first, first),
                 "BM25 over raw training runs": first_step_share(bm25_first, first),
+                "SessionStart hook": first_step_share(hook_first, first),
                 "examples": [{"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]],
             }
             report["error_recovery"] = {

@@ -152,3 +152,20 @@ def test_private_spans_and_ignored_files_stay_out_of_the_store(tmp_path: Path) -
     text = json.dumps([list(map(str, r)) for r in rows])
     assert "hunter2" not in text and "swordfish" not in text and "BEGIN KEY" not in text
     assert "[private]" in text and "README.md" in text
+
+
+def test_the_ids_a_hook_names_are_shown_with_their_sources_and_exported_with_their_evidence(
+    learned: Path, tmp_path: Path
+) -> None:
+    from test_connect import _cli
+
+    text = context_of(run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})[1])
+    unit_id = text.split("[", 1)[1].split(";", 1)[0]
+    code, out = _cli("show", unit_id, "--json", store=learned)
+    assert code == 0 and json.loads(out)["sources"]
+    agents = tmp_path / "CLAUDE.md"
+    project = tmp_path / "demo"
+    project.mkdir()
+    code, out = _cli("export", "agents-md", "--project", str(project), "--write", str(agents), store=learned)
+    assert code == 0
+    assert unit_id in agents.read_text() and "seen in 3 sessions" in agents.read_text()
