@@ -27,9 +27,18 @@ def ingest(
     outcomes: Optional[List[str]] = typer.Option(
         None, "--outcomes", help="An evaluation report grading the runs (sb-cli JSON, or JSONL of {session, outcome})."
     ),
+    from_agents: bool = typer.Option(
+        False, "--from-agents", help="Read every coding agent's logs where they live (PATHS: only these agents)."
+    ),
+    roots: Optional[List[str]] = typer.Option(
+        None, "--root", help="With --from-agents: where to look for Aider histories."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Validate, redact, embed and store agent log events. Example: expengine ingest logs/*.jsonl"""
+    if from_agents:
+        _from_agents(ctx, paths or [], roots or [], strict=strict, as_json=as_json)
+        return
     if not paths and not outcomes:  # PATHS may be left out only when --outcomes grades runs already stored
         from typer._click.exceptions import MissingParameter
 
@@ -61,6 +70,22 @@ def ingest(
         stderr.print(f"  rejected {reject['file']}:{reject['line']}: {reject['error']}")
     if result["rejected"] > 10:
         stderr.print(f"  … and {result['rejected'] - 10} more (see `expengine rejects`)")
+
+
+def _from_agents(ctx: typer.Context, tools: list[str], roots: list[str], *, strict: bool, as_json: bool) -> None:
+    from .agent_cmds import check_tools
+
+    with open_engine(ctx) as engine:
+        result = engine.ingest_agents(check_tools(tools), roots, strict=strict)
+    if as_json:
+        emit_json(result)
+        return
+    read = result.ingest
+    stdout.print(
+        f"{result.sources} sources: {result.read_sources} read ({result.bytes_read / 2**20:.1f} MiB), "
+        f"{result.unchanged} unchanged · read {read.read} · stored {read.stored} · duplicates {read.duplicates} · "
+        f"rejected {read.rejected} ({read.seconds:.1f} s)"
+    )
 
 
 def _ingest(ctx: typer.Context, paths: list[str], *, progress: bool, **args: Any) -> Any:

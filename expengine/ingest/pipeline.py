@@ -74,10 +74,12 @@ def ingest(
     outcomes: list[str] | None = None,
     on_progress: Callable[[int], None] | None = None,
     preread: dict[str, list[Item]] | None = None,
+    reader: Callable[[str], Iterable[Item]] | None = None,
 ) -> IngestResult:
     """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
     With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
-    items are stored instead of reading `paths`, through the same redaction, checks and writes."""
+    items are stored instead of reading `paths`, through the same redaction, checks and writes. With
+    `reader`, each file's items come from it (an incremental read of agent logs) instead of `read_items`."""
     import time
 
     started = time.perf_counter()
@@ -97,7 +99,8 @@ def ingest(
         "agent": agent,
         "now": now,
     }
-    ahead = _read_ahead(store, files, read, preread)
+    read_file = reader or (lambda name: read_items(name, **read))
+    ahead = _read_ahead(store, files, read_file, preread)
 
     def written(events: int, stored: int, counts: EmbedCounts) -> None:
         result.stored += stored
@@ -122,6 +125,8 @@ def ingest(
             items: Iterable[Item] = (
                 preread[name]
                 if preread is not None and file_format != "outcomes"
+                else read_file(name)
+                if file_format != "outcomes"
                 else read_items(name, **{**read, "fmt": file_format})
             )
             if file_format == "outcomes":
@@ -185,7 +190,10 @@ def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResul
 
 
 def _read_ahead(
-    store: "Store", files: list[str], read: dict[str, Any], preread: dict[str, list[Item]] | None = None
+    store: "Store",
+    files: list[str],
+    read_file: Callable[[str], Iterable[Item]],
+    preread: dict[str, list[Item]] | None = None,
 ) -> dict[str, Counter[str]]:
     """Words per script in the first PRESCAN events of each file, so that a new store on `auto` picks its
     embedder from all the files of its first ingest, whatever their order (stdin cannot be read twice:
@@ -195,7 +203,7 @@ def _read_ahead(
         return by_file
     for name in files:
         if name != "-":
-            items = islice(preread[name] if preread is not None else read_items(name, **read), PRESCAN)
+            items = islice(preread[name] if preread is not None else read_file(name), PRESCAN)
             by_file[name] = count_scripts(render(item.event) for item in items if item.event is not None)
     return by_file
 

@@ -132,11 +132,15 @@ def read_items(
     agent: str | None,
     now: dt.datetime,
     max_document_bytes: int = IngestConfig.max_document_bytes,
+    opened: IO[bytes] | None = None,
+    first_line: int = 1,
 ) -> Iterator[Item]:
+    """`opened`: a stream to read instead of opening `name` (a range of it, for an incremental read), whose
+    first line is line `first_line` of the file."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     label = "<stdin>" if name == "-" else name
-    stream = _open_binary(name)
+    stream = opened if opened is not None else _open_binary(name)
     try:
         buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
         head = buffered.peek(65536)[:65536]  # type: ignore[union-attr]
@@ -156,7 +160,9 @@ def read_items(
         elif _is_document(head):
             yield from _read_document(buffered, label, fmt, limit=max_document_bytes, agent=agent, now=now)
         else:
-            yield from _read_lines(buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now)
+            yield from _read_lines(
+                buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now, first=first_line
+            )
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read {label}: {exc}", hint="is the file complete and not corrupt?") from exc
     finally:
@@ -165,14 +171,21 @@ def read_items(
 
 
 def _read_lines(
-    stream: IO[bytes], label: str, fmt: str, *, max_line_bytes: int, agent: str | None, now: dt.datetime
+    stream: IO[bytes],
+    label: str,
+    fmt: str,
+    *,
+    max_line_bytes: int,
+    agent: str | None,
+    now: dt.datetime,
+    first: int = 1,
 ) -> Iterator[Item]:
     # session logs name a call's result by id on a later line: one reader per file remembers the calls
     sessions = {
         "claude-code": ClaudeCodeReader(agent=agent or "default"),
         "codex": CodexReader(agent=agent or "default"),
     }
-    for number, raw in enumerate(_bounded_lines(stream, max_line_bytes), start=1):
+    for number, raw in enumerate(_bounded_lines(stream, max_line_bytes), start=first):
         if raw is None:
             yield Item(label, number, error=f"line longer than {max_line_bytes} bytes (raise ingest.max_line_bytes)")
             continue

@@ -291,3 +291,26 @@ def m013_clusters_without_centroid(con: duckdb.DuckDBPyConnection) -> None:
     """Clusters without their float32 centroids: nothing read them (issue 23: 0.3 MB of the sample logs' store,
     and as much again in each snapshot)."""
     con.execute("ALTER TABLE clusters DROP COLUMN centroid")
+
+
+@migration
+def m014_source_cursors(con: duckdb.DuckDBPyConnection) -> None:
+    """How far each agent log file has been read (store/cursors.py), so a nightly ingest reads only what
+    was appended or created since, and a rewritten or rotated file is read again from its start."""
+    con.execute(
+        """
+        CREATE TABLE source_cursors (
+            path VARCHAR PRIMARY KEY,
+            tool VARCHAR NOT NULL,
+            format VARCHAR NOT NULL,
+            inode BIGINT NOT NULL,
+            size BIGINT NOT NULL,
+            mtime_ns BIGINT NOT NULL,
+            "offset" BIGINT NOT NULL,
+            line INTEGER NOT NULL,
+            head_bytes INTEGER NOT NULL,
+            head_hash VARCHAR NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )

@@ -1,0 +1,150 @@
+"""opencode: `~/.local/share/opencode/storage/` (`session/<project>/<id>.json`, `message/<session>/<id>.json`,
+`part/<message>/<id>.json`) and what `opencode export <session>` prints (`{info, messages: [{info, parts}]}`).
+
+A message is `{id, role, time: {created}, path: {cwd, root}, error}`; its parts are text, tool
+(`{tool, callID, state: {status, input, output, error, metadata}}`), reasoning, step-start /
+step-finish, snapshot, patch, file, compaction. A tool part whose state is `error` is a failed call,
+unless the user aborted it; reasoning, steps and snapshots are skipped and counted. The project is the
+session's `directory` (or the message's `path.root`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from ...store.vocabulary import EventError
+from ..events import Event, as_text
+from .base import AgentReader, from_ms, mapping, project_meta
+
+_SKIPPED_PARTS = {"reasoning", "step-start", "step-finish", "snapshot", "patch", "file", "compaction", "agent", "retry"}
+
+
+def is_opencode_export(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("info"), dict) and isinstance(obj.get("messages"), list)
+
+
+def is_opencode_session(obj: Any) -> bool:
+    """A stored session's info: `id` starting `ses_`, with `projectID` or `directory`."""
+    return (
+        isinstance(obj, dict)
+        and str(obj.get("id", "")).startswith("ses")
+        and ("projectID" in obj or "directory" in obj)
+    )
+
+
+class OpencodeReader(AgentReader):
+    def __init__(self, *, agent: str, info: dict[str, Any], now: dt.datetime) -> None:
+        super().__init__(agent=agent)
+        self.session = str(info.get("id") or "")
+        self.now = from_ms((info.get("time") or {}).get("created"), now)
+        self.meta = project_meta(info.get("directory"))
+        if info.get("parentID"):
+            self.meta["parent_session"] = info["parentID"]
+
+    def message(self, info: dict[str, Any], parts: list[Any]) -> list[Event]:
+        if not isinstance(info, dict) or "role" not in info:
+            raise EventError("an opencode message needs `info` with a `role`")
+        path = mapping(info, "path")
+        if "cwd" not in self.meta and (path.get("root") or path.get("cwd")):
+            self.meta = project_meta(path.get("root") or path.get("cwd"))
+        ts = from_ms((info.get("time") or {}).get("created"), self.now)
+        out: list[Event] = []
+        for n, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            pts = from_ms(
+                ((part.get("time") or {}).get("start")) or ((part.get("state") or {}).get("time") or {}).get("start"),
+                ts,
+            )
+            key = part.get("id") or f"{info.get('id')}/{n}"
+            common: dict[str, Any] = {
+                "id": f"{self.session}/{key}",
+                "ts": pts,
+                "session": self.session,
+                "meta": self.meta,
+            }
+            kind = part.get("type")
+            if kind == "text":
+                text = str(part.get("text") or "").strip()
+                if not text or part.get("synthetic"):
+                    self.skip("synthetic" if text else "empty")
+                elif info["role"] == "user":
+                    out.extend(self.prompt(text, **common))
+                else:
+                    out.append(self.event("message", role="assistant", content=text, **common))
+            elif kind == "tool":
+                out.extend(self.tool(part, common))
+            elif kind in _SKIPPED_PARTS:
+                self.skip(str(kind))
+            else:
+                self.skip(f"part {kind}")
+        error = info.get("error")
+        if isinstance(error, dict):
+            name = str(error.get("name") or "error")
+            if name == "MessageAbortedError":
+                self.skip("aborted")
+            else:
+                detail = (error.get("data") or {}).get("message") if isinstance(error.get("data"), dict) else None
+                common = {
+                    "id": f"{self.session}/{info.get('id')}/error",
+                    "ts": ts,
+                    "session": self.session,
+                    "meta": self.meta,
+                }
+                result = self.result(None, f"{name}: {detail or ''}".strip(": "), True, **common)
+                result.tool_name = "opencode"
+                out.append(result)
+        return out
+
+    def tool(self, part: dict[str, Any], common: dict[str, Any]) -> list[Event]:
+        state = mapping(part, "state")
+        call_id = str(part.get("callID") or part.get("id") or "")
+        call = self.call(
+            call_id, str(part.get("tool") or "tool"), state.get("input"), **{**common, "id": f"{common['id']}/call"}
+        )
+        status = state.get("status")
+        if status not in ("completed", "error"):
+            return [call]
+        error = str(state.get("error") or "")
+        metadata = mapping(state, "metadata")
+        code = metadata.get("exit")
+        aborted = status == "error" and "aborted" in error.lower()
+        failed = (status == "error" and not aborted) or (isinstance(code, int) and code != 0)
+        output = error if status == "error" else as_text(state.get("output")) or ""
+        end = from_ms((state.get("time") or {}).get("end"), common["ts"])
+        result = self.result(call_id, output, failed, **{**common, "id": f"{common['id']}/result", "ts": end})
+        if aborted:
+            result.meta = {**result.meta, "cancelled": True}
+        if isinstance(code, int):
+            result.meta = {**result.meta, "exit_code": code}
+        return [call, result]
+
+
+def export_events(obj: dict[str, Any], *, agent: str, now: dt.datetime) -> tuple[list[Event], OpencodeReader]:
+    reader = OpencodeReader(agent=agent, info=obj["info"], now=now)
+    events = [
+        ev
+        for m in obj["messages"]
+        if isinstance(m, dict)
+        for ev in reader.message(m.get("info") or {}, m.get("parts") or [])
+    ]
+    return events, reader
+
+
+def stored_session(path: Path) -> dict[str, Any]:
+    """`storage/session/<project>/<id>.json` with its messages and their parts, as `opencode export` prints it."""
+    info = json.loads(path.read_text(encoding="utf-8"))
+    storage = path.parents[2]
+    messages = []
+    for m in sorted((storage / "message" / str(info.get("id"))).glob("*.json")):
+        minfo = json.loads(m.read_text(encoding="utf-8"))
+        parts = [
+            json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((storage / "part" / str(minfo.get("id"))).glob("*.json"))
+        ]
+        messages.append({"info": minfo, "parts": parts})
+    messages.sort(key=lambda m: ((m["info"].get("time") or {}).get("created") or 0, str(m["info"].get("id"))))
+    return {"info": info, "messages": messages}
