@@ -169,3 +169,16 @@ def test_the_ids_a_hook_names_are_shown_with_their_sources_and_exported_with_the
     code, out = _cli("export", "agents-md", "--project", str(project), "--write", str(agents), store=learned)
     assert code == 0
     assert unit_id in agents.read_text() and "seen in 3 sessions" in agents.read_text()
+
+
+def test_stop_hands_the_ingest_to_a_detached_process_and_a_later_stop_never_stores_a_line_twice(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    t = _session(tmp_path / "projects", 0)
+    payload = {"session_id": t.session, "transcript_path": str(t.path), "cwd": t.cwd}
+    assert run_hook(store, "Stop", payload)[:2] == (0, "")  # returns at once; the worker goes on
+    assert _stop(store, t)[:2] == (0, "")  # waits for the worker's lock, then stores what is left
+    reference = tmp_path / "reference"
+    assert _stop(reference, _session(tmp_path / "again", 0))[:2] == (0, "")
+    assert _records(store) == _records(reference)
