@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -306,7 +307,7 @@ def test_a_claude_code_session_becomes_tool_calls_results_and_subagent_sessions(
     ]
     items = _items(write_jsonl("session.jsonl", lines))
     assert not [i.error for i in items if i.error]
-    events = [i.event for i in items]
+    events = [i.event for i in items if not i.skipped]
     kinds = [(e.kind, e.tool_name) for e in events]
     assert kinds == [
         ("goal", None),
@@ -321,7 +322,12 @@ def test_a_claude_code_session_becomes_tool_calls_results_and_subagent_sessions(
         ("message", None),
     ]
     call, failed = events[3], events[4]
-    assert call.meta == {"cwd": "/home/dev/claude-parser", "git_branch": "main", "tool": "Bash"}
+    assert call.meta == {
+        "cwd": "/home/dev/claude-parser",
+        "git_branch": "main",
+        "repo": "claude-parser",
+        "tool": "Bash",
+    }
     assert failed.tool_error == "bash: pytest: command not found" and failed.meta["call_record"] == call.id
     assert events[5].content == "PreToolUse:Bash hook failed with non-blocking status code 1"  # no ANSI codes
     assert events[7].tool_result == "print(1)" and events[7].tool_error is None
@@ -367,7 +373,7 @@ def test_a_codex_rollout_becomes_tool_calls_with_exit_codes(write_jsonl) -> None
     ]
     items = _items(write_jsonl("rollout.jsonl", lines))
     assert not [i.error for i in items if i.error]
-    events = [i.event for i in items]
+    events = [i.event for i in items if not i.skipped]
     assert [(e.kind, e.tool_name) for e in events] == [
         ("goal", None),
         ("message", None),
@@ -378,19 +384,30 @@ def test_a_codex_rollout_becomes_tool_calls_with_exit_codes(write_jsonl) -> None
         ("message", None),
     ]
     assert {e.session for e in events} == {sid} and events[0].goal_description == "run the tests"
-    assert events[2].meta == {"cwd": "/Users/dev/homelab", "git_branch": "main", "tool": "shell"}
+    assert events[2].meta == {"cwd": "/Users/dev/homelab", "git_branch": "main", "repo": "homelab", "tool": "shell"}
+    assert events[2].tool_args["command"] == "cd /repo && python -m pytest tests"
+    skipped = Counter(i.skipped for i in items if i.skipped)
+    assert skipped == {
+        "session_meta": 1,
+        "instructions": 2,
+        "event_msg:user_message": 1,
+        "turn_context": 1,
+        "reasoning": 1,
+        "event_msg:token_count": 1,
+    }
     assert events[3].tool_error == "No module named pytest"
     assert events[5].tool_error is None and "Done!" in events[5].tool_result
 
 
-def test_a_codex_item_before_its_session_meta_is_rejected(write_jsonl) -> None:
+def test_a_codex_rollout_without_its_session_meta_is_named_by_its_file(write_jsonl) -> None:
+    """A lost first line costs that line only: the items after it are one session, named by the file."""
     line = {
         "timestamp": "2025-12-28T12:21:44Z",
         "type": "response_item",
-        "payload": {"type": "message", "role": "user"},
+        "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
     }
-    items = _items(write_jsonl("rollout.jsonl", [line]))
-    assert len(items) == 1 and "session_meta" in (items[0].error or "")
+    items = _items(write_jsonl("rollout-x.jsonl", [line]))
+    assert [i.event.kind for i in items] == ["goal", "message"] and items[0].event.session == "rollout-x"
 
 
 def _call(run: str, n: int, program: str, command: str, error: str | None = None):

@@ -22,7 +22,9 @@ def ingest(
     fmt: str = typer.Option(
         "auto", "--format", help="auto, native, openai-chat, otel, swe-agent, claude-code, codex or outcomes."
     ),
-    strict: bool = typer.Option(False, "--strict", help="Exit non-zero if any line was rejected."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit non-zero if any line was rejected, or a file was mostly rejected or skipped."
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name for records that name none."),
     outcomes: Optional[List[str]] = typer.Option(
         None, "--outcomes", help="An evaluation report grading the runs (sb-cli JSON, or JSONL of {session, outcome})."
@@ -57,8 +59,9 @@ def ingest(
         if as_json:
             emit_json({"error": exc.message})
         raise
-    if result.get("warning"):
-        stderr.print(f"warning: {result['warning']}")
+    for warning in [result.get("warning"), *result.get("file_warnings", [])]:
+        if warning:
+            stderr.print(f"warning: {warning}")
     if as_json:
         emit_json(result)
         return
@@ -66,6 +69,10 @@ def ingest(
         f"read {result['read']} · stored {result['stored']} · duplicates {result['duplicates']} · "
         f"rejected {result['rejected']} · redacted {result['redacted']} ({result['seconds']:.1f} s)"
     )
+    skipped = result.get("skipped") or {}
+    if skipped:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(skipped.items(), key=lambda kv: -kv[1]))
+        stdout.print(f"skipped {sum(skipped.values())} line(s) with nothing to remember: {kinds}")
     for reject in result["rejects"][:10]:
         stderr.print(f"  rejected {reject['file']}:{reject['line']}: {reject['error']}")
     if result["rejected"] > 10:

@@ -11,6 +11,15 @@ from typing import Any
 from ..store.vocabulary import GOAL_STATUSES, KINDS, OUTCOMES, ROLES, SIGNALS, EventError, parse_ts
 
 
+class Skipped(Exception):
+    """A line the tool writes that holds nothing to remember (hook progress, token counts): counted by its
+    type, not rejected as bad input."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
 @dataclass
 class Event:
     ts: dt.datetime

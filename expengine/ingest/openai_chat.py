@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any, Iterator
 
 from ..store.vocabulary import TIME_ASSUMED, parse_ts
@@ -24,6 +25,15 @@ def run_id(obj: dict[str, Any], index: int) -> str:
     if obj.get("task_id") is not None:
         return f"task{obj['task_id']}/trial{obj.get('trial', 0)}"
     return f"run{index}"
+
+
+def _first_id(ids: Any) -> str | None:
+    """`tool_call_ids` (SWE-agent's histories): a list of call ids, or that list written as Python text."""
+    if isinstance(ids, str):
+        ids = re.findall(r"[\w.:-]+", ids.strip("[]"))
+    if isinstance(ids, list) and ids and isinstance(ids[0], (str, int)):
+        return str(ids[0])
+    return None
 
 
 def _outcome(obj: dict[str, Any]) -> str | None:
@@ -90,7 +100,7 @@ def events_from_run(obj: dict[str, Any], index: int, *, agent: str, base_ts: dt.
             yield new("message", message, role="user", content=content)
             continue
         if role == "tool":
-            call_id = message.get("tool_call_id")
+            call_id = message.get("tool_call_id") or _first_id(message.get("tool_call_ids"))
             call = latest_call.get(call_id or "")
             name = message.get("name") or (call.tool_name if call else None) or "tool"
             is_error = isinstance(content, str) and content.lower().startswith("error")

@@ -25,6 +25,8 @@ from .otlp import Span, digest, documents, spans_of, structured
 
 OPERATIONS = ("invoke_agent", "chat", "text_completion", "generate_content", "execute_tool")
 _CHAT = ("chat", "text_completion", "generate_content")
+# the skip type of a model call whose messages were not captured (the instrumentations' default)
+NO_CONTENT = "gen_ai span without message content"
 _OTLP_HEAD = re.compile(rb'\s*\{\s*"resource_?[sS]pans"')
 # The older per-message span events and the role each one speaks in.
 _EVENT_ROLES = {
@@ -40,7 +42,11 @@ def is_otlp(head: bytes) -> bool:
     return bool(_OTLP_HEAD.match(head))
 
 
-Read = tuple[int, Event | None, str | None, str | None]  # line, event, or error and raw text
+def is_otlp_object(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("resourceSpans", obj.get("resource_spans")), list)
+
+
+Read = tuple[int, Event | None, str | None, str | None]  # line, event, or error and raw text (or the skip type)
 
 
 def read_otlp(stream: IO[bytes]) -> Iterator[Read]:
@@ -102,7 +108,10 @@ class _Mapper:
         for order, span in enumerate(self.spans):
             if span.operation not in OPERATIONS:
                 continue
-            for ev in self._from_span(span):
+            events = list(self._from_span(span))
+            if span.operation in _CHAT and not any(ev.kind == "message" for ev in events):
+                out.append((span.start, order, (span.line, None, None, NO_CONTENT)))
+            for ev in events:
                 if ev.id in self.emitted:
                     continue
                 self.emitted.add(str(ev.id))
@@ -202,8 +211,19 @@ class _Mapper:
         return [_choice_message(attrs) for name, attrs in span.events if name == "gen_ai.choice"]
 
     def _chat(self, span: Span) -> Iterator[Event]:
-        """Inputs at the span's start, outputs at its end; ids count repeats along the history."""
+        """Inputs at the span's start, outputs at its end; ids count repeats along the history. A call that
+        failed (status ERROR: a rate limit, a refused request) keeps its error."""
         session = self._session(span)
+        if span.error is not None and span.operation in _CHAT:
+            model = span.attrs.get("gen_ai.request.model") or span.name
+            yield self._base(
+                span,
+                "observation",
+                span.end,
+                f"{session}/error/{span.id}",
+                content=f"{span.operation} {model} failed: {span.error}",
+                tool_error=span.error,
+            )
         seen: Counter[str] = Counter()
         for messages, ts in ((self._inputs(span), span.start), (self._outputs(span), span.end)):
             for message in messages:

@@ -20,6 +20,11 @@ def is_report(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("resolved_ids"), list)
 
 
+def is_outcome_line(obj: Any) -> bool:
+    """`{session, outcome}` (or `resolved`): a native line that lacks `kind` must get the native error, not this one."""
+    return isinstance(obj, dict) and "kind" not in obj and "session" in obj and ("outcome" in obj or "resolved" in obj)
+
+
 def outcomes_of_report(obj: dict[str, Any]) -> list[tuple[str, str]]:
     """(session, outcome) pairs of an sb-cli report; an id listed as resolved wins over a stale unresolved one."""
     resolved = [str(i) for i in obj.get("resolved_ids") or []]

@@ -16,6 +16,7 @@ from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
 from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
+from .checks import file_warnings
 from .events import Event, as_text, render
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
@@ -48,6 +49,8 @@ class IngestResult(Result):
     stored: int = 0
     duplicates: int = 0
     rejected: int = 0
+    # lines the tools write that hold nothing to remember, by type (`progress`, `event_msg:token_count`)
+    skipped: dict[str, int] = field(default_factory=dict)
     redacted: int = 0
     embedded: int = 0
     cached_embeddings: int = 0
@@ -62,6 +65,8 @@ class IngestResult(Result):
     # outcomes in an --outcomes report for sessions this store has no record of (a report grades every
     # instance of a benchmark; only the runs ingested get a goal and an outcome)
     unknown_sessions: int = 0
+    # per file: most of its lines rejected or skipped (and the format it looks like), or spans without content
+    file_warnings: list[str] = field(default_factory=list)
 
 
 def ingest(
@@ -134,15 +139,24 @@ def ingest(
                     flush()  # the runs this report grades are in the store before it is read
                 writer.drain()
                 items = _graded_sessions_only(store, list(items), result)
+            tally: Counter[str] = Counter()
             for item in items:
                 result.read += 1
+                if item.skipped is not None:
+                    result.skipped[item.skipped] = result.skipped.get(item.skipped, 0) + 1
+                    tally["skipped"] += 1
+                    tally[f"skipped:{item.skipped}"] += 1
+                    continue
                 if item.event is None:
                     _reject(store, result, item, redactor, now)
+                    tally["rejected"] += 1
                     continue
+                tally["events"] += 1
                 count_scripts([render(item.event)], counts)
                 batch.append(item)
                 if len(batch) >= BATCH:
                     flush()
+            result.file_warnings.extend(file_warnings(name, file_format, tally, read))
         if batch:
             flush()
         writer.drain()
@@ -161,6 +175,8 @@ def ingest(
             f"{result.rejects[0].error})",
             hint="fix them and ingest again; good lines were stored; see `expengine rejects`",
         )
+    if strict and result.file_warnings:
+        raise RejectedLinesError(result.file_warnings[0], hint="good lines were stored; pass the --format named")
     return result
 
 

@@ -1,4 +1,10 @@
-"""Read input paths (files, folders, `.gz`, stdin) into events or per-line rejects."""
+"""Read input paths (files, folders, `.gz`, stdin) into events, per-line rejects and skipped lines.
+
+A file's format is decided from whole lines: its first lines are read in full (each up to
+`max_line_bytes`) and the format that recognises most of them wins (`formats.FORMATS`). What was read to
+decide is read again by the format's reader, so stdin and gzip work as files do. A bad line (cut,
+over-long, nested too deep) is one reject, whatever its position: the lines after it are still read.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +13,26 @@ import datetime as dt
 import gzip
 import io
 import json
-import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from ..config import IngestConfig
 from ..errors import InputError
-from .events import Event, EventError, event_from_native
-from .openai_chat import events_from_run, is_run
-from .otel import is_otlp, read_otlp
-from .outcomes import events_from_outcome, is_report, outcome_of_line, outcomes_of_report
+from .chat_array import read_chat_array
+from .events import EventError, Skipped
+from .formats import NAMES, Context, Format, ObjectReader, by_name, recognise
+from .items import TOO_DEEP, Item, located, nests_too_deep, parse
+from .otel import is_otlp
 from .remote import expand_uri, is_uri, open_uri
-from .sessions import ClaudeCodeReader, CodexReader, SessionReader, is_claude_code, is_codex
-from .trajectories import events_from_trajectory, is_trajectory
 
-FORMATS = ("auto", "native", "openai-chat", "otel", "swe-agent", "claude-code", "codex", "outcomes")
+FORMATS = NAMES
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj")
-
-
-@dataclass
-class Item:
-    """One input line's result: an event, or a reject with the reason and raw text."""
-
-    file: str
-    line: int
-    event: Event | None = None
-    error: str | None = None
-    raw: str | None = None
-    # the event was redacted already, this many times (a fleet's prepare stage, `redact_event`); None: not yet
-    redacted: int | None = None
+# lines read to decide a file's format, and the bytes they may take together
+SNIFF_LINES = 20
+SNIFF_BYTES = 8 << 20
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -78,50 +73,93 @@ def _open_binary(name: str) -> IO[bytes]:
     return raw
 
 
-def _shape(obj: Any) -> str:
-    """The format one JSON object is written in, by its shape."""
-    if is_trajectory(obj):
-        return "swe-agent"
-    if is_claude_code(obj):
-        return "claude-code"
-    if is_codex(obj):
-        return "codex"
-    if is_run(obj):
-        return "openai-chat"
-    if is_report(obj) or _is_outcome_line(obj):
-        return "outcomes"
-    return "native"
+class _Prefixed(io.RawIOBase):
+    """The bytes read to sniff a file, then the rest of it: the format's reader starts at the beginning."""
 
+    def __init__(self, prefix: bytes, rest: IO[bytes]) -> None:
+        self.prefix, self.rest = memoryview(prefix), rest
 
-def _is_outcome_line(obj: Any) -> bool:
-    """`{session, outcome}` (or `resolved`): a native line that lacks `kind` must get the native error, not this one."""
-    return isinstance(obj, dict) and "kind" not in obj and "session" in obj and ("outcome" in obj or "resolved" in obj)
-
-
-def _sniff(head: bytes) -> str:
-    """Tell the formats apart by the first object's shape."""
-    stripped = head.lstrip()
-    if is_otlp(stripped):
-        return "otel"
-    if stripped.startswith(b"["):
-        return "openai-chat"
-    first = stripped.split(b"\n", 1)[0]
-    try:
-        return _shape(json.loads(first))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return "native"
-
-
-def _is_document(head: bytes) -> bool:
-    """One JSON object written over many lines (a trajectory, a report), not JSONL."""
-    stripped = head.lstrip()
-    if not stripped.startswith(b"{"):
-        return False
-    try:
-        json.loads(stripped.split(b"\n", 1)[0])
-        return False
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    def readable(self) -> bool:
         return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n], self.prefix = self.prefix[:n], self.prefix[n:]
+            return n
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+@dataclass
+class _Head:
+    """A file's first lines, read in full to decide its format, and the bytes to read again."""
+
+    lines: list[bytes]
+    held: bytes
+    first_too_long: bool  # the first line was over the limit: skipped, a reject, its bytes not held
+
+
+def _read_head(stream: IO[bytes], limit: int) -> _Head:
+    lines: list[bytes] = []
+    held: list[bytes] = []
+    first_too_long, total = False, 0
+    while len(lines) < SNIFF_LINES and total < SNIFF_BYTES:
+        line = stream.readline(limit + 1)
+        if not line:
+            break
+        if len(line) > limit and not line.endswith(b"\n"):
+            if lines or held:  # read again in full by the reader, which rejects it
+                held.append(line)
+                break
+            first_too_long = True
+            _skip_rest_of_line(stream)
+            continue
+        held.append(line)
+        total += len(line)
+        if line.strip():
+            lines.append(line)
+    return _Head(lines, b"".join(held), first_too_long)
+
+
+def sniff(lines: list[bytes]) -> str:
+    """The format that recognises most of these lines (ties: the earlier in FORMATS); native when none does."""
+    votes: Counter[str] = Counter()
+    order = {name: i for i, name in enumerate(NAMES)}
+    for line in lines:
+        try:
+            name = recognise(parse(line))
+        except (EventError, UnicodeDecodeError):
+            continue
+        if name:
+            votes[name] += 1
+    if not votes:
+        return "native"
+    return min(votes, key=lambda n: (-votes[n], order[n]))
+
+
+def _is_document(head: _Head) -> bool:
+    """One JSON value written over many lines (a trajectory, a report): its first line is no JSON of its own,
+    and no other line is a JSON object written from the line's start (a JSONL line after a cut first one)."""
+    if head.first_too_long or not head.lines or not head.lines[0].lstrip().startswith(b"{"):
+        return False
+    try:
+        parse(head.lines[0])
+        return False
+    except EventError as exc:
+        if str(exc) == TOO_DEEP:
+            return False
+    except UnicodeDecodeError:
+        return False
+    for line in head.lines[1:]:
+        if line.startswith(b"{"):
+            try:
+                if isinstance(parse(line), dict):
+                    return False
+            except (EventError, UnicodeDecodeError):
+                continue
+    return True
 
 
 def read_items(
@@ -141,28 +179,33 @@ def read_items(
         raise InputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     label = "<stdin>" if name == "-" else name
     stream = opened if opened is not None else _open_binary(name)
+    ctx = Context(label=label, agent=agent or "default", now=now)
     try:
         buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
-        head = buffered.peek(65536)[:65536]  # type: ignore[union-attr]
-        if head.startswith(codecs.BOM_UTF8):  # read as utf-8-sig: the mark is not part of the first line
+        start = buffered.peek(1)[:4096]  # type: ignore[union-attr]
+        if start.startswith(codecs.BOM_UTF8):  # read as utf-8-sig: the mark is not part of the first line
             buffered.read(len(codecs.BOM_UTF8))
-            head = head[len(codecs.BOM_UTF8) :]
-        chosen = _sniff(head) if fmt == "auto" else fmt
-        if chosen == "otel":
-            for number, event, error, raw in read_otlp(buffered):
-                yield (
-                    _located(event, label, number, agent_override=agent)
-                    if event
-                    else Item(label, number, error=error, raw=raw)
-                )
-        elif chosen == "openai-chat" and head.lstrip().startswith(b"["):
-            yield from _read_chat_array(buffered, label, max_run_bytes=max_line_bytes, agent=agent, now=now)
+            start = start[len(codecs.BOM_UTF8) :]
+        if fmt in ("auto", "otel") and (fmt == "otel" or is_otlp(start)):
+            yield from _read_whole(by_name("otel"), buffered, label, agent)
+            return
+        if fmt in ("auto", "openai-chat") and start.lstrip().startswith(b"["):
+            buffered, is_array = _array_or_lines(buffered, max_line_bytes)
+            if is_array:
+                yield from read_chat_array(buffered, label, max_run_bytes=max_line_bytes, agent=agent, now=now)
+                return
+        head = _read_head(buffered, max_line_bytes)
+        rest = io.BufferedReader(_Prefixed(head.held, buffered))
+        chosen = by_name(sniff(head.lines) if fmt == "auto" else fmt)
+        if chosen.read_file is not None:
+            yield from _read_whole(chosen, rest, label, agent)
         elif _is_document(head):
-            yield from _read_document(buffered, label, fmt, limit=max_document_bytes, agent=agent, now=now)
+            yield from _read_document(rest, label, chosen if fmt != "auto" else None, ctx, limit=max_document_bytes)
         else:
-            yield from _read_lines(
-                buffered, label, chosen, max_line_bytes=max_line_bytes, agent=agent, now=now, first=first_line
-            )
+            if head.first_too_long:
+                yield Item(label, first_line, error=_too_long(max_line_bytes))
+            first = first_line + 1 if head.first_too_long else first_line
+            yield from _read_lines(rest, chosen, ctx, max_line_bytes=max_line_bytes, first=first)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read {label}: {exc}", hint="is the file complete and not corrupt?") from exc
     finally:
@@ -170,83 +213,104 @@ def read_items(
             stream.close()
 
 
-def _read_lines(
-    stream: IO[bytes],
-    label: str,
-    fmt: str,
-    *,
-    max_line_bytes: int,
-    agent: str | None,
-    now: dt.datetime,
-    first: int = 1,
-) -> Iterator[Item]:
-    # session logs name a call's result by id on a later line: one reader per file remembers the calls
-    sessions = {
-        "claude-code": ClaudeCodeReader(agent=agent or "default"),
-        "codex": CodexReader(agent=agent or "default"),
-    }
+def _array_or_lines(stream: IO[bytes], limit: int) -> tuple[IO[bytes], bool]:
+    """A file starting with `[`: one JSON array of runs, unless its second line is a JSON value of its own
+    (JSONL whose first line is an array: a bad line, rejected alone). The stream, from its start again."""
+    first = stream.readline(limit + 1)
+    second = b"" if len(first) > limit else stream.readline(limit + 1)
+    again = io.BufferedReader(_Prefixed(first + second, stream))
+    if not second.startswith((b"{", b"[")):
+        return again, True
+    try:
+        parse(second)
+    except (EventError, UnicodeDecodeError):
+        return again, True
+    return again, False
+
+
+def likely_format(name: str, max_line_bytes: int) -> str:
+    """The format `--format auto` would read a file as (for a warning naming the one to pass)."""
+    stream = _open_binary(name)
+    try:
+        buffered: Any = io.BufferedReader(stream) if not hasattr(stream, "peek") else stream  # type: ignore[type-var]
+        start = buffered.peek(1)[:4096].removeprefix(codecs.BOM_UTF8)
+        if is_otlp(start):
+            return "otel"
+        if start.lstrip().startswith(b"["):
+            return "openai-chat"
+        head = _read_head(buffered, max_line_bytes)
+        if _is_document(head):
+            return "a JSON document: swe-agent, outcomes or openai-chat"
+        return sniff(head.lines)
+    finally:
+        stream.close()
+
+
+def _too_long(limit: int) -> str:
+    return f"line longer than {limit} bytes (raise ingest.max_line_bytes)"
+
+
+def _read_whole(fmt: Format, stream: IO[bytes], label: str, agent: str | None) -> Iterator[Item]:
+    assert fmt.read_file is not None
+    for number, event, error, raw in fmt.read_file(stream):
+        if event is not None:
+            yield located(event, label, number, agent_override=agent)
+        elif error is not None:
+            yield Item(label, number, error=error, raw=raw)
+        else:
+            yield Item(label, number, skipped=raw)
+
+
+def _read_lines(stream: IO[bytes], fmt: Format, ctx: Context, *, max_line_bytes: int, first: int) -> Iterator[Item]:
+    """JSONL: one object per line, each read by the file's one reader (session logs name a call's result by
+    id on a later line, so the reader remembers the calls)."""
+    read = fmt.reader(ctx)
     for number, raw in enumerate(_bounded_lines(stream, max_line_bytes), start=first):
         if raw is None:
-            yield Item(label, number, error=f"line longer than {max_line_bytes} bytes (raise ingest.max_line_bytes)")
+            yield Item(ctx.label, number, error=_too_long(max_line_bytes))
             continue
         if not raw.strip():
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield Item(label, number, error=f"invalid UTF-8 at byte {exc.start}", raw=raw.decode("utf-8", "replace"))
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield Item(label, number, error=f"malformed JSON: {exc.msg} at column {exc.colno}", raw=text)
-            continue
-        try:
-            yield from _items_of(obj, fmt, label, number, agent=agent, now=now, sessions=sessions)
-        except EventError as exc:
-            yield Item(label, number, error=str(exc), raw=text)
-
-
-def _items_of(
-    obj: Any,
-    fmt: str,
-    label: str,
-    number: int,
-    *,
-    agent: str | None,
-    now: dt.datetime,
-    sessions: dict[str, SessionReader] | None = None,
-) -> Iterator[Item]:
-    """The events one JSON object holds, read as `fmt` (`auto`: by its shape). All or none: an
-    object that fails half-way yields nothing and raises, so it is quarantined whole."""
-    fmt = _shape(obj) if fmt == "auto" else fmt
-    if fmt in ("claude-code", "codex"):
-        if not (is_claude_code(obj) if fmt == "claude-code" else is_codex(obj)) or sessions is None:
-            raise EventError(f"not a {fmt} session line (read those logs one line per object, as the tool writes them)")
-        events = sessions[fmt].events(obj)
-    elif fmt == "native":
-        yield _located(event_from_native(obj), label, number, agent_override=agent)
-        return
-    elif fmt == "openai-chat":
-        events = list(events_from_run(obj, number, agent=agent or "default", base_ts=now))
-    elif fmt == "swe-agent":
-        if not is_trajectory(obj):
-            raise EventError(
-                "not a mini-swe-agent or SWE-agent trajectory (no `messages` with `trajectory_format`, no `trajectory`)"
+            yield Item(
+                ctx.label, number, error=f"invalid UTF-8 at byte {exc.start}", raw=raw.decode("utf-8", "replace")
             )
-        run_name = Path(label).name.split(".")[0]
-        events = list(events_from_trajectory(obj, run_name, agent=agent or "default", base_ts=now))
-    else:
-        pairs = outcomes_of_report(obj) if is_report(obj) else [outcome_of_line(obj)]
-        events = [ev for s, o in pairs for ev in events_from_outcome(s, o, agent=agent or "default", ts=now)]
-    for ev in events:
-        yield _located(ev, label, number, agent_override=None)
+            continue
+        try:
+            obj = parse(text)
+        except EventError as exc:
+            yield Item(ctx.label, number, error=str(exc), raw=text[:10000])
+            continue
+        yield from _object_items(read, fmt, obj, ctx, number, raw=lambda: text)
 
 
-def _read_document(
-    stream: IO[bytes], label: str, fmt: str, *, limit: int, agent: str | None, now: dt.datetime
+def _object_items(
+    read: ObjectReader, fmt: Format, obj: Any, ctx: Context, number: int, *, raw: Callable[[], str]
 ) -> Iterator[Item]:
-    """A file that is one JSON object over many lines, read whole up to `limit` bytes."""
+    """The events one object holds, all or none: an object that fails half-way is one reject."""
+    try:
+        if fmt.name != "native" and not fmt.recognises(obj):
+            raise EventError(f"not {fmt.what} (try --format {recognise(obj) or 'native'})")
+        events = read(obj, number)
+    except Skipped as skip:
+        yield Item(ctx.label, number, skipped=skip.kind)
+        return
+    except RecursionError:
+        yield Item(ctx.label, number, error=TOO_DEEP, raw=raw()[:2000])
+        return
+    except EventError as exc:
+        yield Item(ctx.label, number, error=str(exc), raw=raw())
+        return
+    if not events:
+        yield Item(ctx.label, number, skipped=f"{fmt.name} line without content")
+    for ev in events:
+        yield located(ev, ctx.label, number, agent_override=ctx.agent if fmt.name == "native" else None)
+
+
+def _read_document(stream: IO[bytes], label: str, fmt: Format | None, ctx: Context, *, limit: int) -> Iterator[Item]:
+    """A file that is one JSON value over many lines, read whole up to `limit` bytes (`fmt` None: by its shape)."""
     data = stream.read(limit + 1)
     if len(data) > limit:
         yield Item(label, 1, error=f"a JSON document longer than {limit} bytes (raise ingest.max_document_bytes)")
@@ -259,118 +323,15 @@ def _read_document(
     except json.JSONDecodeError as exc:
         yield Item(label, exc.lineno, error=f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
         return
-    try:
-        yield from _items_of(obj, fmt, label, 1, agent=agent, now=now)
-    except EventError as exc:
-        yield Item(label, 1, error=str(exc), raw=data[:2000].decode("utf-8", "replace"))
-
-
-def _read_chat_array(
-    stream: IO[bytes], label: str, *, max_run_bytes: int, agent: str | None, now: dt.datetime
-) -> Iterator[Item]:
-    """A JSON array of runs, read one run at a time: a run is held only up to `max_run_bytes` (the line
-    limit, as for a run on one JSONL line), so a huge array, or one of whitespace, stays in bounded memory."""
-    for index, run in enumerate(_array_items(stream, max_run_bytes, label)):
-        if isinstance(run, Item):
-            yield run
-            return
-        try:
-            if not is_run(run):
-                raise EventError(f"run {index} has no `traj` or `messages` list")
-            events = list(
-                events_from_run(run, index, agent=agent or "default", base_ts=now + dt.timedelta(seconds=index))
-            )
-        except EventError as exc:
-            yield Item(label, index + 1, error=str(exc), raw=json.dumps(run)[:2000])
-            continue
-        for ev in events:
-            yield _located(ev, label, index + 1, agent_override=None)
-
-
-CHUNK_BYTES = 1 << 20
-_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _array_items(stream: IO[bytes], limit: int, label: str) -> Iterator[Any]:
-    """The elements of a top-level JSON array, decoded one at a time from `stream`. An element, and the
-    whitespace before it, may each take at most `limit` bytes; past that, or on malformed JSON, the last
-    thing yielded is an Item with the error (a whitespace bomb is refused after `limit` bytes, not read whole)."""
-    decoder, utf8 = json.JSONDecoder(), codecs.getincrementaldecoder("utf-8")()
-    buffer, pos, eof = "", 0, False
-
-    def read_more(size: int) -> None:
-        nonlocal buffer, pos, eof
-        chunk = stream.read(size)
-        eof = not chunk
-        buffer, pos = buffer[pos:] + utf8.decode(chunk, final=eof), 0
-
-    def skip_space() -> bool:
-        """Move past whitespace, reading on; False after more than `limit` of it."""
-        nonlocal pos
-        skipped = 0
-        while True:
-            end = _SPACE.match(buffer, pos).end()  # type: ignore[union-attr]
-            skipped, pos = skipped + end - pos, end
-            if skipped > limit:
-                return False
-            if pos < len(buffer) or eof:
-                return True
-            read_more(CHUNK_BYTES)
-
-    def error(message: str) -> Item:
-        return Item(label, count + 1, error=message)
-
-    too_long = f"longer than {limit} bytes (raise ingest.max_line_bytes)"
-    count = 0
-    try:
-        if not skip_space() or buffer[pos : pos + 1] != "[":
-            yield error("an openai-chat file must be a JSON array of runs or JSONL of runs")
-            return
-        pos += 1
-        while True:
-            if not skip_space():
-                yield error(f"whitespace in the array is {too_long}")
-                return
-            if pos >= len(buffer):
-                yield error("malformed JSON: the array is not closed with ]")
-                return
-            if buffer[pos] == "]":
-                return
-            if count:
-                if buffer[pos] != ",":
-                    yield error(f"malformed JSON: expected , or ] after run {count - 1}")
-                    return
-                pos += 1
-                if not skip_space():
-                    yield error(f"whitespace in the array is {too_long}")
-                    return
-            while True:
-                try:
-                    element, end = decoder.raw_decode(buffer, pos)
-                    break
-                except json.JSONDecodeError:
-                    if len(buffer) - pos > limit:
-                        yield error(f"run {count} is {too_long}")
-                        return
-                    if eof:
-                        raise
-                    read_more(max(CHUNK_BYTES, len(buffer) - pos))  # doubling: a long run is parsed a few times
-            if end - pos > limit:
-                yield error(f"run {count} is {too_long}")
-                return
-            pos, count = end, count + 1
-            yield element
-    except UnicodeDecodeError as exc:
-        yield error(f"invalid UTF-8 in run {count} ({exc.reason})")
-    except json.JSONDecodeError as exc:
-        yield error(f"malformed JSON in run {count}: {exc.msg}")
-
-
-def _located(ev: Event, label: str, number: int, *, agent_override: str | None) -> Item:
-    ev.source_file, ev.source_line = label, number
-    if agent_override and ev.agent == "default":
-        ev.agent = agent_override
-    return Item(label, number, event=ev)
+    except RecursionError:
+        obj = None
+    if obj is None or nests_too_deep(obj, data):
+        yield Item(label, 1, error=TOO_DEEP)
+        return
+    chosen = fmt or by_name(recognise(obj) or "native")
+    yield from _object_items(
+        chosen.reader(ctx), chosen, obj, ctx, 1, raw=lambda: data[:2000].decode("utf-8", "replace")
+    )
 
 
 def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[bytes | None]:
@@ -380,10 +341,14 @@ def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[bytes | None]:
         if not line:
             return
         if len(line) > limit and not line.endswith(b"\n"):
-            while True:
-                rest = stream.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
+            _skip_rest_of_line(stream)
             yield None
             continue
         yield line
+
+
+def _skip_rest_of_line(stream: IO[bytes]) -> None:
+    while True:
+        rest = stream.readline(1 << 20)
+        if not rest or rest.endswith(b"\n"):
+            return

@@ -37,7 +37,10 @@ def is_trajectory(obj: Any) -> bool:
     if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent") and isinstance(obj.get("messages"), list):
         return True
     steps = obj.get("trajectory")
-    return isinstance(steps, list) and all(isinstance(s, dict) and "action" in s for s in steps[:3])
+    if isinstance(steps, list):
+        return all(isinstance(s, dict) and "action" in s for s in steps[:3])
+    history = obj.get("history")  # a demonstration: the history alone, actions on the assistant's turns
+    return isinstance(history, list) and any(isinstance(h, dict) and "action" in h for h in history[:8])
 
 
 def program_of(command: str) -> str:
@@ -173,13 +176,19 @@ def _mini_swe_agent(messages: list[Any], instance: str, new: Any) -> Iterator[Ev
 
 def _swe_agent(obj: dict[str, Any], instance: str, new: Any) -> Iterator[Event]:
     history = obj["history"] if isinstance(obj.get("history"), list) else []
+    # the task is the first user turn that is not a demonstration (`is_demo`: another task, solved as an example)
     task = next(
-        (h.get("content") for h in history if isinstance(h, dict) and h.get("role") == "user" and h.get("content")),
+        (
+            h.get("content")
+            for h in history
+            if isinstance(h, dict) and h.get("role") == "user" and h.get("content") and not h.get("is_demo")
+        ),
         None,
     )
     if task:
         yield _goal(task if isinstance(task, str) else (as_text(task) or ""), new)
-    for number, item in enumerate(obj["trajectory"]):
+    steps = obj["trajectory"] if isinstance(obj.get("trajectory"), list) else _steps_of(history)
+    for number, item in enumerate(steps):
         if not isinstance(item, dict):
             raise EventError(f"run {instance}: trajectory step {number} must be an object")
         thought = str(item.get("thought") or "").strip()
@@ -202,10 +211,28 @@ def _swe_agent(obj: dict[str, Any], instance: str, new: Any) -> Iterator[Event]:
         )
 
 
+def _steps_of(history: list[Any]) -> list[dict[str, Any]]:
+    """A history's actions, each with the observation that answered it (a demonstration has no trajectory)."""
+    steps: list[dict[str, Any]] = []
+    for entry in history:
+        if not isinstance(entry, dict) or entry.get("is_demo"):
+            continue
+        if entry.get("role") == "assistant" and entry.get("action"):
+            steps.append({"thought": entry.get("thought"), "action": entry["action"], "observation": ""})
+        elif entry.get("role") in ("tool", "user") and steps and not steps[-1]["observation"]:
+            content = entry.get("content")
+            steps[-1]["observation"] = content if isinstance(content, str) else as_text(content) or ""
+    return steps
+
+
+# SWE-agent logs no return code: a traceback, a missing command, an error line, or its linter refusing an edit
+_FAILED = re.compile(
+    r"^Traceback \(most recent call last\)|command not found|No such file or directory"
+    r"|^Your proposed edit has introduced new syntax error",
+    re.M,
+)
+
+
 def _looks_failed(observation: str) -> bool:
-    """SWE-agent logs no return code: a traceback, a missing command or an error line is a failure."""
     head = observation[:2000]
-    return bool(
-        re.search(r"^Traceback \(most recent call last\)|command not found|No such file or directory", head, re.M)
-        or re.match(r"^(error|usage):", head, re.I)
-    )
+    return bool(_FAILED.search(head) or re.match(r"^(error|usage):", head, re.I))
