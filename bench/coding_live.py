@@ -36,14 +36,18 @@ from typing import Any
 
 from common import REPO, served, words
 
+from expengine.ingest.sessions import project_of as named
 from expengine.integrations.hooks import FOREGROUND_ENV
-from expengine.integrations.project import project_of
 from expengine.query.agent_context import FIX_BUDGET
 from expengine.textutil import approx_tokens, error_key
 
 DATA = REPO / ".." / "shared" / "data" / "wild" / "claude-code"
 CLAUDE_MEM_STARTUP_TOKENS = 2500
 COLD_SAMPLE = 6
+
+
+def project_name(cwd: str) -> str:
+    return named(cwd) or ""
 
 
 def sessions(data: Path) -> list[dict[str, Any]]:
@@ -204,9 +208,9 @@ def percentile(values: list[float], q: float) -> float:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     all_sessions = sessions(args.data)
     overrides = {"llm.mode": "template", **dict(kv.split("=", 1) for kv in args.set)}
-    tests = {project_of(s["cwd"]): args.test_command or "" for s in all_sessions}
+    tests = {project_name(s["cwd"]): args.test_command or "" for s in all_sessions}
     for project in tests:
-        tests[project] = tests[project] or test_command([s for s in all_sessions if project_of(s["cwd"]) == project])
+        tests[project] = tests[project] or test_command([s for s in all_sessions if project_name(s["cwd"]) == project])
     report: dict[str, Any] = {"sessions": len(all_sessions), "test_commands": tests, "overrides": overrides}
     starts, fixes, tokens = [], [], []
     with tempfile.TemporaryDirectory(prefix="coding-live-") as tmp:
@@ -216,12 +220,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with served(store, overrides) as (client, _):
             day = None
             for n, session in enumerate(all_sessions):
-                project = project_of(session["cwd"])
+                project = project_name(session["cwd"])
                 today = session["start"][:10] if args.compact_every == "day" else session["path"].stem
                 if day is not None and today != day:
                     client.call("compact", {})
                 day = today
-                earlier = [s for s in all_sessions[:n] if project_of(s["cwd"]) == project]
+                earlier = [s for s in all_sessions[:n] if project_name(s["cwd"]) == project]
                 out = replay(session, projects, hooks)
                 ran_tests = any(tests[project] in c for s in earlier for _, c, _ in shell_steps(s["objs"]))
                 if ran_tests:

@@ -15,7 +15,6 @@ from expengine import Engine
 from expengine.integrations.hooks import LOG_FILE
 from expengine.service.client import find_server
 
-TEMPLATES = ["--set", "llm.mode=template"]
 FOREGROUND = {"EXPENGINE_HOOK_FOREGROUND": "1"}
 FAILED_MAKE = "Exit code 2\nmake: *** No rule to make target 'check'.  Stop."
 
@@ -79,7 +78,7 @@ def test_a_failed_command_gets_the_fix_that_worked_for_its_error(learned: Path) 
 
 def test_hooks_through_a_running_server_answer_as_cold_ones_do(learned: Path) -> None:
     cold = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
-    child = start_server(learned, *TEMPLATES)
+    child = start_server(learned)
     try:
         warm = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
         prompt = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "how do I run the parser tests?"})

@@ -53,9 +53,9 @@ def _show(changes: list, dry_run: bool) -> None:
 
 def _rules(ctx: typer.Context, folder: Path) -> tuple[str, list[str]]:
     """The project a folder holds, and its rules rendered with their evidence."""
-    from ..integrations.project import project_of
+    from ..ingest.sessions import project_of
 
-    name = project_of(str(folder.expanduser().resolve()))
+    name = project_of(str(folder.expanduser().resolve())) or ""
     return name, call(ctx, "agent_context", situation="export", project=name)["lines"]
 
 

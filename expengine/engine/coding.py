@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 Situation = Literal["session-start", "prompt", "failure", "export"]
 PROMPT_HITS = 3  # a prompt gets the few units it is about, never a page
+PROMPT_CANDIDATES = 10  # hits asked for, memories among them, to find those units
 
 
 class Coding:
@@ -33,9 +34,14 @@ class Coding:
         if situation == "prompt":
             if not text:
                 return {"text": ""}
-            result = self.query(f"[{project}] {text}", k=PROMPT_HITS, kind="rule", touch=False)
+            # the prompt alone, over memories and units: naming the project, or asking for units only,
+            # would skip the similarity floor (search.py), and the floor decides that nothing is relevant
+            result = self.query(text, k=PROMPT_CANDIDATES, touch=False)
+            if not result.relevant:
+                return {"text": ""}
             with self.session() as store:
-                return {"text": ac.from_hits(store, result.hits, budget=budget or ac.FIX_BUDGET)}
+                units = ac.project_units(store, result.hits, project)[:PROMPT_HITS]
+                return {"text": ac.rendered(units, budget or ac.FIX_BUDGET, ac.PROMPT_HEADER)}
         with self.session() as store:
             if situation == "session-start":
                 return {"text": ac.standing(store, project, budget=budget or ac.DEFAULT_BUDGET)}

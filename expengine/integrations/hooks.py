@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .project import project_of
+from ..ingest.sessions import project_of
 
 CONTEXT_EVENTS = {
     "SessionStart": "session-start",
@@ -83,7 +83,7 @@ def failed_output(event: str, payload: dict[str, Any]) -> str | None:
 def context_request(event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
     """The `agent_context` arguments this event asks for, or None when it asks for nothing."""
     situation = CONTEXT_EVENTS[event]
-    project = project_of(str(payload.get("cwd") or os.getcwd()))
+    project = project_of(str(payload.get("cwd") or os.getcwd())) or ""
     text: str | None = None
     if situation == "prompt":
         text = str(payload.get("prompt") or "").strip()

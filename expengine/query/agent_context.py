@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DEFAULT_BUDGET = 400  # tokens of a session's start-up context
 FIX_BUDGET = 150
 FOOTER = "(`expengine show ID` gives a unit's details and sources)"
+PROMPT_HEADER = "Relevant to this prompt, from earlier sessions:"
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _lines(store: "Store", where: str, params: list[Any]) -> list[Line]:
     return [Line(uid, text, *evidence(store, json_ids(src))) for uid, text, src, *_ in rows]
 
 
-def _within(lines: list[Line], budget: int, header: str) -> str:
+def rendered(lines: list[Line], budget: int, header: str) -> str:
     """The header and as many lines, in order, as fit in `budget` tokens; "" when none does."""
     out, used = [header], approx_tokens(header) + approx_tokens(FOOTER)
     for line in lines:
@@ -82,7 +83,7 @@ def standing(store: "Store", project: str, *, budget: int = DEFAULT_BUDGET) -> s
     if not project:
         return ""
     lines = _lines(store, "subject = ? AND category IN (?, ?)", [project, ENVIRONMENT, RECOVERY])
-    return _within(lines, budget, f"What expengine learned from earlier sessions in {project}:")
+    return rendered(lines, budget, f"What expengine learned from earlier sessions in {project}:")
 
 
 def fix_for(store: "Store", project: str, error: str, *, budget: int = FIX_BUDGET) -> str:
@@ -93,13 +94,18 @@ def fix_for(store: "Store", project: str, error: str, *, budget: int = FIX_BUDGE
     attribute = ERROR_ATTRIBUTE + key
     lines = _lines(store, "category = ? AND attribute = ? AND subject = ?", [RECOVERY, attribute, project or ""])
     lines = lines or _lines(store, "category = ? AND attribute = ? AND subject IS NULL", [RECOVERY, attribute])
-    return _within(lines[:1], budget, f"This error ({key}) was met before:")
+    return rendered(lines[:1], budget, f"This error ({key}) was met before:")
 
 
-def from_hits(store: "Store", hits: list["Hit"], *, budget: int) -> str:
-    """A prompt's relevant units (the query's unit hits, already past its similarity floor)."""
-    lines = [Line(h.id, h.text, *evidence(store, h.source_ids)) for h in hits if h.type == "unit"]
-    return _within(lines, budget, "Relevant to this prompt, from earlier sessions:")
+def project_units(store: "Store", hits: list["Hit"], project: str) -> list[Line]:
+    """The unit hits of a query (already past its similarity floor), less the rules of other projects."""
+    ids = [h.id for h in hits if h.type == "unit"]
+    subjects = dict(store.con.execute("SELECT id, subject FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall())
+    return [
+        Line(h.id, h.text, *evidence(store, h.source_ids))
+        for h in hits
+        if h.type == "unit" and subjects.get(h.id) in (None, project)
+    ]
 
 
 def rule_lines(store: "Store", project: str) -> list[str]:
