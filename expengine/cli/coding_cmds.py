@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
-from .common import app, call, stdout
+from .common import JSON_OPTION, app, call, emit_json, stdout
 
 export_app = typer.Typer(help="Write what was learned where an agent reads it.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
@@ -42,13 +42,21 @@ def _store(ctx: typer.Context) -> Optional[Path]:
     return Path(store).expanduser().resolve() if store else None
 
 
-def _show(changes: list, dry_run: bool) -> None:
+def _show(changes: list, dry_run: bool, as_json: bool) -> None:
+    """Apply each change (unless a dry run) and say what was or would be written."""
+    done = []
     for change in changes:
-        if not dry_run:
-            backup = change.apply()
-            if backup is not None:
-                stdout.print(f"backed up {change.path} to {backup}")
+        backup = None if dry_run else change.apply()
+        done.append({"path": str(change.path), "changes": change.changes, "backup": backup and str(backup)})
+        if dry_run:
+            done[-1]["text"] = change.text
+        if as_json:
+            continue
+        if backup is not None:
+            stdout.print(f"backed up {change.path} to {backup}")
         stdout.print(change.describe(dry_run))
+    if as_json:
+        emit_json({"dry_run": dry_run, "files": done})
 
 
 def _rules(ctx: typer.Context, folder: Path) -> tuple[str, list[str]]:
@@ -66,6 +74,7 @@ def connect(
     project: Optional[Path] = PROJECT,
     user: bool = USER,
     dry_run: bool = DRY_RUN,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Connect a coding agent: Claude Code gets expengine's hooks (context at session start, at a prompt
     and after a failed command; its transcript ingested when it stops), Codex the MCP server. Existing
@@ -81,7 +90,7 @@ def connect(
             from ..integrations.agents_md import export
 
             changes.append(export(folder.expanduser() / "AGENTS.md", *_rules(ctx, folder)))
-    _show(changes, dry_run)
+    _show(changes, dry_run, as_json)
 
 
 @app.command()
@@ -91,13 +100,14 @@ def disconnect(
     project: Optional[Path] = PROJECT,
     user: bool = USER,
     dry_run: bool = DRY_RUN,
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Undo `connect`: remove only what it wrote (the AGENTS.md section stays: it is the project's file)."""
     from ..integrations import claude_code, codex
 
     folder = _project(project, user)
     change = claude_code.disconnect(folder) if agent is Agent.claude_code else codex.disconnect()
-    _show([change], dry_run)
+    _show([change], dry_run, as_json)
 
 
 @app.command()
@@ -117,13 +127,16 @@ def agents_md(
     write: Optional[Path] = typer.Option(
         None, "--write", help="Merge the section into this file (AGENTS.md, CLAUDE.md); else print it."
     ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """The project's active rules, each with its evidence, as a delimited section; the rest of the file is
     left as it is, and a second run with nothing new changes no byte."""
     from ..integrations.agents_md import export, section
 
     name, lines = _rules(ctx, project)
-    if write is None:
-        stdout.print(section(name, lines))
+    if write is not None:
+        _show([export(write.expanduser(), name, lines)], False, as_json)
+    elif as_json:
+        emit_json({"project": name, "lines": lines, "section": section(name, lines)})
     else:
-        _show([export(write.expanduser(), name, lines)], False)
+        stdout.print(section(name, lines))
