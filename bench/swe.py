@@ -1,12 +1,18 @@
 """SWE-bench coding-agent benchmark: does the memory of yesterday's runs tell today's run what it needs?
 
     python bench/swe.py [--data DIR] [--train 150] [--runs N] [--seed 7] [--cycles 3]
+                        [--hold-back N [--ask-held-back]] [--short-names]
                         [--threads 1] [--set KEY=VALUE] [--out PATH] [--docs MD]
                         [--save-ingested DIR | --ingested DIR]
 
 The shared mini-swe-agent runs (`trajs/<id>/<id>.traj.json`, graded by `sb-cli-report.json`) are
 split by instance, seeded: `--train` runs are ingested (`--format swe-agent` with `--outcomes`)
 into a fresh store and compacted `--cycles` times; the others are never ingested and only asked.
+`--hold-back N` sets N runs aside first (their own seeded shuffle, `--hold-back-seed`), so that
+development never sees them: the split above is made of the others, and `--ask-held-back` asks the
+N set aside instead of the split's held-out runs (the same training runs, so one `--save-ingested`
+store serves both). `--short-names` asks every query a second time, naming the project by its short
+name (`[django] …` beside `[django/django] …`), after the same compaction.
 Reported:
 - first-step knowledge: for every held-out django or sympy task, the query `[repo] <task title>`
   (k = 10, 500-token budget); the share of prompts that name the repository's test runner
@@ -74,6 +80,13 @@ def load_runs(data: Path) -> tuple[list[Path], dict[str, str]]:
     return sorted(data.glob("trajs/*/*.traj.json")), grades
 
 
+def held_back(files: list[Path], *, count: int, seed: int) -> tuple[list[Path], list[Path]]:
+    """(the runs development may use, the `count` set aside), by a seeded shuffle of their own."""
+    shuffled = files[:]
+    random.Random(seed).shuffle(shuffled)
+    return sorted(shuffled[count:]), sorted(shuffled[:count])
+
+
 def split(files: list[Path], *, train: int, runs: int | None, seed: int) -> tuple[list[Path], list[Path]]:
     """A seeded shuffle of the instances: the first `train` (of `runs`, scaled) learn, the rest are asked."""
     shuffled = files[:]
@@ -99,25 +112,30 @@ def task_title(events: list[Any]) -> str:
     return next((line.strip() for line in (goal.goal_description or "").splitlines() if line.strip()), "")
 
 
-def first_step_queries(held_out: list[Path]) -> list[tuple[str, str]]:
+def named(repo: str, *, short: bool) -> str:
+    """How a query names the repository: `django/django`, or `django` (its short name) with `short`."""
+    return repo.rsplit("/", 1)[-1] if short else repo
+
+
+def first_step_queries(held_out: list[Path], *, short: bool = False) -> list[tuple[str, str]]:
     """(query, the repository's test runner) for each held-out django or sympy task."""
     out = []
     for path in held_out:
         events = read_run(path)
         repo = events[0].meta.get("repo")
         if repo in TEST_RUNNERS:
-            out.append((f"[{repo}] {task_title(events)}", TEST_RUNNERS[repo]))
+            out.append((f"[{named(repo, short=short)}] {task_title(events)}", TEST_RUNNERS[repo]))
     return out
 
 
-def recovery_steps(held_out: list[Path], grades: dict[str, str]) -> list[tuple[str, str]]:
+def recovery_steps(held_out: list[Path], grades: dict[str, str], *, short: bool = False) -> list[tuple[str, str]]:
     """(query, program run next) at every failed command of the resolved held-out runs."""
     steps = []
     for path in held_out:
         events = read_run(path)
         if grades.get(events[0].session) != "success":
             continue
-        repo = events[0].meta.get("repo")
+        repo = named(events[0].meta.get("repo") or "", short=short)
         calls = [e for e in events if e.kind == "tool_call"]
         failed = {e.meta.get("call_record"): e for e in events if e.kind == "tool_result" and e.tool_error}
         for call, following in zip(calls, calls[1:]):
@@ -159,6 +177,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--train", type=int, default=150, help="runs to learn from (default: %(default)s of 246)")
     parser.add_argument("--runs", type=int, default=None, help="only N runs in all (quick runs), split alike")
     parser.add_argument("--seed", type=int, default=7, help="the split's seed (default: %(default)s)")
+    parser.add_argument("--hold-back", type=int, default=0, help="runs set aside before the split (default: none)")
+    parser.add_argument("--hold-back-seed", type=int, default=11, help="their shuffle's seed (default: %(default)s)")
+    parser.add_argument("--ask-held-back", action="store_true", help="ask the runs set aside, not the split's")
+    parser.add_argument("--short-names", action="store_true", help="ask again naming [django], not [django/django]")
     add_cycle_options(parser, name="swe", k_default=10, k_help="hits per error query (default: %(default)s)")
     reuse = parser.add_mutually_exclusive_group()
     reuse.add_argument("--save-ingested", type=Path, help="keep a copy of the store as ingest left it in DIR")
@@ -179,12 +201,21 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
     if not (args.data / "sb-cli-report.json").exists():
         raise SystemExit(f"SWE-bench runs not found: {args.data} (pass --data DIR)")
     files, grades = load_runs(args.data)
+    if args.ask_held_back and not args.hold_back:
+        raise SystemExit("--ask-held-back needs --hold-back N")
+    files, aside = held_back(files, count=args.hold_back, seed=args.hold_back_seed)
     train, held_out = split(files, train=args.train, runs=args.runs, seed=args.seed)
+    if args.ask_held_back:
+        held_out = aside
     watch = Stopwatch()
     with watch.section("model load"):
         embedder = embedder or load_embedder()
-    first = first_step_queries(held_out)
-    steps = recovery_steps(held_out, grades)
+    namings = {"": False, ", short name": True} if args.short_names else {"": False}
+    asked = {
+        suffix: (first_step_queries(held_out, short=short), recovery_steps(held_out, grades, short=short))
+        for suffix, short in namings.items()
+    }
+    first, steps = asked[""]
     programs = {p for _, p in steps} | {e.tool_name for f in train for e in read_run(f) if e.kind == "tool_call"}
     report: dict[str, Any] = {
         "benchmark": "SWE-bench Verified mini-swe-agent runs",
@@ -193,6 +224,8 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         "machine": machine(),
         "train_runs": len(train),
         "held_out_runs": len(held_out),
+        "asked": "the runs held back" if args.ask_held_back else "the split's held-out runs",
+        "project_named": "owner/name and short name" if args.short_names else "owner/name",
     }
     with tempfile.TemporaryDirectory(prefix="swe-bench-") as tmp:
         folder = Path(tmp) / "train"
@@ -223,30 +256,37 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
         with Engine(store=store, embedder=embedder, overrides=engine_overrides(args)) as engine:
             report["sizes"] = {"after ingest": store_size(engine)}
             report["disk"] = {"after ingest": disk_sizes(store, raw)}
+            bm25 = {}
             with watch.section("baseline (BM25)"):
-                bm25_first = [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)]
-                bm25_steps = [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)]
+                for suffix, (first, steps) in asked.items():
+                    bm25[suffix] = (
+                        [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)],
+                        [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)],
+                    )
             with watch.section("compaction"):
                 report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
             report["disk"][f"after {args.cycles} cycles"] = disk_sizes(store, raw)
             report["sizes"]["after compaction"] = store_size(engine)
-            with watch.section("queries"):
-                memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
-                memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
-                # what the SessionStart hook injects for the task's project (the same call, without the process)
-                hook_first = [
-                    engine.agent_context("session-start", project=q[1 : q.index("]")])["text"] for q, _ in first
+            report["first_step"], report["error_recovery"] = {}, {}
+            for suffix, (first, steps) in asked.items():
+                with watch.section("queries"):
+                    memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
+                    memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+                    # what the SessionStart hook injects for the task's project (the same call, without the process)
+                    hook_first = [
+                        engine.agent_context("session-start", project=q[1 : q.index("]")])["text"] for q, _ in first
+                    ]
+                bm25_first, bm25_steps = bm25[suffix]
+                report["first_step"][f"memory{suffix}"] = first_step_share(memory_first, first)
+                report["first_step"][f"BM25 over raw training runs{suffix}"] = first_step_share(bm25_first, first)
+                report["first_step"][f"SessionStart hook{suffix}"] = first_step_share(hook_first, first)
+                report["error_recovery"][f"memory{suffix}"] = lift(memory_steps, steps, programs, names=names)
+                report["error_recovery"][f"BM25 over raw training runs{suffix}"] = lift(
+                    bm25_steps, steps, programs, names=names
+                )
+                report["first_step"][f"examples{suffix}"] = [
+                    {"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]
                 ]
-            report["first_step"] = {
-                "memory": first_step_share(memory_first, first),
-                "BM25 over raw training runs": first_step_share(bm25_first, first),
-                "SessionStart hook": first_step_share(hook_first, first),
-                "examples": [{"query": q, "prompt": p[:1200]} for (q, _), p in list(zip(first, memory_first))[:3]],
-            }
-            report["error_recovery"] = {
-                "memory": lift(memory_steps, steps, programs, names=names),
-                "BM25 over raw training runs": lift(bm25_steps, steps, programs, names=names),
-            }
             report["unit_audit"] = unit_audit(engine)
             report["environment_units"] = [
                 u["text"] for u in engine.units(status="active") if u.get("category") == "environment"
@@ -258,14 +298,14 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
 def render(report: dict[str, Any]) -> str:
     size = report["sizes"]["after compaction"]
     lines = [
-        f"`{report['command']}`: {report['train_runs']} runs learned from, {report['held_out_runs']} held out "
-        f"({report['machine']}).",
+        f"`{report['command']}`: {report['train_runs']} runs learned from, {report['held_out_runs']} asked "
+        f"({report['asked']}, project named by {report['project_named']}; {report['machine']}).",
         "",
         "| method | first-step prompts naming the test runner | error queries | names next program | "
         "names another (mean) | lift |",
         "|---|---|---|---|---|---|",
     ]
-    for name in ("memory", "BM25 over raw training runs"):
+    for name in report["error_recovery"]:
         f, e = report["first_step"][name], report["error_recovery"][name]
         lines.append(
             f"| {name} | {f['names_test_runner']:.3f} of {f['queries']} | {e['steps']} | {e['names_next']:.3f} | "

@@ -203,14 +203,14 @@ def test_tau_runs_end_to_end_on_a_slice(tau, embedder, tmp_path):
 def test_swe_runs_end_to_end_on_a_slice(embedder, tmp_path):
     swe = load("swe")
     out = tmp_path / "swe.json"
-    args = swe.parse_args(["--runs", "8", "--cycles", "1", "--out", str(out)])
+    args = swe.parse_args(["--runs", "8", "--cycles", "1", "--hold-back", "3", "--short-names", "--out", str(out)])
     report = swe.run(args, embedder=embedder, echo=False)
     saved = json.loads(out.read_text(encoding="utf-8"))
     assert saved["train_runs"] + saved["held_out_runs"] == 8
     sizes = report["sizes"]
     assert sizes["after ingest"]["raw"] == report["stored"] == sizes["after compaction"]["raw"]
     for measure in ("first_step", "error_recovery"):
-        assert set(report[measure]) >= {"memory", "BM25 over raw training runs"}
+        assert set(report[measure]) >= {"memory", "BM25 over raw training runs", "memory, short name"}
     assert (
         report["error_recovery"]["memory"]["steps"] == report["error_recovery"]["BM25 over raw training runs"]["steps"]
     )

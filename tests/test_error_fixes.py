@@ -91,7 +91,7 @@ def test_a_fix_rule_names_the_project_the_error_kind_and_the_program_run_next() 
     ("command", "program", "form"),
     [
         ("cd /testbed && cat <<'EOF' > reproduce_bug.py\nimport django\nEOF", "cat", "cat <<'EOF' > <file>"),
-        ("grep -rn 'def separability' astropy/modeling | head -5", "grep", "grep -rn <arg> <path>"),
+        ("grep -rn 'def separability' astropy/modeling | head -5", "grep", "grep -rn <pattern> <path>"),
         ("grep dmp_one_p sympy/polys/densebasic.py", "grep", "grep <arg> <file>"),
         ("git diff sympy/core/basic.py", "git", "git diff <file>"),
         ("mkdir -p app && cat <<'EOF' > app/models.py\nEOF", "mkdir", "mkdir -p <arg>"),

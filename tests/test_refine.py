@@ -276,12 +276,32 @@ def test_grounding_accepts_a_concrete_grounded_rule(weather_mined):
         ({"condition": "when the rule applies", "action": "call"}, "vague"),  # the SmolLM2 answer
         ({"action": "answer the question politely and quickly"}, "names no mined"),  # nothing concrete
         ({"condition": 7}, "vague"),  # wrong type
+        # the packaged SmolLM2's unit: every field repeats the tool
+        (
+            {
+                "condition": "get_weather",
+                "action": "get_weather",
+                "expected_outcome": "success",
+                "pitfall": "get_weather",
+            },
+            "only repeats",
+        ),
+        ({"action": "call get_weather(city=…)"}, "only repeats"),  # what the tool's schema says
+        ({"pitfall": "When get_weather returns HTTP 429 Too Many Requests"}, "only repeats"),  # the condition again
     ],
 )
 def test_grounding_rejects_invented_or_vague_rules(weather_mined, change, reason):
     mined, vocabulary = weather_mined
     reasons = check_rule(dict(GOOD_RULE, **change), mined, vocabulary)
     assert reasons and any(reason in r for r in reasons)
+
+
+def test_a_template_tool_rule_must_say_what_the_tools_schema_does_not(weather_mined):
+    mined, vocabulary = weather_mined
+    restated = {"condition": "To get weather (get_weather)", "action": "call get_weather(city=…)"}
+    assert check_rule(restated, mined, vocabulary, templated_condition=True)
+    procedure = dict(restated, action="call get_weather(city=Boston), wait 60 s on 429")
+    assert check_rule(procedure, mined, vocabulary, templated_condition=True) == []
 
 
 def test_grounding_of_facts():

@@ -348,7 +348,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
         what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
         `options` are the fields of `query.args.QueryArgs` (k, touch, agent, category, kind, outcome,
-        since, until, goal, budget, include_dormant, expand, session, goal_id)."""
+        since, until, goal, project, budget, include_dormant, expand, session, goal_id)."""
         from ..query.args import QueryArgs
         from ..query.search import query
 

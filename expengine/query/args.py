@@ -53,6 +53,11 @@ class QueryArgs:
     since: Moment = _arg("Not older than this (ISO-8601, UTC).", max_length=NAME_CHARS)
     until: Moment = _arg("Not newer than this (ISO-8601, UTC).", max_length=NAME_CHARS)
     goal: Optional[str] = _arg("Only memories of this goal id.", max_length=NAME_CHARS)
+    project: Optional[str] = _arg(
+        "The coding project asked about (django/django, django, or its folder): its test, build and "
+        "error rules come first.",
+        max_length=NAME_CHARS,
+    )
     budget: Optional[int] = _arg(
         "Stop adding hits when the prompt text would pass this many tokens.", ge=1, le=MAX_BUDGET
     )

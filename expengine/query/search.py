@@ -156,7 +156,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
     found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
-    projected = project_units(store, text, filters, units)
+    projected = project_units(store, text, filters, units, project=args.project)
     fused.update(projected)
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
     encoder = encoder_of(store.embeddings.name, text)

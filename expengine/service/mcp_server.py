@@ -95,6 +95,9 @@ def build(
             Optional[str], Field(description="Your session id: when it ends with an outcome, that credits the hits.")
         ] = None,
         goal_id: Annotated[Optional[str], Field(description="Your goal id, credited the same way.")] = None,
+        project: Annotated[
+            Optional[str], Field(description="The coding project you work in (owner/name, name or its folder).")
+        ] = None,
     ) -> dict[str, Any]:
         """Search the memory for what is relevant to a situation. Returns `prompt` (a short, ready-to-use action
         guide with cautions: put it in your context) and `hits` (each with id, type unit|memory, text, score and
@@ -112,6 +115,7 @@ def build(
                 "touch": touch,
                 "session": session,
                 "goal_id": goal_id,
+                "project": project,
             },
         )
 

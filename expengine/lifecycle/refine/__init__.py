@@ -128,7 +128,7 @@ def _refine_one(
     grounded = []
     for draft in drafts:
         reasons = (
-            check_rule(vars(draft), mined, vocabulary)
+            check_rule(vars(draft), mined, vocabulary, templated_condition=True)
             if draft.kind == "rule"
             else check_fact(vars(draft), draft.subject or "", vocabulary)
         )
@@ -225,14 +225,19 @@ def _refine_environments(
 ) -> None:
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
     whatever their records' state; rewritten only when the project's commands or results changed."""
-    from .environment import environment_drafts, project_calls, settled_ids
+    from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, environment_drafts, project_calls, settled_ids
     from .fixes import fix_drafts, shared_fix_drafts
 
     records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
     status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
-    ended = {g for g, s in status.items() if s != "open"}
+    # a run ends with an outcome, or by falling silent: a coding assistant's session rarely reports one
+    silent = store.con.execute(
+        "SELECT session FROM records WHERE session IS NOT NULL GROUP BY session HAVING max(ts) < ?",
+        [now - SESSION_SILENT],
+    ).fetchall()
+    ended = {g for g, s in status.items() if s != "open"} | {s for (s,) in silent}
     resolved = {g for g, s in status.items() if s == "succeeded"}
-    min_runs = store.config.refine.min_support
+    min_runs = min(store.config.refine.min_support, PROJECT_MIN_RUNS)
     by_project = project_calls(records)
     for (agent, repo), calls in sorted(by_project.items()):
         cluster = _calls_cluster(f"environment:{repo}", agent, calls, resolved)

@@ -11,6 +11,11 @@ counted over the runs that were resolved first (what worked), over all runs when
 The condition names the project and the key is the unit's `attribute`, so a query "[repo] <error
 tail>" finds the rule by that key (query/projects.py), never another project's; the action names
 the next program and its generalised command (`sed -i <arg> <file>`), never one run's paths.
+
+A project's rule is kept only where it holds on runs it was not mined from (`holds_elsewhere`): left
+out one run at a time, the rule the other runs give must name what the left-out run ran next, in
+most of them. A rule that only restates each run's own choice would steer a new run wrong (on
+held-out SWE-bench runs, such rules lowered the error-step lift below that of the shared rules).
 """
 
 from __future__ import annotations
@@ -24,8 +29,26 @@ from ...textutil import error_key
 from .environment import Call, generalised
 from .templates import Draft, wilson_lower_bound
 
-_SUBCOMMANDS = ("git", "pip", "conda", "make", "tox", "npm")  # their first word names what they do
+# their first word names what they do
+_SUBCOMMANDS = (
+    "git",
+    "pip",
+    "conda",
+    "make",
+    "tox",
+    "npm",
+    "yarn",
+    "pnpm",
+    "mix",
+    "cargo",
+    "go",
+    "bundle",
+    "dotnet",
+    "uv",
+)
 MAX_ALTERNATIVES = 2  # other next programs named beside the main one, each seen in at least 2 runs
+# share of left-out runs whose next program the other runs' rule names, for a project's rule to be kept
+HOLDS_ELSEWHERE = 0.5
 
 
 @dataclass
@@ -56,12 +79,35 @@ def failures_by_key(calls: list[Call], resolved: set[str]) -> dict[str, list[Fai
 
 
 def fix_drafts(calls: list[Call], repo: str, *, resolved: set[str], min_runs: int) -> list[Draft]:
-    """One rule per error key seen in at least `min_runs` runs of the project: what was run next."""
+    """One rule per error key seen in at least `min_runs` runs of the project that holds on runs it was
+    not mined from (`holds_elsewhere`): what was run next."""
     return [
         _rule(key, failures, subject=repo, where=f"In {repo}")
         for key, failures in sorted(failures_by_key(calls, resolved).items())
-        if len({f.failed.run for f in failures}) >= min_runs
+        if len({f.failed.run for f in failures}) >= min_runs and holds_elsewhere(failures)
     ]
+
+
+def _ranked_next(basis: list[Failure]) -> list[tuple[str, set[str]]]:
+    """The programs run next after the failures of `basis`, each with its runs, most runs first."""
+    runs: dict[str, set[str]] = defaultdict(set)
+    for f in basis:
+        runs[f.following.program].add(f.following.run)
+    return sorted(runs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def holds_elsewhere(failures: list[Failure]) -> bool:
+    """Leave one run out: does the rule mined from the other runs name a program the left-out run ran
+    next after this error? True when it does for at least `HOLDS_ELSEWHERE` of the runs, and two."""
+    by_run: dict[str, list[Failure]] = defaultdict(list)
+    for f in failures:
+        by_run[f.failed.run].append(f)
+    hits = 0
+    for run, own in by_run.items():
+        others = [f for f in failures if f.failed.run != run]
+        ranked = _ranked_next([f for f in others if f.resolved] or others)
+        hits += bool(ranked) and ranked[0][0] in {f.following.program for f in own}
+    return hits >= 2 and hits >= HOLDS_ELSEWHERE * len(by_run)
 
 
 def shared_fix_drafts(by_project: dict[str, list[Call]], *, resolved: set[str], min_runs: int) -> list[Draft]:
@@ -105,10 +151,7 @@ def _rule(key: str, failures: list[Failure], *, subject: str | None, where: str)
     when most of those runs ran it again without error."""
     runs = {f.failed.run for f in failures}
     basis = [f for f in failures if f.resolved] or failures
-    next_runs: dict[str, set[str]] = defaultdict(set)
-    for f in basis:
-        next_runs[f.following.program].add(f.following.run)
-    ranked = sorted(next_runs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ranked = _ranked_next(basis)
     program, program_runs = ranked[0]
     forms = Counter(command_form(f.following.command, program) for f in basis if f.following.program == program)
     others = [p for p, r in ranked[1:] if len(r) >= 2][:MAX_ALTERNATIVES]

@@ -104,15 +104,57 @@ def _anchored(text: str, anchors: set[str]) -> bool:
     return bool(anchors & {w for w in _WORD.findall(lowered)}) or any(a in lowered for a in anchors if "_" in a)
 
 
-def check_rule(fields: dict[str, Any], mined: Mined, vocabulary: str) -> list[str]:
+def _echoes(mined: Mined) -> set[str]:
+    """What a field may not consist of alone: the rule's tool (whole and by its parts: get_weather, get,
+    weather) and its argument names, which the tool's schema already says."""
+    tool = (mined.primary_tool or "").lower()
+    return {tool, *re.split(r"[_\W]+", tool), *(a.lower() for a in mined.arg_names)} - {""}
+
+
+_FILLER = frozenset({"fail", "fails", "success", "successful", "successfully", "works", "ok", "result", "run", "runs"})
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and w not in _FILLER}
+
+
+def restating_fields(fields: dict[str, Any], mined: Mined, *, names: tuple[str, ...]) -> list[str]:
+    """The fields of `names` that only repeat the tool, its argument names or another field ("Pitfall:
+    get_weather."; "call Read(file_path=…, limit=…)"): a rule made of them says nothing."""
+    echoes = _echoes(mined)
+    texts = {
+        k: v for k in ("condition", "action", "expected_outcome", "pitfall") if isinstance(v := fields.get(k), str)
+    }
+    out = []
+    for name in names:
+        value = texts.get(name)
+        if not value:
+            continue
+        others = {w for k, v in texts.items() if k != name and v.strip() != value.strip() for w in _content(v)}
+        repeated = any(k != name and v.strip().lower() == value.strip().lower() for k, v in texts.items())
+        if repeated or _content(value) <= echoes | (others if name == "pitfall" else set()):
+            out.append(name)
+    return out
+
+
+def check_rule(
+    fields: dict[str, Any], mined: Mined, vocabulary: str, *, templated_condition: bool = False
+) -> list[str]:
     """Reasons to reject a rule's fields; empty when it is grounded and concrete (the action must stand on
-    a mined tool, argument, value, error or correction word; the condition must not be vague)."""
+    a mined tool, argument, value, error or correction word; the condition must not be vague; no field
+    may only repeat the tool or another field). `templated_condition`: the templates' conditions are
+    fixed forms naming the tool by construction ("To get weather (get_weather)"): the action and the
+    pitfall must then say what the tool's schema does not."""
     reasons: list[str] = []
     anchors = _anchors(mined)
     for name in ("condition", "action"):
         value = fields.get(name)
         if not isinstance(value, str) or _is_vague(value):
             reasons.append(f"vague {name}: {value!r}")
+    if not reasons:
+        checked = ("action", "pitfall") if templated_condition else ("condition", "action", "pitfall")
+        for name in restating_fields(fields, mined, names=checked):
+            reasons.append(f"vague {name}: only repeats the tool or another field: {fields[name]!r}")
     action = fields.get("action")
     if not reasons and not _anchored(str(action), anchors):
         reasons.append(f"action names no mined tool, argument, value, error or correction: {action!r}")

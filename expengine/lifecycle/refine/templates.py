@@ -7,6 +7,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from ...query.projects import project_of
 from ...store.db import json_meta
 from ...textutil import CJK
 from .mine import Mined
@@ -137,16 +138,19 @@ def _call(tool: str, mined: Mined) -> str:
 
 
 def _restates_a_command(mined: Mined) -> bool:
-    """A shell program's tool rule whose only argument is the command line, varying every time: a coding
-    agent's `grep` or `sed` (what it learned there is in its error rules and environment rules)."""
-    return set(mined.arg_names) == {"command"} and "command" not in mined.recurring_values and not mined.corrections
+    """A shell tool's rule (its `command` argument is the command line, varying every time; the others,
+    `description` or `timeout`, are options): a coding agent's `grep` or `mix` (what it learned there is
+    in its environment rules, which keep the command line, and its error rules). Even a command line
+    that recurs is one session's (`mix test test/foo_test.exs:12`): the environment rules generalise it."""
+    return "command" in mined.arg_names and not mined.corrections
 
 
 def _in_coding_projects(mined: Mined) -> bool:
-    """Every tool record is a coding project's command (`meta.repo`): its errors are keyed per project
-    by fixes.py ("In django/django, when python fails with '…'"), never quoted from one run here."""
+    """Every tool record is a coding project's command (`query.projects.project_of`): its errors are
+    keyed per project by fixes.py ("In django/django, when python fails with '…'"), never quoted from
+    one run here."""
     tools = [r for r in mined.records if r["kind"] in ("tool_call", "tool_result")]
-    return bool(tools) and all(json_meta(r.get("meta")).get("repo") for r in tools)
+    return bool(tools) and all(project_of(json_meta(r.get("meta"))) for r in tools)
 
 
 def rule_draft(mined: Mined) -> Draft | None:
