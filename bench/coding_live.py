@@ -227,7 +227,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 day = today
                 earlier = [s for s in all_sessions[:n] if project_name(s["cwd"]) == project]
                 out = replay(session, projects, hooks)
-                ran_tests = any(tests[project] in c for s in earlier for _, c, _ in shell_steps(s["objs"]))
+                ran_tests = bool(tests[project]) and any(
+                    tests[project] in c for s in earlier for _, c, _ in shell_steps(s["objs"])
+                )
                 if ran_tests:
                     starts.append(
                         {"session": session["path"].stem, "names_test_command": tests[project] in out["start"]}
@@ -254,7 +256,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "of": len(fixes),
         "cases": fixes,
     }
+    startup = [_python_startup() for _ in range(COLD_SAMPLE)]
     report["latency_ms"] = {
+        "bare python start-up p50 (same machine, same moment)": round(1000 * statistics.median(startup)),
         "through the server p50/p95": [round(1000 * percentile(context, q)) for q in (0.5, 0.95)],
         "cold p50/p95": [round(1000 * percentile(cold, q)) for q in (0.5, 0.95)],
         "Stop (ingest, foreground) p50": round(1000 * statistics.median(hooks.latency.get("server Stop", [0]))),
@@ -262,6 +266,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     report["tokens_per_session"] = {"each": tokens, "claude-mem start-up": CLAUDE_MEM_STARTUP_TOKENS}
     return report
+
+
+def _python_startup() -> float:
+    """One `python -c pass` of this interpreter: the floor under every hook's latency on this machine."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
 
 
 def _fix_checks(session: dict[str, Any], earlier: list[dict[str, Any]], out: dict[str, Any]) -> list[dict[str, Any]]:

@@ -37,9 +37,9 @@ class Coding:
             # the prompt alone, over memories and units: naming the project, or asking for units only,
             # would skip the similarity floor (search.py), and the floor decides that nothing is relevant
             result = self.query(text, k=PROMPT_CANDIDATES, touch=False)
-            if not result.relevant:
-                return {"text": ""}
             with self.session() as store:
+                if not ac.relevant(store, result, text):
+                    return {"text": ""}
                 units = ac.project_units(store, result.hits, project)[:PROMPT_HITS]
                 return {"text": ac.rendered(units, budget or ac.FIX_BUDGET, ac.PROMPT_HEADER)}
         with self.session() as store:

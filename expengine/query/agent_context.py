@@ -19,7 +19,7 @@ from .projects import ENVIRONMENT, ERROR_ATTRIBUTE, RECOVERY
 
 if TYPE_CHECKING:
     from ..store.store import Store
-    from .hits import Hit
+    from .hits import Hit, QueryResult
 
 DEFAULT_BUDGET = 400  # tokens of a session's start-up context
 FIX_BUDGET = 150
@@ -95,6 +95,15 @@ def fix_for(store: "Store", project: str, error: str, *, budget: int = FIX_BUDGE
     lines = _lines(store, "category = ? AND attribute = ? AND subject = ?", [RECOVERY, attribute, project or ""])
     lines = lines or _lines(store, "category = ? AND attribute = ? AND subject IS NULL", [RECOVERY, attribute])
     return rendered(lines[:1], budget, f"This error ({key}) was met before:")
+
+
+def relevant(store: "Store", result: "QueryResult", text: str) -> bool:
+    """The query's own verdict, and its best cosine against the encoder's floor even where the query
+    skipped it (a store whose rules are all of one project takes every query as about that project)."""
+    from ..models.mixed import encoder_of
+
+    floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
+    return result.relevant and (floor <= 0 or (result.best_similarity or 0.0) >= floor)
 
 
 def project_units(store: "Store", hits: list["Hit"], project: str) -> list[Line]:
