@@ -58,7 +58,7 @@ def test_connect_dry_run_prints_the_merged_settings_and_changes_nothing(claude_h
 def test_connect_merges_backs_up_is_idempotent_and_disconnect_undoes_it(claude_home: Path) -> None:
     before = claude_home.read_text()
     code, out = _cli("connect", "claude-code", "--user")
-    assert code == 0 and "backed up" in out
+    assert code == 0 and "backed up" in out and f"wrote {claude_home}" in out
     backups = list(claude_home.parent.glob("settings.json.expengine-backup-*"))
     assert [b.read_text() for b in backups] == [before]
     connected = claude_home.read_text()

@@ -46,15 +46,16 @@ def _show(changes: list, dry_run: bool, as_json: bool) -> None:
     """Apply each change (unless a dry run) and say what was or would be written."""
     done = []
     for change in changes:
+        changed = change.changes
         backup = None if dry_run else change.apply()
-        done.append({"path": str(change.path), "changes": change.changes, "backup": backup and str(backup)})
+        done.append({"path": str(change.path), "changes": changed, "backup": backup and str(backup)})
         if dry_run:
             done[-1]["text"] = change.text
         if as_json:
             continue
         if backup is not None:
             stdout.print(f"backed up {change.path} to {backup}")
-        stdout.print(change.describe(dry_run))
+        stdout.print(change.describe(dry_run, changed))
     if as_json:
         emit_json({"dry_run": dry_run, "files": done})
 

@@ -39,9 +39,10 @@ class Change:
         os.replace(tmp, self.path)
         return backup
 
-    def describe(self, dry_run: bool) -> str:
-        """What a dry run prints (the exact new content) or what was done, for stdout."""
-        if not self.changes:
+    def describe(self, dry_run: bool, changes: bool) -> str:
+        """What a dry run prints (the exact new content) or what was done, for stdout; `changes`: whether
+        the file was to change (asked before `apply`, after which it never is)."""
+        if not changes:
             return f"{self.path}: unchanged"
         if dry_run:
             return f"would write {self.path}:\n{self.text}"
