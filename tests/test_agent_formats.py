@@ -95,7 +95,7 @@ def test_gemini_share_markdown_turns_and_tool_blocks():
         '🧑‍💻 ## USER\n\n**Tool Response**:\n```json\n{"id": "x", "name": "run_shell_command", "response": {"error": "make: *** Error 2"}}\n```\n'
     )
     assert gemini.is_gemini_share(text)
-    events = [e for _, es in gemini.share_events(text, "share.md", agent="a", now=NOW) for e in es]
+    events = [e for _, es in gemini.share_events(text, "share.md", gemini.GeminiReader(agent="a", now=NOW)) for e in es]
     assert kinds(events) == ["goal", "message", "tool_call", "tool_result"]
     assert events[2].tool_name == "make" and events[3].tool_error == "make: *** Error 2"
     assert events[0].meta["repo"] == "shop"
@@ -305,7 +305,7 @@ def test_goose_session_lines():
             {"type": "toolResponse", "id": "r1", "toolResult": {"status": "error", "error": "test failed"}}]},
     ]  # fmt: skip
     assert goose.is_goose_metadata(lines[0]) and goose.is_goose_message(lines[1])
-    events = [e for line in lines for e in reader.events(line)]
+    events = [e for n, line in enumerate(lines, 1) for e in reader.events(line, n)]
     assert kinds(events) == ["goal", "message", "tool_call", "tool_result"]
     assert events[2].tool_name == "cargo" and events[3].tool_error == "test failed" and events[3].meta["repo"] == "shop"
     assert reader.skipped == {"metadata": 1, "thinking": 1}

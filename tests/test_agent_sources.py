@@ -12,6 +12,7 @@ import pytest
 from test_compact_cli import paused_cli
 
 from expengine.ingest.discovery import find_sources
+from expengine.models.onnx import cache_dir
 from expengine.store.pause import PAUSE_MARKER
 
 
@@ -32,6 +33,7 @@ def claude_line(n: int, text: str | None = None, session: str = "s1") -> str:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home folder with the tools' variables pointing into it."""
     home = tmp_path / "home"
+    monkeypatch.setenv("EXPENGINE_CACHE_DIR", str(cache_dir()))  # the encoder's export stays where it is cached
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
     monkeypatch.setenv("CODEX_HOME", str(home / "codex"))

@@ -327,3 +327,32 @@ def test_the_real_codex_rollout_finds_its_failed_commands(wild):
     got = [i.event for i in items(path) if i.event]
     errors = [e for e in got if e.kind == "tool_result" and e.tool_error]
     assert len(errors) >= 5 and {e.meta.get("repo") for e in got} == {"codemie-ai/codemie-code"}
+
+
+# --- redaction that knows ids -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"timestamp":1765617840191,',
+        "1767904611897 6f183b50 build and test",
+        "/tmp/sessions/1765617840191/out.log",
+        "call_record fc04e609-d145-4539-b8cc-14434915479d/0",
+        "api_key: anthropic_api_key()",
+        "env.OPENAI_API_KEY = env.ANTHROPIC_API_KEY",
+        "apiKey: ['NEWAGENT_API_KEY']",
+        "params: { _csrf_token: csrfToken }",
+        'TOKEN="${REVIEW_TOKEN:-}"',
+        "git@github.com:acme/app.git",
+    ],
+)
+def test_ids_timestamps_paths_and_code_are_not_secrets(text):
+    from expengine.ingest.redact import Redactor
+
+    assert Redactor()(text) == (text, 0)
+
+
+def test_a_millisecond_timestamp_under_a_time_key_stays_a_number():
+    from expengine.ingest.redact import Redactor
+
+    value = {"timestamp": 1765617840191, "createdAt": 1765617840191, "card": 4111111111111111}
+    assert Redactor().value(value) == ({**value, "card": "[REDACTED:CARD]"}, 1)

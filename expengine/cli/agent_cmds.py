@@ -39,8 +39,9 @@ def sources(
     if not rows:
         stderr.print(f"no agent logs found (looked for {', '.join(TOOLS)}; Aider under --root)")
         return
-    table = Table("tool", "location", "sessions", "MiB", "new sessions", "new MiB")
+    table = Table("tool", "sessions", "MiB", "new sessions", "new MiB")
+    table.add_column("location", overflow="fold")
     for row in rows:
         cells: list[Any] = [row.sessions, f"{row.bytes / 2**20:.1f}", row.new_sessions, f"{row.new_bytes / 2**20:.1f}"]
-        table.add_row(row.tool, escape(row.location), *map(str, cells))
+        table.add_row(row.tool, *map(str, cells), escape(row.location))
     stdout.print(table)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .formats.cline import API_FILE, UI_FILE
+from .formats.cline import API_FILE, METADATA_FILE, UI_FILE
 
 TOOLS = ("claude-code", "codex", "gemini-cli", "cline", "roo-code", "opencode", "goose", "openhands", "aider")
 AIDER_HISTORY = ".aider.chat.history.md"
@@ -32,6 +32,16 @@ class Source:
     path: str
     kind: str  # lines | whole | folder
     format: str
+
+
+def read_with_another(path: Path) -> bool:
+    """A file a tool writes beside a session, read with that session's file rather than on its own: a
+    Cline task's metadata (and its API history where the panel's file is there), opencode's messages
+    and parts (read with their session's file)."""
+    if path.name == METADATA_FILE or (path.name == API_FILE and (path.parent / UI_FILE).is_file()):
+        return True
+    parts = path.parts
+    return len(parts) > 3 and parts[-3] in ("message", "part") and (path.parents[2] / "session").is_dir()
 
 
 def _env_dir(name: str, default: Path) -> Path:

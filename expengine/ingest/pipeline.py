@@ -84,11 +84,11 @@ def ingest(
     """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
     With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
     items are stored instead of reading `paths`, through the same redaction, checks and writes. With
-    `reader`, each file's items come from it (an incremental read of agent logs) instead of `read_items`."""
+    `reader`, each of `paths` (files or folders, not expanded) is read by it instead of `read_items`."""
     import time
 
     started = time.perf_counter()
-    files = list(preread) if preread is not None else expand_paths(paths) if paths else []
+    files = list(preread) if preread is not None else list(paths) if reader else expand_paths(paths) if paths else []
     reports = expand_paths(outcomes) if outcomes else []
     result = IngestResult(files=files + reports)
     redactor = Redactor(enabled=store.config.ingest.redact)

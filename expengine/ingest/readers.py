@@ -22,14 +22,16 @@ from typing import IO, Any, Callable, Iterator
 from ..config import IngestConfig
 from ..errors import InputError
 from .chat_array import read_chat_array
+from .discovery import read_with_another
 from .events import EventError, Skipped
 from .formats import NAMES, Context, Format, ObjectReader, by_name, recognise
 from .items import TOO_DEEP, Item, located, nests_too_deep, parse
 from .otel import is_otlp
 from .remote import expand_uri, is_uri, open_uri
+from .whole_files import first_element, read_text, text_format
 
 FORMATS = NAMES
-SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj", ".aider.chat.history.md")
 # lines read to decide a file's format, and the bytes they may take together
 SNIFF_LINES = 20
 SNIFF_BYTES = 8 << 20
@@ -50,7 +52,11 @@ def expand_paths(paths: list[str]) -> list[str]:
         if not path.exists():
             raise InputError(f"no such file or folder: {p}", hint="check the path, or use - for stdin")
         if path.is_dir():
-            found = sorted(str(f) for f in path.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES))
+            found = sorted(
+                str(f)
+                for f in path.rglob("*")
+                if f.is_file() and f.name.endswith(SUFFIXES) and not read_with_another(f)
+            )
             if not found:
                 raise InputError(f"no log files in folder {p}", hint=f"expected files ending in {', '.join(SUFFIXES)}")
             out.extend(found)
@@ -186,6 +192,17 @@ def read_items(
         if start.startswith(codecs.BOM_UTF8):  # read as utf-8-sig: the mark is not part of the first line
             buffered.read(len(codecs.BOM_UTF8))
             start = start[len(codecs.BOM_UTF8) :]
+        in_text = text_format(fmt, start, label)
+        if in_text is not None:
+            yield from read_text(in_text, buffered, ctx)
+            return
+        if start.lstrip().startswith(b"[") and fmt != "openai-chat":
+            held, first = first_element(buffered, max_line_bytes)
+            buffered = io.BufferedReader(_Prefixed(held, buffered))
+            if fmt != "auto" or recognise([first]) not in (None, "openai-chat"):
+                document = by_name(fmt) if fmt != "auto" else None
+                yield from _read_document(buffered, label, document, ctx, limit=max_document_bytes)
+                return
         if fmt in ("auto", "otel") and (fmt == "otel" or is_otlp(start)):
             yield from _read_whole(by_name("otel"), buffered, label, agent)
             return
@@ -203,7 +220,7 @@ def read_items(
             yield from _read_document(rest, label, chosen if fmt != "auto" else None, ctx, limit=max_document_bytes)
         else:
             if head.first_too_long:
-                yield Item(label, first_line, error=_too_long(max_line_bytes))
+                yield Item(label, 1, error=_too_long(max_line_bytes))
             first = first_line + 1 if head.first_too_long else first_line
             yield from _read_lines(rest, chosen, ctx, max_line_bytes=max_line_bytes, first=first)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:

@@ -38,8 +38,10 @@ def _luhn_ok(digits: str) -> bool:
 
 
 def _card_ok(text: str) -> bool:
+    """13-19 digits passing Luhn; 13 digits starting with 1 are a millisecond timestamp (2001-2033), no card
+    number starts so."""
     digits = re.sub(r"\D", "", text)
-    return 13 <= len(digits) <= 19 and _luhn_ok(digits)
+    return 13 <= len(digits) <= 19 and not (len(digits) == 13 and digits[0] == "1") and _luhn_ok(digits)
 
 
 def _iban_ok(text: str) -> bool:
@@ -86,6 +88,21 @@ class _Kind:
             return True
         return any(n in lowered for n in self.needs if n != DIGIT) or (DIGIT in self.needs and has_digit)
 
+
+# a number inside an id, a path or a longer number is part of it, not a card or a phone: ASCII letters,
+# digits and `_ - / . :` around it (a UUID's group, a session id in a file name, a timestamp)
+_NOT_IN_ID = r"(?<![A-Za-z0-9_\-/.:])"
+_NOT_IN_ID_AFTER = r"(?![A-Za-z0-9_\-/]|\.\d)"
+# a value that is code, not a literal: a call, a dotted name, a list or object, a keyword, a camelCase or
+# ENV_NAME variable, a shell expansion (`api_key: anthropic_api_key()`, `env.OPENAI_API_KEY =
+# env.ANTHROPIC_API_KEY`, `apiKey = await prompt(…)`, `token: csrfToken`, `TOKEN="${REVIEW_TOKEN:-}"`)
+_CODE = re.compile(
+    r"^(?:\[|\{|\(|\$\{|(?:await|new|None|null|undefined|true|false|True|False|self|this|process|os|env)\b"
+    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$]*\(|[A-Z][A-Z0-9]*_[A-Z0-9_]+$"
+    r"|[a-z]+(?:[A-Z][a-z]+)+$|[\"']?\$\{?[A-Za-z_])"
+)
+# keys whose numbers are times (a 13-digit millisecond timestamp passes Luhn one time in ten)
+_TIME_KEY = re.compile(r"(?i)(?:^|_)(?:ts|time|timestamp|date)$|(?:At|Ms|_at|_ms)$|^(?:created|updated|started|ended)")
 
 DIGIT = "<digit>"
 _DIGITS = (DIGIT,)
@@ -168,6 +185,7 @@ _KINDS: list[_Kind] = [
         "SECRET",
         re.compile(rf"(?i)(?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[=:]\s*{_NOT_DONE}{_QUOTED_OR_WORD}"),
         1,
+        valid=lambda value: not _CODE.match(value),
         needs=_KEY_WORDS,
         examples=(
             "db_password=S3cr3tPassW0rd!",
@@ -197,14 +215,16 @@ _KINDS: list[_Kind] = [
     ),
     _Kind(
         "AWS_SECRET",
-        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        re.compile(r"(?<![A-Za-z0-9/+=_])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_])"),
         valid=_aws_secret_ok,
         needs=_DIGITS,
         examples=("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKQY",),
     ),
     _Kind(
         "EMAIL",
-        re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"),
+        re.compile(
+            r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b(?!:[\w.-]+/|/)"
+        ),  # not a git remote, not a path
         needs=("@",),
         examples=("jane.doe@example.org",),
     ),
@@ -235,7 +255,7 @@ _KINDS: list[_Kind] = [
     ),
     _Kind(
         "CARD",
-        re.compile(r"\b(?:\d[ -]?){12,18}\d\b"),
+        re.compile(rf"{_NOT_IN_ID}(?:\d[ -]?){{12,18}}\d{_NOT_IN_ID_AFTER}"),
         valid=_card_ok,
         needs=_DIGITS,
         examples=(
@@ -245,7 +265,7 @@ _KINDS: list[_Kind] = [
     ),
     _Kind(
         "CN_MOBILE",
-        re.compile(r"(?<![\d+])(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)"),
+        re.compile(rf"(?<![+]){_NOT_IN_ID}(?:(?:\+|00)86[\s-]?)?1[3-9]\d(?:[\s-]?\d{{4}}){{2}}{_NOT_IN_ID_AFTER}"),
         needs=_DIGITS,
         examples=("我的手机号是13812345678，请回电",),
     ),
@@ -302,8 +322,12 @@ class Redactor:
         if isinstance(value, str):
             return self(value)
         if isinstance(value, dict):
-            out, total = {}, 0
+            out: dict[Any, Any] = {}
+            total = 0
             for key, item in value.items():
+                if isinstance(key, str) and isinstance(item, int) and _TIME_KEY.search(key):
+                    out[key] = item
+                    continue
                 if isinstance(key, str) and _SECRET_KEY.match(key) and _secret_like(key, item):
                     if not (isinstance(item, str) and item.startswith("[REDACTED:")):
                         out[key] = "[REDACTED:SECRET]"

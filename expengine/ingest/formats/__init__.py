@@ -19,6 +19,7 @@ from ..openai_chat import events_from_run, is_run
 from ..otel import Read, is_otlp_object, read_otlp
 from ..outcomes import events_from_outcome, is_outcome_line, is_report, outcome_of_line, outcomes_of_report
 from ..trajectories import events_from_trajectory, is_trajectory
+from . import aider, cline, gemini, goose, opencode, openhands
 from .claude_code import ClaudeCodeReader, is_claude_code
 from .codex import CodexReader, is_codex
 
@@ -44,6 +45,9 @@ class Format:
     reader: Callable[[Context], ObjectReader]
     # formats read whole rather than by object (an OTLP file: a trace's spans come in several batches)
     read_file: Callable[[IO[bytes]], Iterator[Read]] | None = None
+    # text formats (Markdown chat logs): recognised by the file's first bytes, read whole
+    recognises_text: Callable[[str], bool] | None = None
+    read_text: Callable[[IO[bytes], Context], Iterator[Read]] | None = None
 
 
 def _trajectory(ctx: Context) -> ObjectReader:
@@ -63,11 +67,26 @@ def _outcomes(ctx: Context) -> ObjectReader:
     return read
 
 
+def _no_object(obj: Any) -> bool:
+    """A text format: no JSON object is one of its own."""
+    return False
+
+
+def _no_reader(ctx: Context) -> ObjectReader:
+    return lambda obj, _: []
+
+
 def _native(obj: Any, _: int) -> list[Event]:
     return [event_from_native(obj)]
 
 
 FORMATS: list[Format] = [
+    Format(
+        "openhands",
+        "an OpenHands event, trajectory or evaluation output line",
+        openhands.recognises,
+        openhands.object_reader,
+    ),  # before swe-agent: its demonstrations are a `history` of `action`s too
     Format(
         "swe-agent",
         "a mini-swe-agent or SWE-agent trajectory (`messages` with `trajectory_format`, or `trajectory`)",
@@ -86,6 +105,33 @@ FORMATS: list[Format] = [
         is_codex,
         lambda ctx: CodexReader(agent=ctx.agent, label=ctx.label).events,
     ),
+    Format("gemini-cli", "a Gemini CLI session (JSON, or JSONL lines)", gemini.recognises, gemini.object_reader),
+    Format(
+        "cline",
+        "a Cline or Roo Code task's ui_messages.json or api_conversation_history.json",
+        cline.recognises,
+        cline.object_reader,
+    ),
+    Format(
+        "opencode", "an opencode session (export, or storage/session file)", opencode.recognises, opencode.object_reader
+    ),
+    Format("goose", "a Goose session line", goose.recognises, goose.object_reader),
+    Format(
+        "aider",
+        "an Aider chat history (.aider.chat.history.md)",
+        _no_object,
+        _no_reader,
+        recognises_text=aider.is_aider_history,
+        read_text=aider.read_history,
+    ),
+    Format(
+        "gemini-share",
+        "a Gemini CLI /chat share Markdown export",
+        _no_object,
+        _no_reader,
+        recognises_text=gemini.is_gemini_share,
+        read_text=gemini.read_share,
+    ),
     Format("openai-chat", "a chat run (`messages` or `traj` list)", is_run, _chat_run),
     Format(
         "outcomes",
@@ -101,6 +147,11 @@ NAMES = ("auto", *(f.name for f in FORMATS))
 
 def by_name(name: str) -> Format:
     return next(f for f in FORMATS if f.name == name)
+
+
+def recognise_text(head: str) -> Format | None:
+    """The text format whose first lines these are (None: none)."""
+    return next((f for f in FORMATS if f.recognises_text is not None and f.recognises_text(head)), None)
 
 
 def recognise(obj: Any) -> str | None:

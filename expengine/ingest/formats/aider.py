@@ -12,12 +12,16 @@ project is the folder the history lies in, named by its git root where it has on
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..events import Event
-from .base import AgentReader, project_meta, timestamp
+from .base import AgentReader, FileContext, as_reads, project_meta, timestamp
+
+if TYPE_CHECKING:
+    from ..otel import Read
 
 STARTED = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$")
 _THINKING = re.compile(r"<thinking-content-[0-9a-f]+>.*?</thinking-content-[0-9a-f]+>", re.DOTALL)
@@ -191,3 +195,8 @@ class AiderReader(AgentReader):
         call = self.call(f"{common['id']}/call", name, args, **common)
         result = self.result(call.tool_call_id, line, False, **{**common, "id": f"{common['id']}/result"})
         return [call, result]
+
+
+def read_history(stream: IO[bytes], ctx: FileContext) -> Iterator["Read"]:
+    reader = AiderReader(agent=ctx.agent, path=ctx.label, now=ctx.now)
+    return as_reads(reader, reader.read(io.TextIOWrapper(stream, encoding="utf-8", errors="replace")))

@@ -18,16 +18,16 @@ import datetime as dt
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
-from .base import AgentReader, from_ms, project_meta
+from .base import AgentReader, FileContext, counted, from_ms, project_meta
 
 UI_FILE, API_FILE, METADATA_FILE = "ui_messages.json", "api_conversation_history.json", "task_metadata.json"
 TASK_FILES = (UI_FILE, API_FILE, METADATA_FILE)
 _CWD = re.compile(r"# Current (?:Working|Workspace) Directory \(([^)\n]+)\)")
-_EXIT = re.compile(r"[Ee]xit code:?\s*(-?\d+)")
+_EXIT = re.compile(r"exit code:?\s*(-?\d+)", re.IGNORECASE)
 _TASK = re.compile(r"<task>\s*(.*?)\s*</task>", re.DOTALL)
 _FEEDBACK = re.compile(r"<feedback>\s*(.*?)\s*</feedback>", re.DOTALL)
 _RESULT = re.compile(r"^\[(\w+)(?: for '(.*?)')?\] Result:\s*", re.DOTALL)
@@ -284,3 +284,21 @@ def task_events(folder: Path, *, agent: str, now: dt.datetime) -> tuple[list[Eve
     if api.is_file():
         return reader.api(json.loads(api.read_text(encoding="utf-8"))), reader
     raise EventError(f"no {UI_FILE} or {API_FILE} in the task folder {folder}")
+
+
+def recognises(obj: Any) -> bool:
+    return is_cline_ui(obj) or is_cline_api(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    """A task's `ui_messages.json` (read with the files beside it: the folder is the session) or, alone,
+    its `api_conversation_history.json`."""
+    folder = Path(ctx.label).parent
+    on_disk = ctx.label != "<stdin>"
+    reader = ClineReader(
+        agent=ctx.agent,
+        task=folder.name if on_disk else "stdin",
+        now=ctx.now,
+        meta=task_meta(folder) if on_disk else {},
+    )
+    return counted(reader, lambda obj, _: reader.ui(obj) if is_cline_ui(obj) else reader.api(obj))

@@ -17,11 +17,14 @@ import hashlib
 import json
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
-from .base import AgentReader, mapping, project_meta, timestamp
+from .base import AgentReader, FileContext, as_reads, counted, mapping, project_meta, timestamp
+
+if TYPE_CHECKING:
+    from ..otel import Read
 
 _WORKING_IN = re.compile(r"I'm currently working in the directory:\s*(\S[^\n]*)")
 _TURN = re.compile(r"^(?:\S+\s)?## (USER|MODEL)\s*$", re.MULTILINE)
@@ -48,6 +51,47 @@ def is_gemini_prompt_log(obj: Any) -> bool:
         and bool(obj)
         and all(isinstance(o, dict) and "sessionId" in o and "messageId" in o for o in obj[:3])
     )
+
+
+_MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
+
+
+def is_gemini_message(obj: Any) -> bool:
+    """A JSONL session's message line (`sessionId` is on the first line only) or its `$set` / `$rewindTo`."""
+    if not isinstance(obj, dict):
+        return False
+    if "$set" in obj or "$rewindTo" in obj:
+        return True
+    return (
+        obj.get("type") in _MESSAGE_TYPES
+        and "id" in obj
+        and "timestamp" in obj
+        and not any(k in obj for k in ("sessionId", "uuid", "kind", "payload", "role"))
+    )
+
+
+def recognises(obj: Any) -> bool:
+    return is_gemini_session(obj) or is_gemini_line(obj) or is_gemini_message(obj) or is_gemini_prompt_log(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    """A session document, a JSONL session line by line, or `logs.json`."""
+    reader = GeminiReader(agent=ctx.agent, path=ctx.label, now=ctx.now)
+
+    def read(obj: Any, _: int) -> list[Event]:
+        if is_gemini_session(obj):
+            return reader.document(obj)
+        if isinstance(obj, list):
+            return prompt_log_events(obj, agent=ctx.agent, now=ctx.now)
+        return reader.line(obj)
+
+    return counted(reader, read)
+
+
+def read_share(stream: IO[bytes], ctx: FileContext) -> Iterator["Read"]:
+    reader = GeminiReader(agent=ctx.agent, path=None, now=ctx.now)
+    text = stream.read().decode("utf-8", "replace")
+    return as_reads(reader, share_events(text, ctx.label, reader))
 
 
 def is_gemini_share(head: str) -> bool:
@@ -152,9 +196,8 @@ class GeminiReader(AgentReader):
         if status is None and call.get("result") is None:
             return out  # still running when the file was written
         output = _result_text(call.get("result")) or as_text(call.get("resultDisplay")) or ""
-        result = self.result(call_id, output, status == "error", **{**at, "id": f"{common['id']}/result{n}"})
-        if status == "cancelled":
-            result.meta = {**result.meta, "cancelled": True}
+        at = {**at, "id": f"{common['id']}/result{n}"}
+        result = self.result(call_id, output, status == "error", cancelled=status == "cancelled", **at)
         out.append(result)
         return out
 
@@ -237,10 +280,10 @@ def prompt_log_events(entries: list[Any], *, agent: str, now: dt.datetime) -> li
     return out
 
 
-def share_events(text: str, name: str, *, agent: str, now: dt.datetime) -> Iterator[tuple[int, list[Event]]]:
+def share_events(text: str, name: str, reader: GeminiReader) -> Iterator[tuple[int, list[Event]]]:
     """`/chat share` Markdown: (line, events) per turn. A USER turn that is a **Tool Response** is the
     result of the MODEL turn's **Tool Command** before it; the CLI's context preamble is skipped."""
-    reader = GeminiReader(agent=agent, now=now)
+    now = reader.now
     session = Path(name).stem
     reader.session = session
     marks = list(_TURN.finditer(text))

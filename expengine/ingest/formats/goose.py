@@ -10,11 +10,12 @@ Thinking is skipped and counted. The project is the session's `working_dir`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
-from .base import AgentReader, mapping, project_meta, timestamp
+from .base import AgentReader, FileContext, counted, mapping, project_meta, timestamp
 
 
 def is_goose_metadata(obj: Any) -> bool:
@@ -36,10 +37,9 @@ class GooseReader(AgentReader):
         self.session = session
         self.now = now
         self.meta: dict[str, Any] = {}
-        self.line = 0
 
-    def events(self, obj: dict[str, Any]) -> list[Event]:
-        self.line += 1
+    def events(self, obj: dict[str, Any], number: int) -> list[Event]:
+        """One line (`number`: its line in the file, the id of a message that has none)."""
         if is_goose_metadata(obj):
             self.meta = project_meta(obj.get("working_dir"))
             return self.skip("metadata")
@@ -51,18 +51,14 @@ class GooseReader(AgentReader):
             if not isinstance(c, dict):
                 continue
             common: dict[str, Any] = {
-                "id": f"{self.session}/{obj.get('id') or self.line}/{n}",
+                "id": f"{self.session}/{obj.get('id') or number}/{n}",
                 "ts": ts,
                 "session": self.session,
                 "meta": self.meta,
             }
             kind = c.get("type")
             if kind == "text":
-                text = str(c.get("text") or "").strip()
-                if text and obj["role"] == "user":
-                    out.extend(self.prompt(text, **common))
-                elif text:
-                    out.append(self.event("message", role="assistant", content=text, **common))
+                out.extend(self.said(obj["role"] == "user", c.get("text"), **common))
             elif kind == "toolRequest":
                 call = mapping(c, "toolCall")
                 value = mapping(call, "value")
@@ -86,3 +82,12 @@ class GooseReader(AgentReader):
             else:
                 self.skip(str(kind))
         return out
+
+
+def recognises(obj: Any) -> bool:
+    return is_goose_metadata(obj) or is_goose_message(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    reader = GooseReader(agent=ctx.agent, session=Path(ctx.label).stem, now=ctx.now)
+    return counted(reader, reader.events)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
-from .base import AgentReader, from_ms, mapping, project_meta
+from .base import AgentReader, FileContext, counted, from_ms, mapping, project_meta
 
 _SKIPPED_PARTS = {"reasoning", "step-start", "step-finish", "snapshot", "patch", "file", "compaction", "agent", "retry"}
 
@@ -67,14 +67,10 @@ class OpencodeReader(AgentReader):
                 "meta": self.meta,
             }
             kind = part.get("type")
-            if kind == "text":
-                text = str(part.get("text") or "").strip()
-                if not text or part.get("synthetic"):
-                    self.skip("synthetic" if text else "empty")
-                elif info["role"] == "user":
-                    out.extend(self.prompt(text, **common))
-                else:
-                    out.append(self.event("message", role="assistant", content=text, **common))
+            if kind == "text" and part.get("synthetic"):
+                self.skip("synthetic")  # text the client adds (file contents, reminders), not said by anyone
+            elif kind == "text":
+                out.extend(self.said(info["role"] == "user", part.get("text"), **common))
             elif kind == "tool":
                 out.extend(self.tool(part, common))
             elif kind in _SKIPPED_PARTS:
@@ -115,9 +111,8 @@ class OpencodeReader(AgentReader):
         failed = (status == "error" and not aborted) or (isinstance(code, int) and code != 0)
         output = error if status == "error" else as_text(state.get("output")) or ""
         end = from_ms((state.get("time") or {}).get("end"), common["ts"])
-        result = self.result(call_id, output, failed, **{**common, "id": f"{common['id']}/result", "ts": end})
-        if aborted:
-            result.meta = {**result.meta, "cancelled": True}
+        at = {**common, "id": f"{common['id']}/result", "ts": end}
+        result = self.result(call_id, output, failed, cancelled=aborted, **at)
         if isinstance(code, int):
             result.meta = {**result.meta, "exit_code": code}
         return [call, result]
@@ -148,3 +143,18 @@ def stored_session(path: Path) -> dict[str, Any]:
         messages.append({"info": minfo, "parts": parts})
     messages.sort(key=lambda m: ((m["info"].get("time") or {}).get("created") or 0, str(m["info"].get("id"))))
     return {"info": info, "messages": messages}
+
+
+def recognises(obj: Any) -> bool:
+    return is_opencode_export(obj) or is_opencode_session(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    """`opencode export` output, or a stored session's info file (read with its messages and parts)."""
+
+    def read(obj: Any, _: int) -> list[Event]:
+        export = obj if is_opencode_export(obj) else stored_session(Path(ctx.label))
+        events, reader = export_events(export, agent=ctx.agent, now=ctx.now)
+        return counted(reader, lambda *_: events)(obj, 1)
+
+    return read

@@ -15,12 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
 from ..trajectories import repo_of
-from .base import AgentReader, mapping, project_meta, timestamp
+from .base import AgentReader, FileContext, counted, mapping, project_meta, timestamp
 
 _BOILERPLATE = {"system", "recall", "change_agent_state", "null", "agent_state_changed"}
 _V1_SKIPPED = {"SystemPromptEvent", "ConversationStateUpdateEvent", "Condensation", "CondensationRequest", "PauseEvent"}
@@ -56,6 +56,7 @@ class OpenHandsReader(AgentReader):
         self.meta: dict[str, Any] = dict(meta or {})
         self.n = 0
         self.last_call: str | None = None  # an observation without `cause` answers the last action
+        self.folder: Path | None = None  # one event per file: where an observation's cause is read from
 
     def output(self, obj: dict[str, Any]) -> list[Event]:
         """An evaluation line: the task (its instruction is the goal when no user message opens the
@@ -150,6 +151,8 @@ class OpenHandsReader(AgentReader):
             content = str(e.get("content") or "")
             cause = e.get("cause")
             cause_id = str(cause) if cause is not None else self.last_call
+            if cause is not None and cause_id not in self.calls and self.folder is not None:
+                self._read_cause(str(cause))
             code = extras.get("exit_code", metadata.get("exit_code"))
             failed = (
                 observation == "error"
@@ -163,6 +166,15 @@ class OpenHandsReader(AgentReader):
                 result.meta = {**result.meta, "exit_code": code}
             return [result]
         raise EventError("an OpenHands event needs `action` or `observation`")
+
+    def _read_cause(self, cause: str) -> None:
+        """The action an observation answers, from its own file: its call is remembered, not stored again."""
+        action = self.folder / f"{cause}.json" if self.folder else None
+        if action is not None and action.is_file():
+            try:
+                self.one(json.loads(action.read_text(encoding="utf-8")))
+            except (ValueError, EventError):
+                return  # that file is read (and rejected) as its own source; this result names no call
 
     def workspace(self, folder: Any) -> None:
         """The folder commands ran in: the cwd, and the project where the task named none."""
@@ -256,3 +268,28 @@ def folder_events(folder: Path, *, agent: str, now: dt.datetime) -> Iterator[tup
             yield str(path), [], len(data), f"malformed JSON: {exc}"
         except EventError as exc:
             yield str(path), [], len(data), str(exc)
+
+
+def recognises(obj: Any) -> bool:
+    return is_openhands_output(obj) or is_openhands_event(obj) or is_openhands_trajectory(obj)
+
+
+def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
+    """Evaluation output (a task a line), a trajectory (a list of events), or events one by one (one per
+    file in `events/`: an observation's action is then read from the file its `cause` names)."""
+    path = Path(ctx.label)
+    in_events = path.parent.name == "events"
+    shared = OpenHandsReader(agent=ctx.agent, session=path.parent.parent.name if in_events else path.stem, now=ctx.now)
+    shared.folder = path.parent if in_events else None
+
+    def read(obj: Any, number: int) -> list[Event]:
+        if is_openhands_output(obj):
+            task = OpenHandsReader(
+                agent=ctx.agent, session=str(obj.get("instance_id") or f"{path.stem}:{number}"), now=ctx.now
+            )
+            return task.output(obj)
+        if isinstance(obj, list):
+            return [ev for e in obj for ev in shared.one(e)]
+        return shared.one(obj)
+
+    return counted(shared, read)
