@@ -28,6 +28,7 @@ CURSORS = "hook-cursors.json"
 INGEST_LOCK = "hook-ingest.lock"  # one worker at a time per store: two Stops of one session may overlap
 HEAD_BYTES = 1024
 SKIPPED_TYPES = ("progress", "file-history-snapshot", "queue-operation")
+CHUNK_BYTES = 4 << 20  # characters of one ingest request (a long transcript's first Stop sends several)
 INGEST_WAIT_S = 600.0  # a detached worker may wait this long for a store a compaction holds
 
 
@@ -96,12 +97,26 @@ def ingest_transcript(store: Path, transcript: Path, cwd: str) -> int:
             if not path.is_file():
                 continue
             lines, moved = new_lines(path, cursors.get(str(path)))
-            kept = privacy.filter(_kept(lines))
-            if kept:
-                _store(store, "".join(_dumped(obj) + "\n" for obj in kept))
-                sent += len(kept)
+            kept = [_dumped(obj) + "\n" for obj in privacy.filter(_kept(lines))]
+            for chunk in _chunks(kept):
+                _store(store, "".join(chunk))
+            sent += len(kept)
             cursors[str(path)] = moved
     return sent
+
+
+def _chunks(lines: list[str]) -> Iterator[list[str]]:
+    """The lines in requests of at most CHUNK_BYTES (a server's ingest body is bounded: 16 MB by default)."""
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        if chunk and size + len(line) > CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line)
+    if chunk:
+        yield chunk
 
 
 def _dumped(obj: Any) -> str:
