@@ -272,9 +272,14 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                 with watch.section("queries"):
                     memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
                     memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+                    # what the SessionStart hook injects for the task's project (the same call, without the process)
+                    hook_first = [
+                        engine.agent_context("session-start", project=q[1 : q.index("]")])["text"] for q, _ in first
+                    ]
                 bm25_first, bm25_steps = bm25[suffix]
                 report["first_step"][f"memory{suffix}"] = first_step_share(memory_first, first)
                 report["first_step"][f"BM25 over raw training runs{suffix}"] = first_step_share(bm25_first, first)
+                report["first_step"][f"SessionStart hook{suffix}"] = first_step_share(hook_first, first)
                 report["error_recovery"][f"memory{suffix}"] = lift(memory_steps, steps, programs, names=names)
                 report["error_recovery"][f"BM25 over raw training runs{suffix}"] = lift(
                     bm25_steps, steps, programs, names=names

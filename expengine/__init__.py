@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import Config
 from .errors import ExpengineError, InputError, LockedError, ModelError, NotFoundError, StoreError
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .config import Config
     from .engine import Engine
 
 
@@ -19,6 +19,10 @@ def __getattr__(name: str):
         from .engine import Engine
 
         return Engine
+    if name == "Config":  # a hook's client path imports the package without the config's dataclasses
+        from .config import Config
+
+        return Config
     raise AttributeError(name)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -12,17 +11,9 @@ import tomllib
 
 from .config_checks import check_range, check_type, coerce, no_unknown, one_for_all
 from .errors import InputError
+from .paths import default_store_dir  # noqa: F401  (re-exported: callers import it from here)
 
 CONFIG_FILE = "config.toml"
-
-
-def default_store_dir() -> Path:
-    """EXPENGINE_HOME, else the per-user data folder (XDG_DATA_HOME/expengine)."""
-    env = os.environ.get("EXPENGINE_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "expengine"
 
 
 @dataclass

@@ -164,6 +164,16 @@ class IngestArgs:
 
 
 @dataclass(frozen=True)
+class AgentContextArgs:
+    situation: Literal["session-start", "prompt", "failure", "export"] = required(
+        "What the coding agent is doing: session-start, prompt, failure or export."
+    )
+    project: str = required("The project, as `expengine hook` names it from a cwd.")
+    text: Optional[str] = arg("The prompt, or the failed command's error.", max_length=NAME_CHARS)
+    budget: Optional[int] = arg("At most this many tokens of context.", ge=1, le=MAX_BUDGET)
+
+
+@dataclass(frozen=True)
 class CompactArgs:
     dry_run: bool = arg("Run the cycle on a copy and report; the store is not touched.", default=False)
     refine: bool = arg("Refine changed clusters into units.", default=True)
@@ -302,6 +312,13 @@ OPERATIONS: dict[str, Operation] = _ops(
     Operation("history", NoArgs, "read", "The growth curve over runs.", wrap="runs", cli=False),
     Operation("snapshots", NoArgs, "read", "Snapshots, newest first.", wrap="snapshots", cli=False),
     Operation("rejects", RejectsArgs, "read", "Quarantined input lines.", wrap="rejects", cli=False),
+    Operation(
+        "agent_context",
+        AgentContextArgs,
+        "read",
+        "What a coding agent's hook injects: the project's standing knowledge, or the units for a prompt or failure.",
+        cli=False,
+    ),
     Operation("ingest", IngestArgs, "write", "Ingest logs.", max_body=None, reach=True, cli=False),
     Operation("pin", IdArgs, "write", "Pin a memory: it never decays.", cli=False),
     Operation("unpin", IdArgs, "write", "Unpin a memory.", cli=False),

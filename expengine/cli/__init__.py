@@ -15,6 +15,7 @@ from ..errors import READ_ONLY_ERRNOS, ExpengineError, StoreError
 # Each module registers its commands on `app`; they import nothing heavy at module level.
 from . import (  # noqa: E402,F401
     agent_cmds,
+    coding_cmds,
     compact_cmds,
     fleet_cmds,
     model_cmds,

@@ -29,6 +29,7 @@ from ..store.row_memo import RowMemo, unit_memo
 from ..store.store import Store
 from ..store.vectors import record_encoder, settle_encoder
 from .agent_logs import AgentLogs
+from .coding import Coding
 from .explain import Explain
 from .upkeep import Upkeep
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ..store.stats import Stats
 
 
-class Engine(Upkeep, Explain, AgentLogs):
+class Engine(Upkeep, Explain, AgentLogs, Coding):
     """One store folder: call methods with keyword arguments, close it (or use `with`) when done.
 
     An Engine holds no lock between calls: each public method takes the store lock, opens the

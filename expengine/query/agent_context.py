@@ -1,0 +1,122 @@
+"""What a coding agent's hooks inject: a project's standing knowledge at the start of a session, the
+fix for a failed command's error, and the few units a prompt is about.
+
+Each line names its unit id, so the agent can ask `show ID` (MCP `memory_show`) for the details and
+the source lines instead of the hook injecting more, and its evidence, counted in sessions: how many
+sessions the unit's sources come from, and in how many of them its command ran without an error.
+Nothing known gives an empty text, which the hook prints as nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..store.db import json_ids
+from ..store.vocabulary import LIVE_SQL
+from ..textutil import approx_tokens, error_key
+from .projects import ENVIRONMENT, ERROR_ATTRIBUTE, RECOVERY
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+    from .hits import Hit, QueryResult
+
+DEFAULT_BUDGET = 400  # tokens of a session's start-up context
+FIX_BUDGET = 150
+FOOTER = "(`expengine show ID` gives a unit's details and sources)"
+PROMPT_HEADER = "Relevant to this prompt, from earlier sessions:"
+
+
+@dataclass(frozen=True)
+class Line:
+    unit_id: str
+    text: str
+    sessions: int
+    succeeded: int
+
+    def render(self) -> str:
+        seen = f"seen in {self.sessions} session{'s' if self.sessions != 1 else ''}"
+        if self.succeeded:
+            seen += f", {self.succeeded} succeeded"
+        return f"- {self.text} [{self.unit_id}; {seen}]"
+
+
+def evidence(store: "Store", source_ids: list[str]) -> tuple[int, int]:
+    """(sessions the sources come from, sessions where the unit's command ran without an error or whose
+    goal succeeded). A fix's sources are mostly the failures it answers: then only the first count."""
+    if not source_ids:
+        return 0, 0
+    rows = store.con.execute(
+        "SELECT count(DISTINCT r.session), count(DISTINCT r.session) FILTER (WHERE (r.kind = 'tool_result' "
+        "AND r.tool_error IS NULL) OR g.status = 'succeeded') FROM records r LEFT JOIN goals g "
+        "ON g.goal_id = r.goal_id WHERE r.id IN (SELECT unnest(?)) AND r.session IS NOT NULL",
+        [source_ids],
+    ).fetchall()  # consumed whole: a pending result would hold the server's read cursor in a transaction
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+def _lines(store: "Store", where: str, params: list[Any]) -> list[Line]:
+    rows = store.con.execute(
+        f"SELECT id, text, source_ids, category, attribute, support FROM units WHERE {LIVE_SQL} AND kind = 'rule' "
+        f"AND {where} ORDER BY category = '{ENVIRONMENT}' DESC, attribute IS NULL DESC, support DESC, id",
+        params,
+    ).fetchall()
+    return [Line(uid, text, *evidence(store, json_ids(src))) for uid, text, src, *_ in rows]
+
+
+def rendered(lines: list[Line], budget: int, header: str) -> str:
+    """The header and as many lines, in order, as fit in `budget` tokens; "" when none does."""
+    out, used = [header], approx_tokens(header) + approx_tokens(FOOTER)
+    for line in lines:
+        text = line.render()
+        cost = approx_tokens(text)
+        if used + cost > budget:
+            continue
+        out.append(text)
+        used += cost
+    return "\n".join([*out, FOOTER]) if len(out) > 1 else ""
+
+
+def standing(store: "Store", project: str, *, budget: int = DEFAULT_BUDGET) -> str:
+    """The project's environment rules (test and build commands, what is not installed) first, then its
+    error → fix rules by support, within `budget` tokens."""
+    if not project:
+        return ""
+    lines = _lines(store, "subject = ? AND category IN (?, ?)", [project, ENVIRONMENT, RECOVERY])
+    return rendered(lines, budget, f"What expengine learned from earlier sessions in {project}:")
+
+
+def fix_for(store: "Store", project: str, error: str, *, budget: int = FIX_BUDGET) -> str:
+    """The rule for this error's kind in this project, else the one shared by several projects."""
+    key = error_key(error)
+    if not key:
+        return ""
+    attribute = ERROR_ATTRIBUTE + key
+    lines = _lines(store, "category = ? AND attribute = ? AND subject = ?", [RECOVERY, attribute, project or ""])
+    lines = lines or _lines(store, "category = ? AND attribute = ? AND subject IS NULL", [RECOVERY, attribute])
+    return rendered(lines[:1], budget, f"This error ({key}) was met before:")
+
+
+def relevant(store: "Store", result: "QueryResult", text: str) -> bool:
+    """The query's own verdict, and its best cosine against the encoder's floor even where the query
+    skipped it (a store whose rules are all of one project takes every query as about that project)."""
+    from ..models.mixed import encoder_of
+
+    floor = store.config.query.similarity_floor(encoder_of(store.embeddings.name, text))
+    return result.relevant and (floor <= 0 or (result.best_similarity or 0.0) >= floor)
+
+
+def project_units(store: "Store", hits: list["Hit"], project: str) -> list[Line]:
+    """The unit hits of a query (already past its similarity floor), less the rules of other projects."""
+    ids = [h.id for h in hits if h.type == "unit"]
+    subjects = dict(store.con.execute("SELECT id, subject FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall())
+    return [
+        Line(h.id, h.text, *evidence(store, h.source_ids))
+        for h in hits
+        if h.type == "unit" and subjects.get(h.id) in (None, project)
+    ]
+
+
+def rule_lines(store: "Store", project: str) -> list[str]:
+    """Every live rule of the project, rendered with its evidence, in a stable order (AGENTS.md)."""
+    return [line.render() for line in _lines(store, "subject = ?", [project])]

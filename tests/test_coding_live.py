@@ -1,0 +1,183 @@
+"""The live loop with Claude Code: hooks run as Claude Code runs them (JSON on stdin, exit code, stdout)
+against a real store, cold and through a real running server; transcripts ingested as they grow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_sessions import CWD, Transcript, context_of, run_hook
+from test_service import start_server, stop
+
+from expengine import Engine
+from expengine.integrations.hooks import LOG_FILE
+from expengine.service.client import find_server
+
+FOREGROUND = {"EXPENGINE_HOOK_FOREGROUND": "1"}
+FAILED_MAKE = "Exit code 2\nmake: *** No rule to make target 'check'.  Stop."
+
+
+def _session(folder: Path, n: int) -> Transcript:
+    """One session in the demo project: `make check` fails, the test script works."""
+    t = Transcript(folder / f"s{n}.jsonl", f"s{n}")
+    t.prompt(f"fix parser bug number {n}")
+    t.noise()
+    t.command("make check", FAILED_MAKE, failed=True)
+    t.command(f"./run_tests.sh tests/test_parser_{n}.py", "5 passed in 0.2s")
+    t.say("Fixed, the parser tests pass.")
+    return t
+
+
+def _stop(store: Path, t: Transcript) -> tuple[int, str, str]:
+    return run_hook(
+        store, "Stop", {"session_id": t.session, "transcript_path": str(t.path), "cwd": t.cwd}, **FOREGROUND
+    )
+
+
+def _records(store: Path) -> int:
+    with Engine(store=store) as engine:
+        return int(engine.store.con.execute("SELECT count(*) FROM records").fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
+    """A store that learned the demo project from three sessions ingested by Stop hooks, then compacted."""
+    tmp = tmp_path_factory.mktemp("learned")
+    store = tmp / "store"
+    for n in range(3):
+        code, out, _ = _stop(store, _session(tmp / "projects", n))
+        assert (code, out) == (0, "")
+    with Engine(store=store, embedder=embedder, overrides={"llm.mode": "template"}) as engine:
+        engine.compact()
+    return store
+
+
+def test_session_start_prints_the_project_s_test_command_and_pitfall_with_evidence(learned: Path) -> None:
+    code, out, _ = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD, "source": "startup"})
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    text = context_of(out)
+    assert "./run_tests.sh" in text and "make" in text
+    assert "seen in 3 sessions" in text and "[u-" in text
+
+
+def test_a_project_with_nothing_learned_gets_nothing(learned: Path) -> None:
+    assert run_hook(learned, "SessionStart", {"session_id": "x", "cwd": "/home/dev/elsewhere"})[:2] == (0, "")
+
+
+def test_a_failed_command_gets_the_fix_that_worked_for_its_error(learned: Path) -> None:
+    payload = {"cwd": CWD, "tool_name": "Bash", "tool_input": {"command": "make check"}, "error": FAILED_MAKE}
+    code, out, _ = run_hook(learned, "PostToolUseFailure", payload)
+    assert code == 0 and "./run_tests.sh" in context_of(out)
+    ok = {"cwd": CWD, "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}}
+    assert run_hook(learned, "PostToolUse", ok)[:2] == (0, "")
+
+
+def test_hooks_through_a_running_server_answer_as_cold_ones_do(learned: Path) -> None:
+    cold = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
+    child = start_server(learned)
+    try:
+        warm = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
+        prompt = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "how do I run the parser tests?"})
+        unrelated = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "what a lovely sunny afternoon"})
+    finally:
+        code, err = stop(child)
+    assert warm == cold and warm[1]
+    assert prompt[0] == 0 and "./run_tests.sh" in context_of(prompt[1])
+    assert unrelated[:2] == (0, "")
+    assert find_server(learned) is None, err
+
+
+def test_a_broken_store_fails_open(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "expengine.duckdb").write_bytes(b"this is not a database")
+    code, out, err = run_hook(store, "SessionStart", {"session_id": "s", "cwd": CWD})
+    assert (code, out) == (0, "")
+    assert "SessionStart" in (store / LOG_FILE).read_text()
+    assert run_hook(store, "SessionStart", {"cwd": CWD}, EXPENGINE_HOME="/nonexistent")[:2] == (0, "")
+
+
+def test_bad_hook_input_fails_open(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    assert run_hook(store, "NoSuchEvent", {})[:2] == (0, "")
+    assert "NoSuchEvent" in (store / LOG_FILE).read_text()
+
+
+def test_a_transcript_that_grows_between_two_stops_stores_only_its_new_lines(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    t = _session(tmp_path / "projects", 0)
+    assert _stop(store, t)[:2] == (0, "")
+    first = _records(store)
+    assert _stop(store, t)[:2] == (0, "")
+    assert _records(store) == first  # nothing new, nothing stored
+    t.command("./run_tests.sh tests/test_lexer.py", "2 passed")
+    assert _stop(store, t)[:2] == (0, "")
+    assert _records(store) == first + 2  # the new call and its result only
+
+
+def test_a_subagent_s_transcript_is_ingested_with_its_session(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    t = _session(tmp_path / "projects", 0)
+    sub = Transcript(t.path.with_suffix("") / "subagents" / "agent-a1.jsonl", t.session)
+    sub.command("grep -rn parse src", "src/parser.py:1: def parse")
+    assert _stop(store, t)[:2] == (0, "")
+    with Engine(store=store) as engine:
+        found = engine.store.con.execute(
+            "SELECT count(*) FROM records WHERE content LIKE '%grep -rn parse%' "
+            "OR CAST(tool_args AS VARCHAR) LIKE '%grep -rn parse%'"
+        ).fetchone()[0]
+    assert found == 1
+
+
+def test_private_spans_and_ignored_files_stay_out_of_the_store(tmp_path: Path) -> None:
+    project = tmp_path / "demo"
+    (project / "secrets").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / ".expengineignore").write_text("secrets/\n*.pem\n")
+    store = tmp_path / "store"
+    t = Transcript(tmp_path / "projects" / "p.jsonl", "p", cwd=str(project))
+    t.prompt("deploy with token <private>hunter2-is-my-token</private> please")
+    t.read(str(project / "secrets" / "prod.env"), "DB_PASSWORD=swordfish")
+    t.command("cat server.pem", "-----BEGIN KEY----- zzz")
+    t.command("ls", "README.md")
+    assert _stop(store, t)[:2] == (0, "")
+    with Engine(store=store) as engine:
+        rows = engine.store.con.execute("SELECT * FROM records").fetchall()
+    text = json.dumps([list(map(str, r)) for r in rows])
+    assert "hunter2" not in text and "swordfish" not in text and "BEGIN KEY" not in text
+    assert "[private]" in text and "README.md" in text
+
+
+def test_the_ids_a_hook_names_are_shown_with_their_sources_and_exported_with_their_evidence(
+    learned: Path, tmp_path: Path
+) -> None:
+    from test_connect import _cli
+
+    text = context_of(run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})[1])
+    unit_id = text.split("[", 1)[1].split(";", 1)[0]
+    code, out = _cli("show", unit_id, "--json", store=learned)
+    assert code == 0 and json.loads(out)["sources"]
+    agents = tmp_path / "CLAUDE.md"
+    project = tmp_path / "demo"
+    project.mkdir()
+    code, out = _cli("export", "agents-md", "--project", str(project), "--write", str(agents), store=learned)
+    assert code == 0
+    assert unit_id in agents.read_text() and "seen in 3 sessions" in agents.read_text()
+
+
+def test_stop_hands_the_ingest_to_a_detached_process_and_a_later_stop_never_stores_a_line_twice(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    t = _session(tmp_path / "projects", 0)
+    payload = {"session_id": t.session, "transcript_path": str(t.path), "cwd": t.cwd}
+    assert run_hook(store, "Stop", payload)[:2] == (0, "")  # returns at once; the worker goes on
+    assert _stop(store, t)[:2] == (0, "")  # waits for the worker's lock, then stores what is left
+    reference = tmp_path / "reference"
+    assert _stop(reference, _session(tmp_path / "again", 0))[:2] == (0, "")
+    assert _records(store) == _records(reference)
