@@ -14,13 +14,7 @@ from ..config import Config, default_store_dir
 from ..errors import TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
-from ..store.db import (
-    LOCK_FILE,
-    SCRUB_PENDING,
-    StoreLock,
-    database_host,
-    store_errors,
-)
+from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
 from ..store.permissions import check_store_dir, make_store_dir, private_files
