@@ -181,3 +181,12 @@ def test_stop_hands_the_ingest_to_a_detached_process_and_a_later_stop_never_stor
     reference = tmp_path / "reference"
     assert _stop(reference, _session(tmp_path / "again", 0))[:2] == (0, "")
     assert _records(store) == _records(reference)
+
+
+def test_the_hooks_files_are_the_store_s_own() -> None:
+    """A folder holding only what the hooks wrote is still a store (the folder check refuses strangers)."""
+    from expengine.integrations.hooks import LOG_FILE
+    from expengine.integrations.transcripts import CURSORS, INGEST_LOCK
+    from expengine.store.permissions import STORE_ENTRIES
+
+    assert {LOG_FILE, CURSORS, INGEST_LOCK} <= set(STORE_ENTRIES)

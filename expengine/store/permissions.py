@@ -32,6 +32,9 @@ STORE_ENTRIES = (
     REINDEX_PENDING,
     "serve.token",  # the server's token and socket (service/client.py names them)
     "serve.sock",
+    "hooks.log",  # a coding agent's hooks: their log, their transcript cursors and lock (integrations/)
+    "hook-cursors.json",
+    "hook-ingest.lock",
 )
 # any of these makes a folder a store (the lock and pending markers alone do not: a crash may leave them)
 STORE_MARKERS = (DB_FILE, LANCE_DIR, SNAPSHOT_DIR, CONFIG_FILE)
