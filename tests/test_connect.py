@@ -104,6 +104,9 @@ def test_export_agents_md_keeps_the_rest_of_the_file_and_is_idempotent(tmp_path:
     agents = tmp_path / "AGENTS.md"
     agents.write_text("# House rules\n\nUse tabs.\n")
     store = tmp_path / "store"
+    assert _cli("export", "agents-md", "--project", str(tmp_path), store=store)[0] == 3  # no store: nothing made
+    assert not store.exists()
+    assert _cli("config", "init", store=store)[0] == 0
     code, out = _cli("export", "agents-md", "--project", str(tmp_path), "--write", str(agents), store=store)
     assert code == 0, out
     text = agents.read_text()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from helpers import BOOKING, CHATTER, REFUND, Counting, ev
+from helpers import BOOKING, CHATTER, REFUND, Counting, ev, weather_session
 
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
@@ -196,7 +196,8 @@ def test_a_cycle_caches_every_vector_queries_read_from_the_cache(make_engine, wr
     from expengine.query.expand import cached_texts
 
     engine = make_engine()
-    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    weather = [e for n in range(4) for e in weather_session(n, rate_limited=n < 3)]  # refined into a rule
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER + weather)])
     engine.compact()
     with engine.session() as store:
         texts = cached_texts(store)
