@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import MARKER, OTHERS, SECRET, ev, files_holding
+from helpers import MARKER, OTHERS, SECRET, add_unit, ev, files_holding
 from typer.testing import CliRunner
 
 from expengine.cli import app
@@ -21,6 +21,9 @@ def compacted(make_engine, write_jsonl, tmp_path):
     engine = make_engine(overrides={"llm.mode": "template", "cluster.interval_new_memories": 1})
     engine.ingest([write_jsonl("log.jsonl", OTHERS + SECRET)])
     engine.compact()
+    # a unit standing on secret records and on others (the templates refine none here: tool restatements)
+    with engine.session():
+        add_unit(engine, "u-seats", "Offer aisle seats first on long flights.", ["p00", "p02", "b09"], agent="bot")
     engine.ingest([write_jsonl("more.jsonl", [dict(SECRET[0], id="p99", ts="2026-03-01T11:00:00Z")])])
     engine.compact()
     return engine
