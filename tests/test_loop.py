@@ -90,9 +90,12 @@ def test_forget_removes_the_query_log_of_a_forgotten_session_and_forgotten_ids(e
     (entry,) = query_log.entries(engine.store, session="elsewhere")
     assert forgotten not in entry["memory_ids"] and entry["unit_ids"]
     assert query_log.entries(engine.store, session="s1")  # s1 still has records
+    engine.query("import dotenv failed", k=5, session="other")  # words session c1 holds too
     engine.forget(sessions=["s1"])
     assert query_log.entries(engine.store, session="s1") == []
-    assert query_log.entries(engine.store, session="elsewhere")
+    # a query asked elsewhere whose words only s1's records held would keep them: it goes too
+    assert query_log.entries(engine.store, session="elsewhere") == []
+    assert query_log.entries(engine.store, session="other")
 
 
 def test_an_unused_unit_goes_dormant_and_wakes_when_a_query_shows_it(engine_on):  # noqa: F811
