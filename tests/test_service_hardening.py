@@ -178,7 +178,7 @@ def test_the_writer_stops_an_ingest_past_its_time(tmp_path: Path) -> None:
 
 def test_forget_rejects_clears_them_from_the_store_and_its_snapshots(hardened: Any) -> None:
     store, client, _, _, _ = hardened
-    client.call("ingest", {"text": "not json, a leaked line: hunter2\n"})
+    client.call("ingest", {"text": "not json, a leaked line: hunter2\n" + json.dumps(GOOD_LINE) + "\n"})
     client.call("compact", {"refine": False})  # a snapshot that holds the reject too
     count = client.call("stats")["rejects"]
     assert count >= 1

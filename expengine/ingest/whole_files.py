@@ -15,7 +15,8 @@ from .items import Item, located
 
 
 def text_format(fmt: str, start: bytes, label: str) -> Format | None:
-    """The text format a file is in (a Markdown chat log), None for JSON; a file that is neither is an error."""
+    """The text format a file is in (a Markdown chat log), None for JSON lines (a bad first line among
+    them included); a file that is neither is an error."""
     if fmt != "auto":
         chosen = by_name(fmt)
         return chosen if chosen.read_text is not None else None
@@ -23,6 +24,8 @@ def text_format(fmt: str, start: bytes, label: str) -> Format | None:
     if not stripped or stripped[:1] in (b"{", b"["):
         return None
     found = recognise_text(start.decode("utf-8", "replace"))
+    if found is None and any(line.lstrip()[:1] in (b"{", b"[") for line in start.splitlines()):
+        return None  # JSON lines after a bad first one: that line is rejected, the others are read
     if found is None:
         raise InputError(
             f"{label} is in no log format expengine reads",

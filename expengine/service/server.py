@@ -306,22 +306,22 @@ def serve(
     ingest_roots: list[str] | tuple[str, ...] = (),
     ui: bool = False,
 ) -> int:
-    """Run until SIGTERM/SIGINT. The engine is already open (so a busy store fails before we listen)."""
+    """Run until SIGTERM/SIGINT. A busy store fails here, and the socket goes with the failure."""
     store_dir = engine.store_dir
     if find_server(store_dir):
         raise LockedError(f"a server already runs for {store_dir}", hint="stop it first (SIGTERM)")
     reach = ops.Reach.of(ingest_roots, engine.config.serve)
-    engine.store  # noqa: B018  opens (and locks) the store for the server's lifetime, as a held Engine
     path = store_dir / SOCKET_FILE
     path.unlink(missing_ok=True)
-    # listening from now on: a CLI call during the warm-up below waits in the backlog for its answer
-    # (up to its --wait) instead of finding the store locked and no server
+    # listening before the store is locked: a CLI call while the store opens (migrations) and warms up
+    # waits in the backlog for its answer (up to its --wait) instead of finding it locked and no server
     uds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with unix_address(path) as address:
         uds.bind(address)
     os.chmod(path, 0o600)
     uds.listen(128)
     try:
+        engine.store  # noqa: B018  opens (and locks) the store for the server's lifetime, as a held Engine
         return _run(engine, reach, uds, http=http, grace=grace, max_body=max_body, ui=ui)
     finally:
         path.unlink(missing_ok=True)
