@@ -123,3 +123,13 @@ def test_the_installed_entry_point_gives_exit_2(tmp_path, argv, mentions):
     )
     assert_one_line_usage_error(done.returncode, done.stdout, done.stderr, mentions=mentions)
     assert not (tmp_path / "store").exists()  # a usage mistake touches nothing
+
+
+@pytest.mark.parametrize("argv", [["ingest", "--from-agents", "bogus"], ["sources", "bogus"]])
+def test_an_unknown_agent_is_exit_2_and_leaves_no_store(tmp_path, argv):
+    env = {**os.environ, "EXPENGINE_HOME": str(tmp_path / "store"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-m", "expengine", *argv], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2 and "unknown agent 'bogus'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "store").exists()

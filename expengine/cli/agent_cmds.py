@@ -31,8 +31,9 @@ def sources(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Agent log locations found on this machine: tool, sessions, bytes, and what is not yet ingested."""
+    chosen = check_tools(tools or [])  # a usage mistake leaves no store folder behind
     with open_engine(ctx) as engine:
-        rows = engine.sources(check_tools(tools or []), roots or [])
+        rows = engine.sources(chosen, roots or [])
     if as_json:
         emit_json({"sources": rows})
         return

@@ -86,8 +86,9 @@ def ingest(
 def _from_agents(ctx: typer.Context, tools: list[str], roots: list[str], *, strict: bool, as_json: bool) -> None:
     from .agent_cmds import check_tools
 
+    chosen = check_tools(tools)  # a usage mistake leaves no store folder behind
     with open_engine(ctx) as engine:
-        result = engine.ingest_agents(check_tools(tools), roots, strict=strict)
+        result = engine.ingest_agents(chosen, roots, strict=strict)
     if as_json:
         emit_json(result)
         return
