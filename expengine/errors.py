@@ -12,6 +12,7 @@ class ExpengineError(Exception):
     """Base of all expected failures: a message saying what went wrong and a hint saying the fix."""
 
     exit_code = 1
+    http_status = 500  # what the server answers: the caller's mistakes are 4xx, the server's own trouble 5xx
 
     def __init__(self, message: str, *, hint: str | None = None):
         super().__init__(message)
@@ -26,6 +27,7 @@ class InputError(ExpengineError):
     """A path or argument given by the user is unusable."""
 
     exit_code = 2
+    http_status = 400
 
 
 class StoreError(ExpengineError):
@@ -34,16 +36,25 @@ class StoreError(ExpengineError):
     exit_code = 3
 
 
+class DamagedSnapshotError(StoreError):
+    """A snapshot's database cannot be read back (a cut or garbled `.xz`): the snapshot asked for is at fault,
+    not the live store, which stays as it was."""
+
+    http_status = 422
+
+
 class LockedError(ExpengineError):
     """Another process holds the store's write lock (a compaction is running)."""
 
     exit_code = 4
+    http_status = 409
 
 
 class NotFoundError(ExpengineError):
     """A record, unit or snapshot id does not exist."""
 
     exit_code = 5
+    http_status = 404
 
 
 class ModelError(ExpengineError):
@@ -56,7 +67,10 @@ class RejectedLinesError(ExpengineError):
     """`ingest --strict` saw rejected lines (they are still quarantined and listed)."""
 
     exit_code = 7
+    http_status = 422
 
 
 class TooLargeError(InputError):
-    """A request over a bound: query text, ingest bytes, lines or writer time (HTTP 413)."""
+    """A request over a bound: query text, ingest bytes, lines or writer time."""
+
+    http_status = 413

@@ -1,22 +1,25 @@
 """A damaged snapshot (a cut or garbled `.xz`) costs that snapshot only: `restore` says so in one line
 with exit 3 and leaves no temporary file, and a server that was asked to restore it goes on answering
-queries, stats and ingests. A snapshot id that is not one (a path, 70,000 characters) is a 400 that
+queries, stats and ingests
+(HTTP 422 naming the snapshot; `forget` through MCP skips it and says so). A snapshot id that is not one (a path, 70,000 characters) is a 400 that
 names no path."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import free_port, mcp_params
 from test_cli_usage import run_main
 from test_compact import BOOKING, CHATTER, REFUND
 from test_service import QUERY, start_server, stop
 
 from expengine.lifecycle.snapshot import PACKED_DB
-from expengine.service.client import SOCKET_FILE, Client
+from expengine.service.client import TOKEN_FILE, Client
 from expengine.store.db import SNAPSHOT_DIR
 
 DAMAGES = {
@@ -59,22 +62,50 @@ def test_restoring_a_damaged_snapshot_is_one_line_exit_3(snapshotted, monkeypatc
 
 
 def test_a_server_asked_to_restore_a_damaged_snapshot_goes_on_answering(snapshotted):
+    """Over TCP as a remote client would: a 422 naming the snapshot and the fix, the live store untouched."""
     store, ids = snapshotted
-    child = start_server(store)
+    port = free_port()
+    child = start_server(store, "--http", f"127.0.0.1:{port}")
     try:
-        client = Client(socket_path=store / SOCKET_FILE)
+        client = Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip())
+        raw = client.call("stats", {})["raw"]
         for snapshot_id in ids[:2]:
             status, body = client.request("POST", "/v1/restore", {"snapshot_id": snapshot_id}, timeout=120)
-            assert body["error"]["exit_code"] == 3 and "is damaged" in body["error"]["message"], body
+            error = body["error"]
+            assert status == 422 and error["type"] == "DamagedSnapshotError" and error["exit_code"] == 3, body
+            assert error["message"].startswith(f"the snapshot {snapshot_id} is damaged"), error
+            assert "expengine snapshots" in error["hint"], error
+            assert client.call("stats", {})["raw"] == raw  # nothing of the live store changed
             assert client.call("query", {"text": QUERY, "touch": False})["hits"]
-            assert client.call("stats", {})["raw"] >= len(BOOKING + REFUND + CHATTER)
-            record = {"ts": "2026-03-02T10:00:00Z", "kind": "message", "role": "user", "content": "hello again"}
+            record = {
+                "ts": "2026-03-02T10:00:00Z",
+                "kind": "message",
+                "role": "user",
+                "content": "hello again",
+                "session": "late",
+            }
             assert client.call("ingest", {"records": [record]})["stored"] in (0, 1)
+            raw = client.call("stats", {})["raw"]
         assert _leftovers(store) == []
         long_id = "x" * 70_000
         status, body = client.request("POST", "/v1/restore", {"snapshot_id": long_id}, timeout=60)
         assert status == 400 and str(store) not in json.dumps(body) and len(json.dumps(body)) < 1000
+        forgot = asyncio.run(_forget_through_mcp(store))
+        assert not forgot.is_error and forgot.structured_content["records"] == 1, forgot
+        assert sorted(why.split()[2] for why in forgot.structured_content["snapshots_damaged"]) == sorted(ids[:2])
+        assert client.call("query", {"text": QUERY, "touch": False})["hits"]
+        assert _leftovers(store) == []
         assert client.call("restore", {"snapshot_id": ids[2]})["snapshot_id"] == ids[2]  # a whole one still works
     finally:
         code, err = stop(child)
     assert code in (0, -signal.SIGTERM) and "Traceback" not in err, err
+
+
+async def _forget_through_mcp(store: Path) -> Any:
+    """`memory_forget` through `expengine mcp`, which hands it to the running server."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with stdio_client(mcp_params(store)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await session.call_tool("memory_forget", {"sessions": ["late"]})

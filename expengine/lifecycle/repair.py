@@ -7,11 +7,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import NotFoundError, StoreError
+from ..errors import DamagedSnapshotError, NotFoundError, StoreError
 from ..results import Result
 from ..store.db import DB_FILE, SNAPSHOT_DIR, utcnow
 from ..store.journal import ingested_since
-from .snapshot import DamagedSnapshotError, damage_in, snapshot_database, snapshots_in, swap_in
+from .snapshot import damage_in, snapshot_database, snapshots_in, swap_in
 
 
 @dataclass

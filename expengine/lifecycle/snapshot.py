@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import duckdb
 
-from ..errors import InputError, NotFoundError, StoreError
+from ..errors import DamagedSnapshotError, InputError, NotFoundError
 from ..results import Result
 from ..store import units
 from ..store.db import (
@@ -178,14 +178,11 @@ def _unpack(folder: Path, target: Path) -> None:
         shutil.copyfileobj(src, out, 1 << 20)
 
 
-class DamagedSnapshotError(StoreError):
-    """A snapshot's database cannot be read back (a cut or garbled `.xz`, a damaged file)."""
-
-    def __init__(self, folder: Path, why: str):
-        super().__init__(
-            f"the snapshot {folder.name} is damaged and cannot be read ({why})",
-            hint=f"pick another one (`expengine snapshots`), or delete the folder {folder} if none of it is needed",
-        )
+def damaged_snapshot(folder: Path, why: str) -> DamagedSnapshotError:
+    return DamagedSnapshotError(
+        f"the snapshot {folder.name} is damaged and cannot be read ({why})",
+        hint=f"pick another one (`expengine snapshots`), or delete the folder {folder} if none of it is needed",
+    )
 
 
 def _unpack_whole(folder: Path, target: Path) -> None:
@@ -200,7 +197,7 @@ def _unpack_whole(folder: Path, target: Path) -> None:
         return
     target.unlink(missing_ok=True)
     wal_of(target).unlink(missing_ok=True)
-    raise DamagedSnapshotError(folder, why)
+    raise damaged_snapshot(folder, why)
 
 
 @contextmanager

@@ -31,14 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from .. import __version__
-from ..errors import (
-    ExpengineError,
-    InputError,
-    LockedError,
-    NotFoundError,
-    RejectedLinesError,
-    TooLargeError,
-)
+from ..errors import ExpengineError, InputError, LockedError
 from . import ops
 from .client import SOCKET_FILE, find_server, unix_address
 from .edges import AccessLog, HostCheck, TokenAuth, ensure_token, tcp_socket
@@ -49,8 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("expengine.serve")
 MAX_BODY_BYTES = 16 * 2**20  # an ingest's records or text; every other operation: operations.ARGS_BODY_BYTES
 WRITER_NICE = 10
-# the first class that matches wins: TooLargeError before its base InputError
-STATUS = {TooLargeError: 413, InputError: 400, NotFoundError: 404, LockedError: 409, RejectedLinesError: 422}
 
 
 class ReadWriteLock:
@@ -195,8 +186,7 @@ class Service:
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, ExpengineError):
-        status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
-        return status, {
+        return exc.http_status, {
             "error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code}
         }
     if isinstance(exc, HTTPException):
