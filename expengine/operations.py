@@ -21,6 +21,9 @@ NAME_CHARS = 65_536  # an id, a name, a time: ingest keeps ids as given (10,000 
 MAX_BUDGET = 100_000  # prompt tokens
 NOTE_CHARS = 4_000  # a feedback note
 ARGS_BODY_BYTES = 2**20  # the body of every operation but ingest, which carries content
+# no wait, grace or time limit is longer than a day: an upper bound is also what refuses inf (and nan)
+MAX_SECONDS = 86_400
+MAX_BODY_MB = 1_024  # `serve --max-body-mb`: a request body is held in memory whole
 
 # How the server schedules an operation:
 #   read      - any request thread, on its own DuckDB cursor, also while a compaction runs;
@@ -184,7 +187,7 @@ class CompactArgs:
 class RefineArgs:
     dry_run: bool = arg("Say what would be written; write nothing.", default=False)
     max_llm_calls: Optional[int] = arg("At most this many model calls.", ge=0)
-    time_limit_s: Optional[float] = arg("Stop starting new clusters after this many seconds.", gt=0)
+    time_limit_s: Optional[float] = arg("Stop starting new clusters after this many seconds.", gt=0, le=MAX_SECONDS)
 
 
 @dataclass(frozen=True)

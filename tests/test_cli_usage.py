@@ -51,6 +51,13 @@ ALL = list(commands())
 NAMES = [" ".join(path) for path, _ in ALL]
 MISSING = [(path, c) for path, c in ALL if required_args(c)]
 TYPED = [(path, opt, bad, c) for path, c in ALL for opt, bad in typed_options(c)]
+# every number of seconds or megabytes, the global --wait included: nan, inf and negatives are refused
+FLOATS = [
+    (path, p.opts[0], c)
+    for path, c in [((), CLI), *ALL]
+    for p in c.params
+    if p.param_type_name == "option" and bare(p.type_descriptor.annotation) is float
+]
 
 
 def assert_one_line_usage_error(code: int, out: str, err: str, *, mentions: str) -> None:
@@ -66,6 +73,7 @@ def test_the_suite_covers_every_command():
     assert {"query", "ingest", "restore", "forget", "config show", "config init", "repair"} <= set(NAMES)
     # the derivation found what it should (ingest's PATHS is optional with --outcomes, so it is checked below)
     assert len(MISSING) >= 7 and len(TYPED) >= 6
+    assert {"--wait", "--grace", "--max-body-mb", "--idle", "--time-limit"} <= {o for _, o, _ in FLOATS}
 
 
 @pytest.mark.parametrize("path,command", MISSING, ids=[" ".join(p) for p, _ in MISSING])
@@ -78,6 +86,15 @@ def test_a_missing_argument_is_exit_2(monkeypatch, capsys, path, command):
 def test_a_wrong_type_is_exit_2(monkeypatch, capsys, path, option, bad, command):
     code, out, err = run_main(monkeypatch, capsys, [*GLOBAL_PREFIX, *path, *required_args(command), option, bad])
     assert_one_line_usage_error(code, out, err, mentions=option)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "-1"])
+@pytest.mark.parametrize("path,option,command", FLOATS, ids=[f"{' '.join(p)} {o}" for p, o, _ in FLOATS])
+def test_a_float_option_refuses_nan_inf_and_negatives(monkeypatch, capsys, path, option, command, bad):
+    argv = [*path, *required_args(command), f"{option}={bad}"] if path else [f"{option}={bad}", "stats"]
+    code, out, err = run_main(monkeypatch, capsys, [*GLOBAL_PREFIX, *argv])
+    assert_one_line_usage_error(code, out, err, mentions=option)
+    assert "Input should be" in err  # the fix: the bound it must keep
 
 
 @pytest.mark.parametrize("path,command", ALL, ids=NAMES)

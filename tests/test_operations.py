@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.cli.operation_cmds import switches
+from expengine.errors import InputError
 from expengine.operations import OPERATIONS, Operation
 from expengine.service import ops
 from expengine.service.mcp_server import build
@@ -125,3 +126,23 @@ def test_units_list_notes_over_mcp_and_goals_over_every_door(make_engine: Any, w
     with make_engine(store) as again:
         assert ops.run(again, "units", {"kind": "note"}) == {"units": []}
         assert [g["goal_id"] for g in ops.run(again, "goals", {"limit": 1})["goals"]] == ["g2"]
+
+
+NUMBERS = [
+    (op.name, f.name)
+    for op in OPERATIONS.values()
+    for f in dataclasses.fields(op.args)
+    if f.type in ("float", "Optional[float]", float, Optional[float])
+]
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("name,field", NUMBERS)
+def test_a_request_number_refuses_nan_and_infinity(name: str, field: str, bad: str) -> None:
+    """Python's JSON reads NaN and Infinity: a bound on both sides refuses them, over HTTP as over MCP."""
+    with pytest.raises(InputError, match=field):
+        ops.parse(ops.lookup(name), json.loads(f'{{"{field}": {bad}}}'))
+
+
+def test_the_request_numbers_are_found() -> None:
+    assert ("refine", "time_limit_s") in NUMBERS

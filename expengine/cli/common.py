@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import InputError
+from ..operations import MAX_SECONDS
 from ..results import to_json
 
 app = typer.Typer(
@@ -41,7 +42,13 @@ def global_options(
         envvar="EXPENGINE_HOME",
         help="Store folder (default: EXPENGINE_HOME or ~/.local/share/expengine).",
     ),
-    wait: float = typer.Option(30.0, "--wait", help="Seconds to wait for a busy store (e.g. during compaction)."),
+    wait: float = typer.Option(
+        30.0,
+        "--wait",
+        min=0.0,
+        max=MAX_SECONDS,
+        help="Seconds to wait for a busy store (e.g. during compaction).",
+    ),
     set_: list[str] = typer.Option([], "--set", "-s", help="Override a config value for this run: section.key=value."),
     direct: bool = typer.Option(
         False, "--direct", help="Open the store in this process even when `expengine serve` runs for it."

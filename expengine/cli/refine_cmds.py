@@ -7,6 +7,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from ..operations import MAX_SECONDS
 from .common import JSON_OPTION, app, call, emit_json, stderr, stdout
 from .operation_cmds import renders
 
@@ -19,7 +20,11 @@ def refine(
         None, "--max-llm-calls", help="Model calls this cycle (default: refine.max_llm_calls)."
     ),
     time_limit: Optional[float] = typer.Option(
-        None, "--time-limit", help="Seconds this cycle may take (default: refine.time_limit_s)."
+        None,
+        "--time-limit",
+        min=0.001,
+        max=MAX_SECONDS,
+        help="Seconds this cycle may take (default: refine.time_limit_s).",
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import InputError, NotFoundError
+from ..operations import MAX_BODY_MB, MAX_SECONDS
 from .common import app, open_engine, store_dir
 
 INGEST_ROOT = typer.Option(
@@ -24,10 +25,14 @@ def serve(
         None, "--http", help="Also listen on TCP HOST:PORT (or PORT: 127.0.0.1), with the bearer token in serve.token."
     ),
     grace: float = typer.Option(
-        30.0, "--grace", min=0.0, help="Seconds SIGTERM waits for a running write or compaction."
+        30.0, "--grace", min=0.0, max=MAX_SECONDS, help="Seconds SIGTERM waits for a running write or compaction."
     ),
     max_body_mb: float = typer.Option(
-        16.0, "--max-body-mb", min=0.001, help="Largest ingest body accepted (HTTP 413 above); other requests: 1 MB."
+        16.0,
+        "--max-body-mb",
+        min=0.001,
+        max=MAX_BODY_MB,
+        help="Largest ingest body accepted (HTTP 413 above); other requests: 1 MB.",
     ),
     ingest_root: List[str] = INGEST_ROOT,
     ui: bool = typer.Option(
@@ -37,7 +42,9 @@ def serve(
         None, "--root", help="Serve every store of this fleet root: POST /v1/<name>/<op>, each with its own token."
     ),
     max_open: int = typer.Option(16, "--max-open", min=1, help="With --root: stores kept open at once."),
-    idle: float = typer.Option(600.0, "--idle", min=0.0, help="With --root: seconds before an unused store is closed."),
+    idle: float = typer.Option(
+        600.0, "--idle", min=0.0, max=MAX_SECONDS, help="With --root: seconds before an unused store is closed."
+    ),
     shard_map: Optional[Path] = typer.Option(
         None, "--shard-map", help="With --root: a file of `<store> <shard>` lines; serve only --shard's stores."
     ),
