@@ -3,10 +3,13 @@ another's, know-how stays shared, and `forget --user` erases a person from every
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 from pathlib import Path
 
 import pytest
+from helpers import free_port, mcp_params, start_server, stop
 from otel_traces import TraceWriter
 from test_cli_usage import run_main
 from test_compact import ev
@@ -15,6 +18,7 @@ from typer.testing import CliRunner
 
 from expengine.cli import app
 from expengine.errors import InputError
+from expengine.service.client import TOKEN_FILE, Client
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs" / "support_bot.jsonl"
 TEMPLATES = {"llm.mode": "template"}
@@ -179,3 +183,41 @@ def test_stats_by_user_and_units_by_user_on_the_command_line(support_bot):
     units = runner.invoke(app, [*store, "units", "--user", "u-104", "--json"])
     assert units.exit_code == 0 and {u["user"] for u in json.loads(units.output)["units"]} == {"u-104"}
     assert isinstance(runner.invoke(app, [*store, "stats", "--by", "colour"]).exception, InputError)  # exit 2
+
+
+def test_require_user_holds_over_http_and_mcp(tmp_path, embedder):
+    """A server on 127.0.0.1 for a store that requires a user: a query without one is a 400 naming the
+    setting and the fix, over HTTP and MCP alike; with one it is answered."""
+
+    from expengine import Engine
+
+    store, log = tmp_path / "store", tmp_path / "a.jsonl"
+    log.write_text(json.dumps(ev("a1", 0, "message", role="user", user="u-1", content="hello there")) + "\n")
+    with Engine(store=store, embedder=embedder, overrides=TEMPLATES) as engine:
+        engine.ingest([str(log)])
+    (store / "config.toml").write_text("[query]\nrequire_user = true\n", encoding="utf-8")
+    port = free_port()
+    child = start_server(store, "--http", f"127.0.0.1:{port}")
+    try:
+        client = Client(url=f"http://127.0.0.1:{port}", token=(store / TOKEN_FILE).read_text().strip())
+        status, body = client.request("POST", "/v1/query", {"text": "hello", "touch": False}, timeout=60)
+        assert status == 400 and "require_user" in body["error"]["message"] and "--user" in body["error"]["hint"]
+        status, body = client.request("POST", "/v1/query", {"text": "hello", "user": "u-1", "touch": False}, timeout=60)
+        assert status == 200 and body["hits"], body
+        without, with_user = asyncio.run(_query_through_mcp(store))
+        assert without.is_error and "require_user" in without.content[0].text, without
+        assert not with_user.is_error and with_user.structured_content["hits"], with_user
+    finally:
+        code, err = stop(child)
+    assert code in (0, -signal.SIGTERM) and "Traceback" not in err, err
+
+
+async def _query_through_mcp(store: Path):
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with stdio_client(mcp_params(store)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        without = await session.call_tool("memory_query", {"text": "hello", "touch": False})
+        with_user = await session.call_tool("memory_query", {"text": "hello", "user": "u-1", "touch": False})
+    return without, with_user
