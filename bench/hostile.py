@@ -7,11 +7,14 @@ store and starts `expengine serve --http 127.0.0.1:PORT --ingest-root ROOT` on i
 LLM). With --socket it attacks the server listening there instead (no TCP cases; every path case
 must then be refused by that server's own --ingest-root rules). Then, one request at a time:
 - oversize texts: query text over `query.max_text_chars`, 1 MB and 50 MB query bodies, a 20 MB
-  ingest body, a 15 MB ingest of one line (accepted: the line is quarantined, nothing grows);
+  ingest body, a 15 MB ingest of one JSON line (accepted: the line is quarantined, nothing grows), and of one
+  line of no format (400, "no log format");
 - deep JSON: 10,000 and 1,000,000 levels;
 - paths: /etc/shadow, /root, "", relative, `..` traversal, /dev/zero, /proc/self/mem, a FIFO and a
   symlink out of the root (and a good file under the root, accepted);
 - wrong types and unknown fields, and the token cases over TCP;
+- bad lines (cut, over-long, 10,000 levels deep) first or in the middle of 20 good ones, through HTTP
+  (text and path), the command line and MCP: every good line must be kept;
 and then --threads threads query in a loop while a compaction (refinement on) runs in the server, and
 its snapshot, cut or garbled, is restored through the server (which must go on answering). Then the
 command-line cases of bench/hostile_cli.py (skip them with --no-cli).
@@ -44,6 +47,7 @@ DEFAULT_DATA = SHARED_DATA / "tau_bench_airline" / "gpt-4o-airline_tasks00-39.js
 QUERY = "the customer wants to cancel a flight and get a refund"
 GOOD = {"ts": "2026-03-02T10:00:00Z", "kind": "message", "role": "user", "content": "Email the itinerary."}
 TIMEOUT_S = 300.0
+LINE_LIMIT = 1_000_000  # ingest.max_line_bytes
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -128,6 +132,7 @@ def cases(root: Path | None, scratch: Path) -> list[tuple[str, str, str, bytes, 
     def js(value: Any) -> bytes:
         return json.dumps(value).encode()
 
+    long_line = json.dumps({**GOOD, "content": "x" * (15 * 2**20)})
     fifo, link, outside = scratch / "pipe.jsonl", scratch / "link.jsonl", scratch / "outside.jsonl"
     outside.write_text(json.dumps(GOOD) + "\n")
     base = root or scratch
@@ -142,7 +147,8 @@ def cases(root: Path | None, scratch: Path) -> list[tuple[str, str, str, bytes, 
         ("oversize", "query text of 1 MB", "query", js({"text": "w" * 2**20}), 413),
         ("oversize", "query body of 50 MB", "query", js({"text": "w" * (50 * 2**20)}), 413),
         ("oversize", "ingest body of 20 MB", "ingest", js({"text": "x" * (20 * 2**20)}), 413),
-        ("oversize", "ingest of one 15 MB line (quarantined)", "ingest", js({"text": "x" * (15 * 2**20)}), 200),
+        ("oversize", "ingest of one 15 MB JSON line (quarantined)", "ingest", js({"text": long_line}), 200),
+        ("oversize", "ingest of one 15 MB line of no format", "ingest", js({"text": "x" * (15 * 2**20)}), 400),
         ("oversize", "feedback note of 5,000 characters", "feedback", js({"id": "x", "note": "n" * 5000}), 400),
         ("deep JSON", "10,000 levels", "query", b'{"text": ' + b"[" * deep + b"]" * deep + b"}", 400),
         ("deep JSON", "1,000,000 levels", "ingest", b'{"records": ' + b"[" * 10**6 + b"]" * 10**6 + b"}", 400),
@@ -285,9 +291,71 @@ def under_load(target: Target, threads: int) -> dict[str, Any]:
     }
 
 
+def bad_line_files(door: str) -> dict[str, tuple[str, int]]:
+    """case -> (file content, good lines in it): bad lines first or in the middle, each line unique to its
+    door and case so that every good line kept is one more stored."""
+
+    def good(case: str, n: int) -> list[str]:
+        return [json.dumps({**GOOD, "content": f"{door} {case}: email the itinerary, copy {i}."}) for i in range(n)]
+
+    cut = '{"ts":"2026-01-01T00:00:00Z","kind":"no'
+    long = json.dumps({**GOOD, "content": "x" * (LINE_LIMIT + 1)})
+    deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+    files = {
+        "cut first line": [cut, *good("cut", 20)],
+        "over-long first line": [long, *good("long", 20)],
+        "10,000-deep JSON first line": [deep, *good("deep", 20)],
+    }
+    middle = good("middle", 20)
+    files["bad lines in the middle"] = [*middle[:5], cut, *middle[5:10], long, *middle[10:15], deep, *middle[15:]]
+    bad = (cut, long, deep)
+    return {case: ("\n".join(lines) + "\n", sum(x not in bad for x in lines)) for case, lines in files.items()}
+
+
+def bad_lines(target: Target, store: Path, root: Path) -> list[dict[str, Any]]:
+    """Each bad-line file through every door: HTTP (the file's text, and its path under --ingest-root), the
+    command line and MCP (both handed to the running server). A row's status is the good lines kept."""
+    import asyncio
+    import subprocess
+
+    rows = []
+    for door in ("http text", "http path", "cli", "mcp"):
+        for case, (content, expected) in bad_line_files(door).items():
+            path = root / f"{door.replace(' ', '-')}-{len(rows)}.jsonl"
+            path.write_text(content, encoding="utf-8")
+            started = time.perf_counter()
+            if door == "http text":
+                status, body = target.call("ingest", {"text": content})
+            elif door == "http path":
+                status, body = target.call("ingest", {"paths": [str(path)]})
+            elif door == "cli":
+                done = subprocess.run(
+                    [sys.executable, "-m", "expengine", "--store", str(store), "ingest", str(path), "--json"],
+                    capture_output=True,
+                    timeout=TIMEOUT_S,
+                )
+                status, body = (200 if done.returncode == 0 else done.returncode), done.stdout + done.stderr
+            else:
+                status, body = asyncio.run(_mcp_ingest(store, path))
+            kept = json.loads(body)["stored"] if status == 200 else f"status {status}"
+            rows.append(_row("bad lines", f"{door}: {case} (good lines kept)", kept, expected, started))
+    return rows
+
+
+async def _mcp_ingest(store: Path, path: Path) -> tuple[int, bytes]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "expengine", "--store", str(store), "mcp"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        answer = await session.call_tool("memory_ingest", {"path": str(path)})
+    return (500 if answer.is_error else 200), json.dumps(answer.structured_content).encode()
+
+
 def damaged_restore(target: Target, store: Path) -> list[dict[str, Any]]:
-    """The compaction's snapshot cut in half, then garbled, and restored through the server: each is the
-    store's one-line error (500, exit code 3, expected), and queries, stats and ingests still answer."""
+    """The compaction's snapshot cut in half, then garbled, and restored through the server: each is a 422
+    naming the snapshot (exit code 3), and queries, stats and ingests still answer."""
     from expengine.lifecycle.snapshot import PACKED_DB
 
     rows = []
@@ -297,8 +365,9 @@ def damaged_restore(target: Target, store: Path) -> list[dict[str, Any]]:
         packed.write_bytes(cut(packed.read_bytes()))
         started = time.perf_counter()
         status, body = target.call("restore", {"snapshot_id": newest.name})
-        domain = status == 500 and json.loads(body)["error"]["exit_code"] == 3
-        rows.append(_row("damaged snapshot", f"restore one {damage}", 500 if domain else status, 500, started))
+        error = json.loads(body)["error"] if status == 422 else {}
+        named = error.get("exit_code") == 3 and newest.name in error.get("message", "")
+        rows.append(_row("damaged snapshot", f"restore one {damage}", status if named else "unnamed", 422, started))
         for op, args in [("query", {"text": QUERY, "touch": False}), ("stats", {}), ("ingest", {"records": [GOOD]})]:
             started = time.perf_counter()
             status, _ = target.call(op, args)
@@ -321,6 +390,13 @@ def attack(
     report["during_compaction"] = under_load(target, threads)
     if store is not None:
         report["cases"] += damaged_restore(target, store)
+    if store is not None and root is not None:
+        report["cases"] += bad_lines(target, store, root)
+        kept = [c for c in report["cases"] if c["group"] == "bad lines"]
+        report["good_lines_kept"] = {
+            "kept": sum(c["status"] for c in kept if isinstance(c["status"], int)),
+            "of": sum(c["expected"] for c in kept),
+        }
     report["memory_end_mb"] = memory(pid)
     report["unexpected"] = [c for c in report["cases"] if not c["ok"]]
     report["unexpected_5xx"] = sum(
@@ -374,6 +450,10 @@ def render(r: dict[str, Any]) -> str:
         ["unexpected answers (of the cases)", f"{len(r['unexpected'])} of {len(r['cases'])}"],
         ["unexpected 5xx or dropped (cases and load)", r["unexpected_5xx"]],
         ["tracebacks on the command line", r.get("tracebacks", "not run")],
+        [
+            "good lines kept around bad ones (4 doors)",
+            "{kept} of {of}".format(**r.get("good_lines_kept", {"kept": "-", "of": "-"})),
+        ],
         ["command-line peak RSS (a child)", f"{r.get('cli_children_peak_rss_mb', '-')} MB"],
         ["server peak RSS (VmHWM)", f"{r['peak_rss_mb']} MB (RSS at start {r['memory_at_start_mb']['VmRSS']} MB)"],
         ["query p95 idle", f"{r['idle_p95_ms']} ms"],
