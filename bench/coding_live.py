@@ -37,7 +37,7 @@ from typing import Any
 from common import REPO, served, words
 
 from expengine.ingest.sessions import project_of as named
-from expengine.integrations.hooks import FOREGROUND_ENV
+from expengine.integrations.hook_client import FOREGROUND_ENV
 from expengine.query.agent_context import FIX_BUDGET
 from expengine.textutil import approx_tokens, error_key
 

@@ -114,8 +114,8 @@ def disconnect(
 @app.command()
 def hook(ctx: typer.Context, event: str = typer.Argument("", help="SessionStart, UserPromptSubmit, …")) -> None:
     """What Claude Code runs at each event, with its JSON on stdin (`connect` writes the same through
-    `python -m expengine.integrations.hooks`, which skips this CLI's start-up). Always exits 0."""
-    from ..integrations.hooks import main
+    `python -S …/hook_client.py`, which skips this CLI's start-up). Always exits 0."""
+    from ..integrations.hook_client import main
 
     store = _store(ctx)
     main([*(["--store", str(store)] if store else []), event])
