@@ -217,3 +217,20 @@ def test_a_socket_nobody_listens_on_falls_back_to_the_cold_path(learned: Path) -
         assert run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD}) == cold and cold[1]
     finally:
         path.unlink()
+
+
+def test_an_error_met_in_one_earlier_session_gets_its_precedent_labelled_and_no_rule(
+    tmp_path: Path, embedder: Any
+) -> None:
+    store = tmp_path / "store"
+    assert _stop(store, _session(tmp_path / "projects", 0))[:2] == (0, "")
+    with Engine(store=store, embedder=embedder, overrides={"llm.mode": "template"}) as engine:
+        engine.compact()
+        rules = engine.store.con.execute("SELECT count(*) FROM units WHERE attribute LIKE 'error: %'").fetchone()
+    assert rules == (0,)  # one session is below a rule's bar, and stays so
+    payload = {"cwd": CWD, "tool_name": "Bash", "tool_input": {"command": "make check"}, "error": FAILED_MAKE}
+    code, out, _ = run_hook(store, "PostToolUseFailure", {**payload, "session_id": "s9"})
+    text = context_of(out)
+    assert code == 0 and "`./run_tests.sh tests/test_parser_0.py`" in text
+    assert "a precedent, not a rule: seen once, in session s0" in text
+    assert run_hook(store, "PostToolUseFailure", {**payload, "session_id": "s0"})[:2] == (0, "")

@@ -56,5 +56,5 @@ class Coding:
             if situation == "session-start":
                 return {"text": ac.standing(store, project, budget=budget or ac.DEFAULT_BUDGET)}
             if situation == "failure":
-                return {"text": ac.fix_for(store, project, text or "", budget=budget or ac.FIX_BUDGET)}
+                return {"text": ac.fix_for(store, project, text or "", session=session, budget=budget or ac.FIX_BUDGET)}
             return {"lines": ac.rule_lines(store, project)}
