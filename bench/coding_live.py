@@ -37,6 +37,7 @@ from typing import Any
 from common import REPO, served, words
 
 from expengine.ingest.sessions import project_of as named
+from expengine.integrations.claude_code import hook_command
 from expengine.integrations.hook_client import FOREGROUND_ENV
 from expengine.query.agent_context import FIX_BUDGET
 from expengine.textutil import approx_tokens, error_key
@@ -124,7 +125,8 @@ class Hooks:
     def __call__(self, event: str, payload: dict[str, Any], *, label: str = "server") -> str:
         started = time.perf_counter()
         child = subprocess.run(
-            [sys.executable, "-m", "expengine.integrations.hooks", "--store", str(self.store), event],
+            hook_command(event, self.store),
+            shell=True,
             input=json.dumps({"hook_event_name": event, **payload}),
             capture_output=True,
             text=True,
