@@ -39,7 +39,8 @@ SHELL_TOOLS = ("Bash", "shell", "local_shell")
 SOCKET_FILE = "serve.sock"  # the server's (service/client.py)
 LOG_FILE = "hooks.log"
 LOG_BYTES = 1_000_000  # the log is cut to its newer half past this
-SERVER_TIMEOUT_S = 5.0  # a server that accepted but does not answer in time: the hook answers nothing
+SERVER_TIMEOUT_S = 8.0  # a server that accepted but does not answer in time: the hook answers nothing
+# (under the 10 s that connect gives Claude Code's hook: claude_code.TIMEOUT_S)
 FOREGROUND_ENV = "EXPENGINE_HOOK_FOREGROUND"  # "1": ingest in the hook's own process (tests, replays)
 BUDGET_ENV = "EXPENGINE_HOOK_BUDGET"  # tokens of SessionStart context (default 400)
 
