@@ -37,7 +37,8 @@ from typing import Any
 from common import REPO, served, words
 
 from expengine.ingest.sessions import project_of as named
-from expengine.integrations.hooks import FOREGROUND_ENV
+from expengine.integrations.claude_code import hook_command
+from expengine.integrations.hook_client import FOREGROUND_ENV, LOG_FILE
 from expengine.query.agent_context import FIX_BUDGET
 from expengine.textutil import approx_tokens, error_key
 
@@ -124,7 +125,8 @@ class Hooks:
     def __call__(self, event: str, payload: dict[str, Any], *, label: str = "server") -> str:
         started = time.perf_counter()
         child = subprocess.run(
-            [sys.executable, "-m", "expengine.integrations.hooks", "--store", str(self.store), event],
+            hook_command(event, self.store),
+            shell=True,
             input=json.dumps({"hook_event_name": event, **payload}),
             capture_output=True,
             text=True,
@@ -237,6 +239,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 tokens.append(approx_tokens(out["start"]) + sum(approx_tokens(p) for p in out["prompts"]))
                 fixes += _fix_checks(session, earlier, out)
             report["context_samples"] = {"last_session_start": out["start"]}
+        log = store / LOG_FILE
+        report["hook errors logged"] = log.read_text(encoding="utf-8").splitlines()[-5:] if log.exists() else []
         for _ in range(COLD_SAMPLE):  # the server has stopped: the store is opened by each hook
             hooks("SessionStart", {"cwd": all_sessions[-1]["cwd"]}, label="cold")
             hooks(

@@ -171,7 +171,9 @@ class AgentContextArgs:
     situation: Literal["session-start", "prompt", "failure", "export"] = required(
         "What the coding agent is doing: session-start, prompt, failure or export."
     )
-    project: str = required("The project, as `expengine hook` names it from a cwd.")
+    project: Optional[str] = arg("The project (`owner/name` or a folder's name); else the one `cwd` is in.")
+    cwd: Optional[str] = arg("The agent's working folder, which names the project.", max_length=NAME_CHARS)
+    session: Optional[str] = arg("The agent's session, which a precedent must come from before.", max_length=NAME_CHARS)
     text: Optional[str] = arg("The prompt, or the failed command's error.", max_length=NAME_CHARS)
     budget: Optional[int] = arg("At most this many tokens of context.", ge=1, le=MAX_BUDGET)
 

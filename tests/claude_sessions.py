@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from expengine.integrations.claude_code import hook_command
 
 REPO = Path(__file__).resolve().parents[1]
 CWD = "/home/dev/projects/demo"
@@ -73,7 +74,8 @@ class Transcript:
 def run_hook(store: Path, event: str, payload: dict[str, Any], **env: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of the hook command `connect` writes, run as Claude Code runs it."""
     child = subprocess.run(
-        [sys.executable, "-m", "expengine.integrations.hooks", "--store", str(store), event],
+        hook_command(event, store),
+        shell=True,
         input=json.dumps({"hook_event_name": event, **payload}),
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ from claude_sessions import CWD, Transcript, context_of, run_hook
 from test_service import start_server, stop
 
 from expengine import Engine
-from expengine.integrations.hooks import LOG_FILE
+from expengine.integrations.hook_client import LOG_FILE
 from expengine.service.client import find_server
 
 FOREGROUND = {"EXPENGINE_HOOK_FOREGROUND": "1"}
@@ -185,8 +185,52 @@ def test_stop_hands_the_ingest_to_a_detached_process_and_a_later_stop_never_stor
 
 def test_the_hooks_files_are_the_store_s_own() -> None:
     """A folder holding only what the hooks wrote is still a store (the folder check refuses strangers)."""
-    from expengine.integrations.hooks import LOG_FILE
+    from expengine.integrations.hook_client import LOG_FILE
     from expengine.integrations.transcripts import CURSORS, INGEST_LOCK
     from expengine.store.permissions import STORE_ENTRIES
 
     assert {LOG_FILE, CURSORS, INGEST_LOCK} <= set(STORE_ENTRIES)
+
+
+def test_the_hook_command_imports_only_the_standard_library() -> None:
+    """A hook through a running server costs one bare start-up: hook_client.py imports nothing else."""
+    import ast
+    import sys
+
+    from expengine.integrations import hook_client
+
+    tree = ast.parse(Path(hook_client.__file__).read_text())
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+    assert top and top <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_a_socket_nobody_listens_on_falls_back_to_the_cold_path(learned: Path) -> None:
+    import socket
+
+    cold = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
+    path = learned / "serve.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))  # bound, never listening, then closed: what a killed server leaves
+    dead.close()
+    try:
+        assert run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD}) == cold and cold[1]
+    finally:
+        path.unlink()
+
+
+def test_an_error_met_in_one_earlier_session_gets_its_precedent_labelled_and_no_rule(
+    tmp_path: Path, embedder: Any
+) -> None:
+    store = tmp_path / "store"
+    assert _stop(store, _session(tmp_path / "projects", 0))[:2] == (0, "")
+    with Engine(store=store, embedder=embedder, overrides={"llm.mode": "template"}) as engine:
+        engine.compact()
+        rules = engine.store.con.execute("SELECT count(*) FROM units WHERE attribute LIKE 'error: %'").fetchone()
+    assert rules == (0,)  # one session is below a rule's bar, and stays so
+    payload = {"cwd": CWD, "tool_name": "Bash", "tool_input": {"command": "make check"}, "error": FAILED_MAKE}
+    code, out, _ = run_hook(store, "PostToolUseFailure", {**payload, "session_id": "s9"})
+    text = context_of(out)
+    assert code == 0 and "`./run_tests.sh tests/test_parser_0.py`" in text
+    assert "a precedent, not a rule: seen once, in session s0" in text
+    assert run_hook(store, "PostToolUseFailure", {**payload, "session_id": "s0"})[:2] == (0, "")

@@ -115,3 +115,45 @@ def test_export_agents_md_keeps_the_rest_of_the_file_and_is_idempotent(tmp_path:
     before = agents.stat().st_mtime_ns
     assert _cli("export", "agents-md", "--project", str(tmp_path), "--write", str(agents), store=store)[0] == 0
     assert agents.read_text() == text and agents.stat().st_mtime_ns == before
+
+
+def test_connect_a_plugin_folder_writes_claude_code_s_layout_and_disconnect_removes_it(tmp_path: Path) -> None:
+    folder, store = tmp_path / "expengine-plugin", tmp_path / "store"
+    code, out = _cli("connect", "claude-code", "--plugin", str(folder), "--dry-run", store=store)
+    assert code == 0 and not folder.exists()
+    assert f"would write {folder / '.claude-plugin' / 'plugin.json'}:" in out and '"name": "expengine"' in out
+    assert _cli("connect", "claude-code", "--plugin", str(folder), store=store)[0] == 0
+    hooks = json.loads((folder / "hooks" / "hooks.json").read_text())["hooks"]
+    command = hooks["SessionStart"][0]["hooks"][0]["command"]
+    assert MARKER in command and str(store) in command and hooks["PostToolUse"][0]["matcher"] == "Bash"
+    assert json.loads((folder / ".mcp.json").read_text())["mcpServers"]["expengine"]["args"][-1] == "mcp"
+    assert json.loads((folder / ".claude-plugin" / "plugin.json").read_text())["name"] == "expengine"
+    assert _cli("connect", "claude-code", "--plugin", str(folder), "--project", str(tmp_path))[0] == 2
+    assert _cli("disconnect", "claude-code", "--plugin", str(folder))[0] == 0
+    assert not folder.exists()
+
+
+def test_connect_service_writes_a_user_unit_and_disconnect_removes_it(
+    tmp_path: Path, claude_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import plistlib
+
+    from expengine.integrations.service_unit import unit_text
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    unit = tmp_path / "config" / "systemd" / "user" / "expengine.service"
+    store = tmp_path / "store"
+    code, out = _cli("connect", "claude-code", "--service", "--dry-run", store=store)
+    assert code == 0 and not unit.exists()
+    assert (
+        f"would write {unit}:\n[Unit]" in out
+        and f"ExecStart={sys.executable} -m expengine --store {store} serve" in out
+    )
+    assert _cli("connect", "claude-code", "--service", store=store)[0] == 0
+    assert "WantedBy=default.target" in unit.read_text() and "hooks" in json.loads(claude_home.read_text())
+    assert _cli("disconnect", "claude-code", "--service", "--dry-run")[1].count(f"would remove {unit}") == 1
+    assert unit.exists()
+    assert _cli("disconnect", "claude-code", "--service")[0] == 0
+    assert not unit.exists() and json.loads(claude_home.read_text()) == USER_HOOKS
+    plist = plistlib.loads(unit_text(store, "darwin").encode())
+    assert plist["ProgramArguments"][-3:] == ["--store", str(store), "serve"] and plist["KeepAlive"] is True

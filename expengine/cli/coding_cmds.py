@@ -27,6 +27,18 @@ PROJECT = typer.Option(
 )
 USER = typer.Option(False, "--user", help="Claude Code: the user's settings (the default).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print exactly what would be written; change nothing.")
+PLUGIN = typer.Option(
+    None, "--plugin", help="Claude Code: a plugin folder (manifest, hooks/hooks.json, .mcp.json) instead of settings."
+)
+SERVICE = typer.Option(
+    False, "--service", help="Also `serve` as a user service (systemd user unit on Linux, launchd agent on macOS)."
+)
+
+
+def _plugin(agent: Agent, plugin: Optional[Path], project: Optional[Path], user: bool) -> Optional[Path]:
+    if plugin is not None and (agent is not Agent.claude_code or project is not None or user):
+        raise InputError("--plugin is for claude-code alone", hint="drop --project / --user, or --plugin")
+    return plugin
 
 
 def _project(project: Optional[Path], user: bool) -> Optional[Path]:
@@ -74,16 +86,23 @@ def connect(
     agent: Agent = AGENT,
     project: Optional[Path] = PROJECT,
     user: bool = USER,
+    plugin: Optional[Path] = PLUGIN,
+    service: bool = SERVICE,
     dry_run: bool = DRY_RUN,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Connect a coding agent: Claude Code gets expengine's hooks (context at session start, at a prompt
     and after a failed command; its transcript ingested when it stops), Codex the MCP server. Existing
     settings are merged, never overwritten, and backed up."""
-    from ..integrations import claude_code, codex
+    from ..integrations import claude_code, codex, service_unit
+    from ..integrations import plugin as claude_plugin
 
     folder = _project(project, user)
-    if agent is Agent.claude_code:
+    changes: list = []
+    plugin = _plugin(agent, plugin, project, user)
+    if plugin is not None:
+        changes = claude_plugin.connect(plugin, _store(ctx))
+    elif agent is Agent.claude_code:
         changes = [claude_code.connect(folder, _store(ctx))]
     else:
         changes = [codex.connect(_store(ctx))]
@@ -91,6 +110,8 @@ def connect(
             from ..integrations.agents_md import export
 
             changes.append(export(folder.expanduser() / "AGENTS.md", *_rules(ctx, folder)))
+    if service:
+        changes.append(service_unit.connect(_store(ctx)))
     _show(changes, dry_run, as_json)
 
 
@@ -100,22 +121,34 @@ def disconnect(
     agent: Agent = AGENT,
     project: Optional[Path] = PROJECT,
     user: bool = USER,
+    plugin: Optional[Path] = PLUGIN,
+    service: bool = SERVICE,
     dry_run: bool = DRY_RUN,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Undo `connect`: remove only what it wrote (the AGENTS.md section stays: it is the project's file)."""
-    from ..integrations import claude_code, codex
+    from ..integrations import claude_code, codex, service_unit
+    from ..integrations import plugin as claude_plugin
 
     folder = _project(project, user)
-    change = claude_code.disconnect(folder) if agent is Agent.claude_code else codex.disconnect()
-    _show([change], dry_run, as_json)
+    changes: list = []
+    plugin = _plugin(agent, plugin, project, user)
+    if plugin is not None:
+        changes = claude_plugin.disconnect(plugin)
+    elif agent is Agent.claude_code:
+        changes = [claude_code.disconnect(folder)]
+    else:
+        changes = [codex.disconnect()]
+    if service:
+        changes.append(service_unit.disconnect())
+    _show(changes, dry_run, as_json)
 
 
 @app.command()
 def hook(ctx: typer.Context, event: str = typer.Argument("", help="SessionStart, UserPromptSubmit, …")) -> None:
     """What Claude Code runs at each event, with its JSON on stdin (`connect` writes the same through
-    `python -m expengine.integrations.hooks`, which skips this CLI's start-up). Always exits 0."""
-    from ..integrations.hooks import main
+    `python -S …/hook_client.py`, which skips this CLI's start-up). Always exits 0."""
+    from ..integrations.hook_client import main
 
     store = _store(ctx)
     main([*(["--store", str(store)] if store else []), event])

@@ -24,13 +24,23 @@ class Coding:
         def query(self, text: str, **options: Any) -> "QueryResult": ...
 
     def agent_context(
-        self, situation: Situation, *, project: str, text: str | None = None, budget: int | None = None
+        self,
+        situation: Situation,
+        *,
+        project: str | None = None,
+        cwd: str | None = None,
+        session: str | None = None,
+        text: str | None = None,
+        budget: int | None = None,
     ) -> dict[str, Any]:
         """session-start: the project's standing knowledge; failure: the fix for the error in `text`;
         prompt: the units relevant to the prompt `text` (the query's similarity floor decides);
         export: every live rule of the project, for an AGENTS.md section."""
+        from ..ingest.sessions import project_of
         from ..query import agent_context as ac
 
+        if project is None:
+            project = project_of(cwd or "") or ""
         if situation == "prompt":
             if not text:
                 return {"text": ""}
@@ -46,5 +56,5 @@ class Coding:
             if situation == "session-start":
                 return {"text": ac.standing(store, project, budget=budget or ac.DEFAULT_BUDGET)}
             if situation == "failure":
-                return {"text": ac.fix_for(store, project, text or "", budget=budget or ac.FIX_BUDGET)}
+                return {"text": ac.fix_for(store, project, text or "", session=session, budget=budget or ac.FIX_BUDGET)}
             return {"lines": ac.rule_lines(store, project)}

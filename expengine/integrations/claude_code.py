@@ -3,8 +3,9 @@
 Claude Code reads hooks from `~/.claude/settings.json` (the user's, `CLAUDE_CONFIG_DIR` when set) and
 `<project>/.claude/settings.local.json` (a project's, not committed: the command names this machine's
 Python). Each event holds matcher groups, `{"matcher": "Bash", "hooks": [{"type": "command",
-"command": …, "timeout": …}]}`; every group that matches runs. Ours are recognised by the module they
-run (`MARKER`), so a second connect replaces them, `disconnect` removes only them, and the user's own
+"command": …, "timeout": …}]}`; every group that matches runs. The command is hook_client.py under
+`python -S` (standard library only: a hook through a running server costs one bare start-up). Ours are
+recognised by the file they run (`MARKER`), so a second connect replaces them, `disconnect` removes only them, and the user's own
 hooks and settings are kept as they were. The file is backed up before it is changed.
 """
 
@@ -17,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import hook_client
 from .files import Change
 
-MARKER = "expengine.integrations.hooks"
+MARKER = "hook_client.py"
 TIMEOUT_S = 10  # Claude Code's own default is 60 s; a hook of ours answers in well under one
 # event → matcher ("" for events that take none); PostToolUse* only for shell commands
 EVENTS = {
@@ -40,13 +42,14 @@ def settings_path(project: Path | None) -> Path:
 
 
 def hook_command(event: str, store: Path | None) -> str:
-    """The command line Claude Code runs: this Python, the hook module (no CLI start-up cost)."""
-    words = [sys.executable, "-m", MARKER, *(["--store", str(store)] if store else []), event]
+    """The command line Claude Code runs: this Python without site-packages, the stdlib hook client."""
+    words = [sys.executable, "-S", hook_client.__file__, *(["--store", str(store)] if store else []), event]
     return " ".join(shlex.quote(w) for w in words)
 
 
 def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and MARKER in str(hook.get("command") or "")
+    command = str(hook.get("command") or "") if isinstance(hook, dict) else ""
+    return MARKER in command or hook_client.COLD_MODULE in command
 
 
 def without_ours(settings: dict[str, Any]) -> dict[str, Any]:

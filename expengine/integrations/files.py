@@ -47,3 +47,31 @@ class Change:
         if dry_run:
             return f"would write {self.path}:\n{self.text}"
         return f"wrote {self.path}"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A file `connect` wrote whole (a plugin's file, a service unit): removed, with the folders it
+    leaves empty up to `top`; no backup, as nothing in it was the user's."""
+
+    path: Path
+    top: Path
+    text: None = None
+
+    @property
+    def changes(self) -> bool:
+        return self.path.exists()
+
+    def apply(self) -> None:
+        if not self.path.exists():
+            return
+        self.path.unlink()
+        folder = self.path.parent
+        while folder != self.top.parent and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+
+    def describe(self, dry_run: bool, changes: bool) -> str:
+        if not changes:
+            return f"{self.path}: not there"
+        return f"would remove {self.path}" if dry_run else f"removed {self.path}"

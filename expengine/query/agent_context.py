@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 DEFAULT_BUDGET = 400  # tokens of a session's start-up context
 FIX_BUDGET = 150
+PRECEDENT_FAILURES = 500  # the project's latest failed commands searched for a precedent
+PRECEDENT_CHARS = 200  # of the command shown
 FOOTER = "(`expengine show ID` gives a unit's details and sources)"
 PROMPT_HEADER = "Relevant to this prompt, from earlier sessions:"
 
@@ -86,15 +88,53 @@ def standing(store: "Store", project: str, *, budget: int = DEFAULT_BUDGET) -> s
     return rendered(lines, budget, f"What expengine learned from earlier sessions in {project}:")
 
 
-def fix_for(store: "Store", project: str, error: str, *, budget: int = FIX_BUDGET) -> str:
-    """The rule for this error's kind in this project, else the one shared by several projects."""
+def fix_for(store: "Store", project: str, error: str, *, session: str | None = None, budget: int = FIX_BUDGET) -> str:
+    """The rule for this error's kind in this project, else the one shared by several projects, else the
+    precedent: what was run next after this error in an earlier session of the project."""
     key = error_key(error)
     if not key:
         return ""
     attribute = ERROR_ATTRIBUTE + key
     lines = _lines(store, "category = ? AND attribute = ? AND subject = ?", [RECOVERY, attribute, project or ""])
     lines = lines or _lines(store, "category = ? AND attribute = ? AND subject IS NULL", [RECOVERY, attribute])
-    return rendered(lines[:1], budget, f"This error ({key}) was met before:")
+    if lines:
+        return rendered(lines[:1], budget, f"This error ({key}) was met before:")
+    return precedent(store, project, key, session, budget)
+
+
+def precedent(store: "Store", project: str, key: str, session: str | None, budget: int) -> str:
+    """The shell command run next after the latest error of kind `key` in another session of `project`.
+    One session is below a rule's bar (a rule must hold with any one session left out), so this is served
+    as what it is, a precedent with its one piece of evidence, and never becomes a rule by being served."""
+    if not project:
+        return ""
+    failures = store.con.execute(
+        "SELECT session, ts, coalesce(source_line, 0), tool_error FROM records WHERE kind = 'tool_result' "
+        "AND tool_error IS NOT NULL AND session IS NOT NULL AND session <> ? "
+        "AND json_extract_string(meta, '$.repo') = ? ORDER BY ts DESC LIMIT ?",
+        [session or "", project, PRECEDENT_FAILURES],
+    ).fetchall()
+    for failed_in, ts, line, error in failures:
+        if error_key(error) != key:
+            continue
+        rows = store.con.execute(
+            "SELECT id, json_extract_string(tool_args, '$.command') FROM records WHERE kind = 'tool_call' "
+            "AND session = ? AND json_extract_string(tool_args, '$.command') IS NOT NULL "
+            "AND (ts > ? OR (ts = ? AND coalesce(source_line, 0) > ?)) ORDER BY ts, source_line LIMIT 1",
+            [failed_in, ts, ts, line],
+        ).fetchall()
+        if not rows:
+            continue
+        record_id, command = rows[0]
+        text = (
+            f"- ran next after the same error: `{' '.join(str(command).split())[:PRECEDENT_CHARS]}` "
+            f"[{record_id}; a precedent, not a rule: seen once, in session {str(failed_in)[:8]}]"
+        )
+        header = f"This error ({key}) was met before:"
+        if approx_tokens(header) + approx_tokens(text) + approx_tokens(FOOTER) > budget:
+            return ""
+        return "\n".join([header, text, FOOTER])
+    return ""
 
 
 def relevant(store: "Store", result: "QueryResult", text: str) -> bool:
