@@ -170,6 +170,9 @@ class QueryConfig:
     candidates: int = 50
     rrf_k: int = 60
     index_above: int = 20000
+    # the IVF-PQ index takes new rows into the partitions it was trained on, and is trained again once
+    # the table holds this many times the rows of its last training (store/reindex.py)
+    index_retrain_growth: float = 2.0
     # when no rule makes the top k on its own, the best rule whose cosine similarity to the query is at
     # least this takes the last slot (rules rarely share words with a task instruction); above 1: never
     unit_slot_floor: float = 0.3

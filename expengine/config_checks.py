@@ -83,6 +83,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.recency_base": UNIT,
     "query.k": (1, None),
     "query.candidates": (1, None),
+    "query.index_retrain_growth": (1, None),
     "query.unit_slot_floor": (-1, None),
     "query.evidence_floor": (-1, None),
     "query.note_evidence_floor": (-1, None),

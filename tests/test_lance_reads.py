@@ -81,7 +81,7 @@ def test_the_vector_search_gives_lancedb_s_hits(index, with_vector_index):
         for r in records:
             r["id"] = "x-" + r["id"]
         index.add(MEMORIES, memory_rows(records, vectors, DIM))
-        assert index.ensure_vector_index(MEMORIES, min_rows=1000)
+        assert index.ensure_vector_index(MEMORIES, min_rows=1000, trained=None, growth=2.0) == 3000
     assert index.has_vector_index(MEMORIES) is with_vector_index
     rng = np.random.default_rng(9)
     for where in ("state IN ('active', 'dormant')", "state = 'dormant'"):

@@ -32,6 +32,10 @@ NPROBES = 20
 # With an IVF-PQ index, fetch this many times the candidates and re-rank them by exact cosine (PQ
 # distances are coarse); without one the search is exact and it is not asked for.
 VECTOR_REFINE_FACTOR = 4
+# IVF-PQ training: k-means on this many sampled rows a partition (lancedb's default, 256, read every
+# row of a 100k table), for this many rounds at most (lancedb's: 50). Measured in bench/scale.py.
+TRAIN_SAMPLE_RATE = 256
+TRAIN_ITERATIONS = 50
 
 _SESSION: Any = None
 
@@ -282,28 +286,54 @@ class Index:
                 table.to_lance().cleanup_old_versions(older_than=dt.timedelta(0), delete_unverified=True)
             self._written(name)
 
+    def _index_columns(self, table: Any) -> dict[str, str]:
+        """The table's indexes: first column -> index name."""
+        return {i.columns[0]: i.name for i in table.list_indices()}
+
+    def update_indexes(self, name: str, index_names: list[str] | None = None) -> None:
+        """Take the rows written since into the table's indexes (`index_names`, or all): new vectors go to
+        the IVF partitions trained before, the text and scalar indexes add them; each index stays one
+        piece (`num_indices_to_merge=1`: a delta left per update would cost every search). Rows not
+        yet indexed are scanned by every search, so until then the answers are the same, only slower."""
+        table = self.table(name)
+        if table is not None and table.list_indices():
+            only = {} if index_names is None else {"index_names": index_names}
+            table.to_lance().optimize.optimize_indices(num_indices_to_merge=1, **only)
+            table.checkout_latest()
+            self._written(name)
+
     def refresh_scalar_indexes(self, name: str) -> None:
-        """(Re)build a B-tree on `id` (a query reads its hits' sources by id, state changes update by
-        id) and on `user`, and a bitmap on the state column (every search prefilters on it: at 100k memories the
-        bitmap halves a search). Rows added since are scanned, so a stale index stays correct."""
+        """Build the missing ones of a B-tree on `id` (a query reads its hits' sources by id, state
+        changes update by id) and on `user`, and a bitmap on the state column (every search prefilters
+        on it: at 100k memories the bitmap halves a search); `update_indexes` keeps them current."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
             from lancedb.index import Bitmap, BTree
 
-            table.create_index("id", config=BTree(), replace=True)
-            table.create_index(STATE_COLUMN[name], config=Bitmap(), replace=True)
+            wanted = {"id": BTree(), STATE_COLUMN[name]: Bitmap()}
             if "user" in table.schema.names:  # a query for a user prefilters on it (any number of users)
-                table.create_index("user", config=BTree(), replace=True)
+                wanted["user"] = BTree()
+            existing = self._index_columns(table)
+            for column, config in wanted.items():
+                if column not in existing:
+                    table.create_index(column, config=config, replace=True)
             self._written(name)
 
-    def refresh_text_index(self, name: str) -> None:
-        """(Re)build the native full-text index; LanceDB's own, so it works offline."""
+    def refresh_text_index(self, name: str, *, rebuild: bool = False) -> None:
+        """Add the rows written since to the native full-text index (LanceDB's own, so it works offline),
+        or build it where it is missing or `rebuild` is asked (a scrub, whose deleted rows' words must
+        leave the index files too)."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
-            from lancedb.index import FTS
+            current = self._index_columns(table).get("text")
+            if current is not None and not rebuild:
+                self.update_indexes(name, [current])
+            else:
+                from lancedb.index import FTS
 
-            table.create_index("text", config=FTS(with_position=False, base_tokenizer=self.tokenizer), replace=True)
-            self._written(name)
+                config = FTS(with_position=False, base_tokenizer=self.tokenizer)
+                table.create_index("text", config=config, replace=True)
+                self._written(name)
             self._text_indexed[name] = True
 
     def ensure_text_index(self, name: str) -> bool:
@@ -333,24 +363,38 @@ class Index:
             )
         return self._vector_indexed[name]
 
-    def ensure_vector_index(self, name: str, *, min_rows: int, stale_share: float = 0.2) -> bool:
-        """Build an IVF-PQ index once a table is large enough (below that, exact search is faster), and
-        rebuild it only when over `stale_share` of the rows are unindexed: LanceDB scans those exactly,
-        so a slightly stale index still answers correctly. Returns whether the table has an index."""
+    def ensure_vector_index(self, name: str, *, min_rows: int, trained: int | None, growth: float) -> int | None:
+        """Train an IVF-PQ index once a table has `min_rows` rows (below that, exact search is faster),
+        and train it again only once the table holds `growth` times the `trained` rows of the last
+        training (`update_indexes` adds the rows between to the partitions trained before). Training
+        reads a sample (`TRAIN_SAMPLE_RATE` rows a partition, `TRAIN_ITERATIONS` k-means rounds), not
+        the table. Returns the rows the index was trained on; None without an index."""
         table = self.table(name)
         if table is None:
-            return False
+            return None
         rows = table.count_rows()
-        if rows < min_rows:
-            return False
         current = next((i for i in table.list_indices() if "vector" in i.columns), None)
-        if current is not None and table.index_stats(current.name).num_unindexed_rows <= stale_share * rows:
-            return True
+        if current is None and rows < min_rows:
+            return None
+        if current is not None:
+            # a store indexed before the count was kept: its index was last built on about its indexed rows
+            trained = trained or table.index_stats(current.name).num_indexed_rows
+            if rows < growth * trained:
+                return trained
         from lancedb.index import IvfPq
 
-        table.create_index(
-            "vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(rows**0.5))), replace=True
+        config = IvfPq(
+            distance_type="cosine",
+            num_partitions=partitions(rows),
+            max_iterations=TRAIN_ITERATIONS,
+            sample_rate=TRAIN_SAMPLE_RATE,
         )
+        table.create_index("vector", config=config, replace=True)
         self._written(name)
         self._vector_indexed[name] = True
-        return True
+        return rows
+
+
+def partitions(rows: int) -> int:
+    """IVF partitions for a table of `rows`: the square root (lancedb's rule), at least 16."""
+    return max(16, int(rows**0.5))

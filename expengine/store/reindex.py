@@ -105,15 +105,29 @@ def index_pending(store: "Store") -> None:
     store.con.execute("DELETE FROM pending_index")
 
 
+TRAINED_KEY = "vector_index_trained:{}"  # store_meta: the rows a table's IVF-PQ index was last trained on
+
+
 def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
-    """Compact the tables' fragments, rebuild the scalar and FTS indexes and, once a table has
-    `query.index_above` rows, its IVF-PQ vector index (below that, exact search is fast enough). Compaction calls this
-    after it changes tables."""
+    """Compact the tables' fragments, take the rows written since into their indexes, build the
+    missing scalar and FTS indexes and, once a table has `query.index_above` rows, its IVF-PQ vector
+    index (below that, exact search is fast enough), trained again when the table has grown by
+    `query.index_retrain_growth` since its last training. Compaction calls this after it changes tables."""
     report = {}
+    cfg = store.config.query
     for name in (MEMORIES, UNITS):
+        key = TRAINED_KEY.format(name)
+        row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
         store.index.compact_files(name)
+        trained = store.index.ensure_vector_index(
+            name, min_rows=cfg.index_above, trained=int(row[0]) if row else None, growth=cfg.index_retrain_growth
+        )
+        store.index.update_indexes(name)
         store.index.refresh_scalar_indexes(name)
-        vector_index = store.index.ensure_vector_index(name, min_rows=store.config.query.index_above)
         store.index.refresh_text_index(name)
-        report[name] = {"vector_index": vector_index, "text_index": store.index.count(name) > 0}
+        if trained is None:
+            store.con.execute("DELETE FROM store_meta WHERE key = ?", [key])
+        else:
+            store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, str(trained)])
+        report[name] = {"vector_index": trained is not None, "text_index": store.index.count(name) > 0}
     return report

@@ -56,5 +56,5 @@ def scrub_index(index: Index, names: list[str]) -> None:
             continue
         table.to_lance().optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
         table.checkout_latest()
-        index.refresh_text_index(name)
+        index.refresh_text_index(name, rebuild=True)
         index.drop_old_versions(name)
