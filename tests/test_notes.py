@@ -634,6 +634,14 @@ def test_a_consolidated_note_says_its_subject_once_but_keeps_a_group_whole():
     )
 
 
+def test_a_consolidated_note_names_its_subjects_possessive_once():
+    """Each statement said "Caroline's" where the turn said "my"; joined, the later ones say "their"."""
+    from expengine.lifecycle.notes.subjects import their
+
+    joined = "Caroline's group meets weekly; Caroline's mom visited; Melanie's dog is sick"
+    assert their(joined, ["Caroline"]) == "Caroline's group meets weekly; their mom visited; Melanie's dog is sick"
+
+
 def test_turns_without_a_session_do_not_consolidate(make_engine, write_jsonl):
     """MemoryBank's turns name no session (the agent stands for it): each statement keeps its own note."""
     said = [
