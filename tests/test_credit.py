@@ -51,7 +51,7 @@ def _sessions(engine, write_jsonl, rng: random.Random, phase: str, per_task: int
         shown_rate = base + effect if planted else base
         for n, succeeded in enumerate(_outcomes(rng, per_task, shown_rate)):
             goal = f"{phase}-{task}-{n}"
-            hits = engine.query(phrasings[n % len(phrasings)], k=5, session=goal, goal_id=goal).hits
+            hits = engine.query(phrasings[n % len(phrasings)], k=2, session=goal, goal_id=goal).hits
             assert not planted or RULE_IDS[task] in {h.id for h in hits}  # the agent was shown its rule
             events.append(
                 {
@@ -87,9 +87,9 @@ def _plant(engine) -> None:
 
 def test_credit_by_contrast_moves_the_planted_units_and_not_the_neutral_one(make_engine, write_jsonl):
     # every session is shown its rule; the store holds little but the sessions' near-identical goal records,
-    # which a prompt folds into one line (query/repeats.py), leaving the freed slots to the other
-    # situations' rules: this simulation shows each episode its own rule only
-    engine = make_engine(overrides={"query.min_similarity": "0", "query.repeat_similarity": "2"})
+    # which a prompt folds into one line (query/repeats.py): at k 5 the freed slots would go to the other
+    # situations' rules, so the simulated agent asks for two hits and each episode is shown its own rule only
+    engine = make_engine(overrides={"query.min_similarity": "0"})
     assert engine.config.credit.enabled  # on by default; `credit()` is the step's own work
     rng = random.Random(7)
     _sessions(engine, write_jsonl, rng, "before", 16, planted=False)  # before the rules existed

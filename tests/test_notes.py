@@ -514,7 +514,7 @@ def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
     note = _note_citing(engine, "D1:3")
     hit = next(h for h in result.hits if h.id == note["id"])
     assert [(e.id, e.state) for e in hit.expanded] == [("conv-26:D1:3", "dormant")]
-    assert "- [2023-05-07] Caroline went to a LGBTQ support group on 7 May 2023" in result.prompt
+    assert "- [7 May 2023] Caroline went to a LGBTQ support group on 7 May 2023" in result.prompt
     assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
 
 
@@ -632,6 +632,14 @@ def test_a_consolidated_note_says_its_subject_once_but_keeps_a_group_whole():
     assert tail("Jon and others'll keep pushing each other on this path", "Jon") == (
         "Jon and others'll keep pushing each other on this path"
     )
+
+
+def test_a_consolidated_note_names_its_subjects_possessive_once():
+    """Each statement said "Caroline's" where the turn said "my"; joined, the later ones say "their"."""
+    from expengine.lifecycle.notes.subjects import their
+
+    joined = "Caroline's group meets weekly; Caroline's mom visited; Melanie's dog is sick"
+    assert their(joined, ["Caroline"]) == "Caroline's group meets weekly; their mom visited; Melanie's dog is sick"
 
 
 def test_turns_without_a_session_do_not_consolidate(make_engine, write_jsonl):

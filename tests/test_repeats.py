@@ -85,7 +85,7 @@ def test_the_count_line_names_the_days_across_months_and_years():
         h.repeats = [Repeat(f"r{n}", "memory", d, [f"r{n}"]) for n, d in enumerate(days[1:])]
         return h
 
-    assert hit_line(hit(DAY)).endswith("same words")
+    assert hit_line(hit(DAY)) == "- [message, 3 April 2026] same words"  # the words a question says
     assert hit_line(hit(DAY, DAY)).endswith("(said 2 times, 3 April 2026)")
     assert hit_line(hit(DAY, dt.datetime(2026, 5, 2))).endswith("(said 2 times, 3 April – 2 May 2026)")
     late = dt.datetime(2025, 12, 30)

@@ -11,6 +11,8 @@ import numpy as np
 from ..textutil import approx_tokens
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from .hits import Evidence, Hit
 
 HEADER = "Relevant experience (from past runs; verify before relying on it):"
@@ -29,6 +31,11 @@ def _clip(text: str) -> str:
     return flat if len(flat) <= MAX_LINE_CHARS else flat[: MAX_LINE_CHARS - 1].rstrip() + "…"
 
 
+def day(d: "dt.date") -> str:
+    """ "7 May 2023": fewer tokens than ISO's "2023-05-07", and the words a question or answer says."""
+    return f"{d.day} {d:%B %Y}"
+
+
 def said(hit: "Hit") -> str:
     """ " (said 4 times, 3–27 April 2026)" for a hit with repeats (the days of those dated); "" without."""
     if not hit.repeats:
@@ -39,9 +46,9 @@ def said(hit: "Hit") -> str:
         return f" ({count})"
     first, last = days[0], days[-1]
     if first == last:
-        span = f"{first.day} {first:%B %Y}"
+        span = day(first)
     elif first.year != last.year:
-        span = f"{first.day} {first:%B %Y} – {last.day} {last:%B %Y}"
+        span = f"{day(first)} – {day(last)}"
     elif first.month != last.month:
         span = f"{first.day} {first:%B} – {last.day} {last:%B %Y}"
     else:
@@ -51,11 +58,11 @@ def said(hit: "Hit") -> str:
 
 def hit_line(hit: "Hit") -> str:
     if hit.type == "unit" and hit.kind == "note" and hit.ts:
-        label = hit.ts.date().isoformat()  # "[2023-05-07] Caroline went to …": the day the fact is about
+        label = day(hit.ts)  # "[7 May 2023] Caroline went to …": the day the fact is about
     elif hit.type == "unit":
         label = hit.kind
     else:
-        label = ", ".join(x for x in (hit.kind, hit.ts.date().isoformat() if hit.ts else None) if x)
+        label = ", ".join(x for x in (hit.kind, day(hit.ts) if hit.ts else None) if x)
     return f"- [{label}] {_clip(hit.text)}{said(hit)}"
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...textutil import HAN, approx_tokens
 from .merge import Book, Note, words_of
+from .subjects import their
 
 if TYPE_CHECKING:
     from ...store.store import Store
@@ -88,7 +89,8 @@ def consolidate(
         live = [c for c in candidates if c.note.id not in pending.restated and c.note in book[agent_of[session]]]
         for pack in packs(live, limit):
             head, rest = pack[0].note, [c.note for c in pack[1:]]
-            statement = "; ".join([head.statement, *(tail(n.statement, subject) for n in rest)])
+            # said once: each statement named its subject's possessive; after the first, it is "their"
+            statement = their("; ".join([head.statement, *(tail(n.statement, subject) for n in rest)]), [subject])
             days = {n.as_of for n in [head, *rest]}
             head.statement = statement
             head.as_of = days.pop() if len(days) == 1 else said_on

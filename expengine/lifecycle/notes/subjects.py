@@ -101,7 +101,7 @@ def english(text: str, person: Person) -> str | None:
     for pattern, replacement in rules:
         text = pattern.sub(replacement, text)  # type: ignore[call-overload]
     text = _objects(text, {_OBJECT_ME: me, _SELF_ME: me, _OBJECT_YOU: you or "", _SELF_YOU: you or ""})
-    return _their(text, [n for n in (me, you) if n])
+    return their(text, [n for n in (me, you) if n])
 
 
 # Placeholders for object pronouns, named once all subjects are: the first mention of a person is their
@@ -118,7 +118,7 @@ def _objects(text: str, names: dict[str, str]) -> str:
     return text
 
 
-def _their(text: str, names: list[str]) -> str:
+def their(text: str, names: list[str]) -> str:
     """After a name's first mention, its possessive is "their": "Caroline will do their best"."""
     for name in names:
         first = text.find(name)
