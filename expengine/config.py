@@ -92,6 +92,22 @@ class ClusterConfig:
 
 
 @dataclass
+class CycleConfig:
+    """What an incremental cycle looks at besides what is new since the last one, and when it starts afresh.
+
+    Each cycle re-checks `sweep_rows` records that are not new (and that many members' worth of the
+    clusters clustered longest ago), so everything is revisited in turn. Clustering starts afresh (as
+    `compact --full` does) when more than `drift_share` of the new records have no cluster centroid
+    within cosine `drift_similarity`, or when the records clustered since the last full clustering
+    exceed `refit_growth` times the records it clustered."""
+
+    sweep_rows: int = 2000
+    drift_similarity: float = 0.5
+    drift_share: float = 0.3
+    refit_growth: float = 1.0
+
+
+@dataclass
 class RefineConfig:
     min_support: int = 3
     max_llm_calls: int = 50
@@ -281,6 +297,7 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     decay: DecayConfig = field(default_factory=DecayConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    cycle: CycleConfig = field(default_factory=CycleConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     lessons: LessonsConfig = field(default_factory=LessonsConfig)
     credit: CreditConfig = field(default_factory=CreditConfig)

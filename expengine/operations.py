@@ -183,6 +183,9 @@ class CompactArgs:
     dry_run: bool = arg("Run the cycle on a copy and report; the store is not touched.", default=False)
     refine: bool = arg("Refine changed clusters into units.", default=True)
     max_llm_calls: Optional[int] = arg("At most this many model calls.", ge=0)
+    full: bool = arg(
+        "Re-cluster and re-check the whole store, not only what changed since the last cycle.", default=False
+    )
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ def compact(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan (on a throw-away copy); change nothing."),
     no_refine: bool = typer.Option(False, "--no-refine", help="Skip refinement into knowledge units."),
     max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help="Cap on LLM calls for refinement."),
+    full: bool = typer.Option(False, "--full", help="Re-cluster and re-check the whole store, not only what changed."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    data = call(ctx, "compact", dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls)
+    data = call(ctx, "compact", dry_run=dry_run, refine=not no_refine, max_llm_calls=max_llm_calls, full=full)
     if as_json:
         emit_json(data)
         return

@@ -222,13 +222,16 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         dry_run: bool = False,
         refine: bool = True,
         max_llm_calls: int | None = None,
+        full: bool = False,
         now: "dt.datetime | None" = None,
     ) -> "CompactReport":
         """One forgetting cycle (snapshot, then the declared steps); `now` fakes the clock."""
         from ..lifecycle.compact import compact
 
         with self.session() as store:
-            return compact(store, self._load_llm, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, now=now)
+            return compact(
+                store, self._load_llm, dry_run=dry_run, refine=refine, max_llm_calls=max_llm_calls, full=full, now=now
+            )
 
     def decay(
         self, *, dry_run: bool = False, run_id: str | None = None, now: "dt.datetime | None" = None

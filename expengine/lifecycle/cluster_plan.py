@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..store.vocabulary import LIVE_SQL
+
 if TYPE_CHECKING:
     from ..store.store import Store
 
@@ -42,6 +44,20 @@ STOPWORDS = frozenset(
     "whom when where why how all any some user assistant system tool call returned".split()
 )
 SHORT_PROCESS_WORDS = 8
+
+
+RECORD_FIELDS = (
+    "id",
+    "text",
+    "category",
+    "kind",
+    "importance",
+    "ts",
+    "pinned",
+    "protected",
+    "merged_ids",
+    "goal_status",
+)
 
 
 @dataclass
@@ -133,20 +149,35 @@ def _carries_nothing(row: dict[str, Any], words: frozenset[str]) -> str | None:
 
 
 def plan_agent(store: "Store", rows: list[dict[str, Any]], vectors: np.ndarray, unit_vectors: np.ndarray) -> Plan:
+    """k-means over all of an agent's active memories, then each cluster planned."""
+    cfg = store.config.cluster
+    labels, centroids = run_kmeans(vectors, choose_k(len(rows), store), minibatch_above=cfg.minibatch_above)
+    order = np.argsort(labels, kind="stable")
+    groups = [
+        (members, centroids[int(labels[members[0]])])
+        for members in np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
+        if members.size
+    ]
+    return plan_groups(store, rows, vectors, unit_vectors, groups)
+
+
+def plan_groups(
+    store: "Store",
+    rows: list[dict[str, Any]],
+    vectors: np.ndarray,
+    unit_vectors: np.ndarray,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+) -> Plan:
+    """Plan each group (positions into `rows`, and its centroid) as one cluster."""
     cfg = store.config.cluster
     plan = Plan()
-    labels, centroids = run_kmeans(vectors, choose_k(len(rows), store), minibatch_above=cfg.minibatch_above)
     words = [content_words(r["text"]) for r in rows]
     fixed = np.array([bool(r["pinned"] or r["protected"]) for r in rows], dtype=bool)
     unit_best = (
         (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
     )
-    order = np.argsort(labels, kind="stable")
-    for members in np.split(order, np.flatnonzero(np.diff(labels[order])) + 1):
-        if members.size:
-            _plan_cluster(
-                plan, cfg, rows, members, vectors, centroids[int(labels[members[0]])], words, fixed, unit_best
-            )
+    for members, centroid in groups:
+        _plan_cluster(plan, cfg, rows, members, vectors, centroid, words, fixed, unit_best)
     return plan
 
 
@@ -212,5 +243,32 @@ def _plan_cluster(
             "size": len(ids),
             "signature": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16],
             "members": ids,
+            "centroid": centroid,
         }
     )
+
+
+def agent_rows(
+    store: "Store", agent: str, user: str | None, where: str = "TRUE", params: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    cursor = store.con.execute(
+        f"""SELECT r.id, r.text, r.category, r.kind, r.importance, r.ts, r.pinned, r.protected, r.merged_ids, g.status
+           FROM records r LEFT JOIN goals g ON r.goal_id = g.goal_id
+           WHERE r.state = 'active' AND r.agent = ? AND r.user IS NOT DISTINCT FROM ? AND {where} ORDER BY r.id""",
+        [agent, user, *(params or [])],
+    )
+    rows = [dict(zip(RECORD_FIELDS, r)) for r in cursor.fetchall()]
+    for r in rows:
+        r["agent"] = agent
+    return rows
+
+
+def unit_vectors(store: "Store", agent: str, user: str | None) -> np.ndarray:
+    """The vectors of the live units a member may be covered by: those its user is shown."""
+    texts = [
+        t
+        for (t,) in store.con.execute(
+            f"SELECT text FROM units WHERE agent = ? AND {LIVE_SQL} AND (user IS NULL OR user = ?)", [agent, user]
+        ).fetchall()
+    ]
+    return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)

@@ -19,27 +19,21 @@ from ..clock import utcnow
 from ..results import Result
 from ..store.db import arrow_view
 from ..store.state import set_state
-from ..store.vocabulary import LIVE_SQL
-from .cluster_plan import Plan, plan_agent
+from .cluster_incremental import (
+    CLUSTERED_UPTO,
+    FULL_SIZE,
+    SINCE_FULL,
+    clustering_mode,
+    plan_incremental,
+    stored_centroids,
+)
+from .cluster_plan import Plan, agent_rows, plan_agent, unit_vectors
 from .common import examples
+from .cycle import meta, set_meta
 
 if TYPE_CHECKING:
     from ..store.store import Store
     from .cycle import CycleContext
-
-
-RECORD_FIELDS = (
-    "id",
-    "text",
-    "category",
-    "kind",
-    "importance",
-    "ts",
-    "pinned",
-    "protected",
-    "merged_ids",
-    "goal_status",
-)
 
 
 @dataclass
@@ -53,6 +47,12 @@ class ClusterReport(Result):
     dormant_covered: int = 0
     dormant_empty: int = 0
     kept_by_floor: int = 0
+    partitions_full: int = 0  # (agent, user) partitions clustered afresh
+    partitions_incremental: int = 0  # partitions where only the clusters new records joined were planned again
+    partitions_drifted: int = 0  # clustered afresh because too many new records were far from every centroid
+    clusters_replanned: int = 0
+    new_records: int = 0  # active records ingested since the last cycle, in incremental partitions
+    new_far: int = 0  # of those, the ones with no centroid within cycle.drift_similarity
     skipped: str | None = None
     merge_examples: list[dict[str, Any]] = field(default_factory=list)
     dormant_examples: list[dict[str, Any]] = field(default_factory=list)
@@ -77,33 +77,16 @@ def k_rule(store: "Store") -> str:
     )
 
 
-def _agent_rows(store: "Store", agent: str, user: str | None) -> list[dict[str, Any]]:
-    cursor = store.con.execute(
-        """SELECT r.id, r.text, r.category, r.kind, r.importance, r.ts, r.pinned, r.protected, r.merged_ids, g.status
-           FROM records r LEFT JOIN goals g ON r.goal_id = g.goal_id
-           WHERE r.state = 'active' AND r.agent = ? AND r.user IS NOT DISTINCT FROM ? ORDER BY r.id""",
-        [agent, user],
-    )
-    rows = [dict(zip(RECORD_FIELDS, r)) for r in cursor.fetchall()]
-    for r in rows:
-        r["agent"] = agent
-    return rows
-
-
-def _unit_vectors(store: "Store", agent: str, user: str | None) -> np.ndarray:
-    """The vectors of the live units a member may be covered by: those its user is shown."""
-    texts = [
-        t
-        for (t,) in store.con.execute(
-            f"SELECT text FROM units WHERE agent = ? AND {LIVE_SQL} AND (user IS NULL OR user = ?)", [agent, user]
-        ).fetchall()
-    ]
-    return store.embeddings.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
-
-
 def prune_clusters(
-    store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+    store: "Store",
+    *,
+    dry_run: bool,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+    since: dt.datetime | None = None,
 ) -> ClusterReport:
+    """Cluster and prune each (agent, user) partition: afresh when `since` is None or the partition
+    drifted (cluster_incremental.py), else only the clusters its records ingested after `since` joined."""
     started = time.perf_counter()
     report = ClusterReport(k_rule=k_rule(store))
     # each user's records apart (and the shared apart from all): no cluster mixes two people's memories
@@ -112,11 +95,10 @@ def prune_clusters(
     ).fetchall()
     texts: dict[str, str] = {}
     for agent, user in partitions:
-        rows = _agent_rows(store, agent, user)
-        if not rows:
+        planned = _plan_partition(store, agent, user, since, report)
+        if planned is None:
             continue
-        vectors = store.embeddings.encode([r["text"] for r in rows], indexed=True)
-        plan = plan_agent(store, rows, vectors, _unit_vectors(store, agent, user))
+        rows, plan, replaced = planned
         report.agents += 1
         report.records_clustered += len(rows)
         report.clusters += len(plan.clusters)
@@ -139,12 +121,37 @@ def prune_clusters(
                 limit=5 - len(report.dormant_examples),
             )
         if not dry_run:
-            _apply(store, agent, user, plan, run_id, now or utcnow())
+            _apply(store, agent, user, plan, replaced, run_id, now or utcnow())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _apply(store: "Store", agent: str, user: str | None, plan: Plan, run_id: str | None, now: dt.datetime) -> None:
+def _plan_partition(
+    store: "Store", agent: str, user: str | None, since: dt.datetime | None, report: ClusterReport
+) -> tuple[list[dict[str, Any]], Plan, list[str] | None] | None:
+    """The partition's rows, plan and the cluster keys it replaces (None: all of the partition's)."""
+    stored = [] if since is None else stored_centroids(store, agent, user)
+    if since is not None and stored:
+        incremental = plan_incremental(store, agent, user, since, stored, report)
+        if incremental is not None:
+            return incremental
+    rows = agent_rows(store, agent, user)
+    if not rows:
+        return None
+    vectors = store.embeddings.encode([r["text"] for r in rows], indexed=True)
+    report.partitions_full += 1
+    return rows, plan_agent(store, rows, vectors, unit_vectors(store, agent, user)), None
+
+
+def _apply(
+    store: "Store",
+    agent: str,
+    user: str | None,
+    plan: Plan,
+    replaced: list[str] | None,
+    run_id: str | None,
+    now: dt.datetime,
+) -> None:
     con = store.con
     if plan.merges:
         survivors = list(plan.merges)
@@ -202,17 +209,23 @@ def _apply(store: "Store", agent: str, user: str | None, plan: Plan, run_id: str
         by_reason.setdefault(reason, []).append(rid)
     for reason, reason_ids in by_reason.items():
         set_state(store, reason_ids, "dormant", reason=f"cluster pruning: {reason}", run_id=run_id, now=now)
-    _write_clusters(store, agent, user, plan, now)
+    _write_clusters(store, agent, user, plan, replaced, now)
 
 
-def _write_clusters(store: "Store", agent: str, user: str | None, plan: Plan, now: dt.datetime) -> None:
+def _write_clusters(
+    store: "Store", agent: str, user: str | None, plan: Plan, replaced: list[str] | None, now: dt.datetime
+) -> None:
+    """The plan's clusters in place of the ones it replaced (`replaced` None: all of the partition's)."""
     con = store.con
-    mine = "agent = ? AND user IS NOT DISTINCT FROM ?"
+    params: list[Any]
+    if replaced is None:
+        mine, params = "agent = ? AND user IS NOT DISTINCT FROM ?", [agent, user]
+    else:
+        mine, params = "cluster_key IN (SELECT unnest(?))", [replaced]
     con.execute(
-        f"DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE {mine})",
-        [agent, user],
+        f"DELETE FROM cluster_members WHERE cluster_key IN (SELECT cluster_key FROM clusters WHERE {mine})", params
     )
-    con.execute(f"DELETE FROM clusters WHERE {mine}", [agent, user])
+    con.execute(f"DELETE FROM clusters WHERE {mine}", params)
     if not plan.clusters:
         return
     clusters = pa.table(
@@ -223,6 +236,7 @@ def _write_clusters(store: "Store", agent: str, user: str | None, plan: Plan, no
             "size": [c["size"] for c in plan.clusters],
             "signature": [c["signature"] for c in plan.clusters],
             "updated": [now] * len(plan.clusters),
+            "centroid": [np.asarray(c["centroid"], dtype=np.float16).tobytes() for c in plan.clusters],
         }
     )
     members = pa.table(
@@ -233,7 +247,8 @@ def _write_clusters(store: "Store", agent: str, user: str | None, plan: Plan, no
     )
     with arrow_view(con, "new_clusters", clusters):
         con.execute(
-            "INSERT INTO clusters (cluster_key, agent, user, size, signature, updated) SELECT * FROM new_clusters"
+            "INSERT INTO clusters (cluster_key, agent, user, size, signature, updated, centroid) "
+            "SELECT * FROM new_clusters"
         )
     with arrow_view(con, "new_members", members):
         con.execute("INSERT INTO cluster_members SELECT cluster_key, record_id FROM new_members ON CONFLICT DO NOTHING")
@@ -266,12 +281,27 @@ def clustering_due(store: "Store", now: dt.datetime) -> tuple[bool, str]:
 
 
 class ClustersStep:
-    """Clustering is the expensive step: it runs only when enough changed since the last one."""
+    """Clustering runs only when enough changed since the last one, and then only on what changed."""
 
     def run(self, store: "Store", ctx: "CycleContext") -> ClusterReport:
         due, why = clustering_due(store, ctx.now)
         if not due:
             return ClusterReport(skipped=why, k_rule=k_rule(store), clustering=why)
-        report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)
-        report.clustering = why
+        upto = store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0]
+        since, mode = clustering_mode(store, ctx.full)
+        report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, since=since)
+        if since is None:
+            set_meta(store, FULL_SIZE, str(report.records_clustered))
+            set_meta(store, SINCE_FULL, "0")
+        else:
+            set_meta(store, SINCE_FULL, str(int(meta(store, SINCE_FULL) or 0) + report.new_records))
+            far = report.new_far / report.new_records if report.new_records else 0.0
+            mode = (
+                f"incremental: {report.new_records} new records, {far:.0%} far from every centroid; "
+                f"{report.clusters_replanned} clusters planned again; {report.partitions_drifted} partitions "
+                f"drifted and {report.partitions_full} clustered afresh"
+            )
+        if upto is not None:
+            set_meta(store, CLUSTERED_UPTO, upto.isoformat())
+        report.clustering = f"{why}; {mode}"
         return report

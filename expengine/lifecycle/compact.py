@@ -30,7 +30,7 @@ from ..results import Result
 from ..store.pause import pause_for_tests
 from ..store.reindex import rebuild
 from ..store.stats import hot_text
-from .cycle import CycleContext
+from .cycle import CycleContext, finish, prepare
 from .snapshot import create_snapshot, list_snapshots, restore_snapshot
 from .steps import STEPS
 
@@ -67,6 +67,8 @@ class CompactReport(Result):
     clustering: str = ""
     recovered: list[dict[str, Any]] = field(default_factory=list)
     ingested_upto: str | None = None
+    since: str | None = None  # the last cycle's watermark: the steps worked on what came after (None: all)
+    swept: int = 0  # older records re-checked this cycle besides the new ones
     seconds: float = 0.0
 
 
@@ -116,10 +118,11 @@ def compact(
     dry_run: bool = False,
     refine: bool = True,
     max_llm_calls: int | None = None,
+    full: bool = False,
     now: dt.datetime | None = None,
 ) -> CompactReport:
     if dry_run:
-        return _dry_run(store, llm, refine=refine, max_llm_calls=max_llm_calls, now=now)
+        return _dry_run(store, llm, refine=refine, max_llm_calls=max_llm_calls, full=full, now=now)
     started = time.perf_counter()
     recovered = recover_interrupted(store)
     before = counts(store)
@@ -145,7 +148,7 @@ def compact(
         "INSERT INTO runs VALUES (?, ?, NULL, FALSE, 'running', ?, NULL)", [run_id, utcnow(), snapshot.id]
     )
     store.con.execute("CHECKPOINT")
-    ctx = CycleContext(now=clock, run_id=run_id, llm=llm, refine=refine, max_llm_calls=max_llm_calls)
+    ctx = CycleContext(now=clock, run_id=run_id, llm=llm, refine=refine, max_llm_calls=max_llm_calls, full=full)
     try:
         _run_steps(store, report, ctx)
     except BaseException as exc:
@@ -168,7 +171,11 @@ def compact(
 
 def _run_steps(store: "Store", report: CompactReport, ctx: CycleContext) -> None:
     """Each step runs in one DuckDB transaction, so a concurrent reader sees the store before or after it."""
-    report.ingested_upto = _iso(store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0])
+    upto = store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0]
+    report.ingested_upto = _iso(upto)
+    prepare(store, ctx)
+    report.since = _iso(ctx.since)
+    report.swept = len(ctx.sweep)
     for declared in STEPS:
         with store.transaction():
             result = declared.load().run(store, ctx)
@@ -176,6 +183,8 @@ def _run_steps(store: "Store", report: CompactReport, ctx: CycleContext) -> None
         ctx.reports[declared.name] = data
         report.steps[declared.name] = data
         pause_for_tests(store.dir, declared.name)
+    with store.transaction():
+        finish(store, ctx, upto)
     report.clustering = report.steps["clusters"].pop("clustering", report.steps["clusters"].get("skipped", ""))
 
 
@@ -184,7 +193,13 @@ def _iso(value: Any) -> str | None:
 
 
 def _dry_run(
-    store: "Store", llm: "LLMProvider", *, refine: bool, max_llm_calls: int | None, now: dt.datetime | None
+    store: "Store",
+    llm: "LLMProvider",
+    *,
+    refine: bool,
+    max_llm_calls: int | None,
+    full: bool,
+    now: dt.datetime | None,
 ) -> CompactReport:
     """Run the real cycle on a temporary copy of the store and report it; the store is not touched.
 
@@ -198,7 +213,13 @@ def _dry_run(
     report.recovered = [{"run_id": r, "snapshot_id": s, "action": "would be rolled back first"} for r, s in stale]
     with tempfile.TemporaryDirectory(prefix="expengine-dry-run-") as tmp, store.rehearsal(Path(tmp)) as copy:
         ctx = CycleContext(
-            now=clock, run_id=report.run_id, llm=llm, dry_run=True, refine=refine, max_llm_calls=max_llm_calls
+            now=clock,
+            run_id=report.run_id,
+            llm=llm,
+            dry_run=True,
+            refine=refine,
+            max_llm_calls=max_llm_calls,
+            full=full,
         )
         _run_steps(copy, report, ctx)
         report.after = counts(copy)

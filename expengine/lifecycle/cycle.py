@@ -29,8 +29,55 @@ class CycleContext:
     dry_run: bool = False
     refine: bool = True
     max_llm_calls: int | None = None
+    full: bool = False  # `compact --full`: every step looks at the whole store, clustering starts afresh
     # the reports of the steps that already ran, by name (a later step may depend on an earlier one)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the last completed cycle's watermark (None: first or full cycle, everything counts as changed)
+    since: dt.datetime | None = None
+    sweep: list[str] = field(default_factory=list)  # records this cycle re-checks though not new
+
+    def changed(self, alias: str = "") -> tuple[str, list[Any]]:
+        """SQL (and its parameters) for the records this cycle works on: ingested since the last cycle,
+        or in this cycle's sweep; every record on a first or full cycle."""
+        if self.since is None:
+            return "TRUE", []
+        return f"({alias}ingested_at > ? OR {alias}id IN (SELECT unnest(?)))", [self.since, self.sweep]
+
+
+WATERMARK = "cycle.ingested_upto"  # store_meta: the newest record the last completed cycle saw
+SWEEP_CURSOR = "cycle.swept_upto"  # store_meta: the last record id the sweep re-checked (ids in order, wrapping)
+
+
+def meta(store: "Store", key: str) -> str | None:
+    row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(store: "Store", key: str, value: str) -> None:
+    store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, value])
+
+
+def prepare(store: "Store", ctx: CycleContext) -> None:
+    """Fill in what this cycle works on: since the watermark, plus the next `cycle.sweep_rows` records."""
+    watermark = None if ctx.full else meta(store, WATERMARK)
+    if watermark is None:
+        return
+    ctx.since = dt.datetime.fromisoformat(watermark)
+    rows = store.config.cycle.sweep_rows
+    after = meta(store, SWEEP_CURSOR) or ""
+    picked = "SELECT id FROM records WHERE state IN ('active', 'dormant') AND ingested_at <= ? AND id > ? ORDER BY id LIMIT ?"
+    ctx.sweep = [r[0] for r in store.con.execute(picked, [ctx.since, after, rows]).fetchall()]
+    if len(ctx.sweep) < rows:  # wrap round to the first ids
+        more = store.con.execute(picked, [ctx.since, "", rows - len(ctx.sweep)]).fetchall()
+        ctx.sweep = list(dict.fromkeys(ctx.sweep + [r[0] for r in more]))
+
+
+def finish(store: "Store", ctx: CycleContext, ingested_upto: dt.datetime | None) -> None:
+    """Move the watermark and the sweep cursor on, once every step has run."""
+    if ingested_upto is not None:
+        set_meta(store, WATERMARK, ingested_upto.isoformat())
+    if ctx.sweep:
+        set_meta(store, SWEEP_CURSOR, ctx.sweep[-1])
 
 
 class StepReport(Protocol):

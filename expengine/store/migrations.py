@@ -326,3 +326,10 @@ def m015_users(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE {table} ADD COLUMN user VARCHAR")
     con.execute("ALTER TABLE units ADD COLUMN quotes VARCHAR")
     con.execute("CREATE INDEX records_user ON records(user)")
+
+
+@migration
+def m017_cluster_centroids(con: duckdb.DuckDBPyConnection) -> None:
+    """Each cluster's centroid (float16, L2-normalised), so an incremental cycle assigns new records to the
+    nearest existing cluster and re-plans only the clusters they joined; NULL until a cycle clusters it."""
+    con.execute("ALTER TABLE clusters ADD COLUMN centroid BLOB")
