@@ -288,12 +288,12 @@ def under_load(target: Target, threads: int) -> dict[str, Any]:
 def damaged_restore(target: Target, store: Path) -> list[dict[str, Any]]:
     """The compaction's snapshot cut in half, then garbled, and restored through the server: each is the
     store's one-line error (500, exit code 3, expected), and queries, stats and ingests still answer."""
-    from expengine.lifecycle.snapshot import PACKED_DB
+    from expengine.lifecycle.snapshot import own_chunks
 
     rows = []
     for damage, cut in [("cut in half", lambda b: b[: len(b) // 2]), ("garbled", lambda b: b"garbage" * 99)]:
-        newest = sorted((store / "snapshots").iterdir())[-1]
-        packed = newest / PACKED_DB
+        newest = sorted((store / "snapshots").glob("*/snapshot.json"))[-1].parent
+        packed = own_chunks(newest)[0]
         packed.write_bytes(cut(packed.read_bytes()))
         started = time.perf_counter()
         status, body = target.call("restore", {"snapshot_id": newest.name})

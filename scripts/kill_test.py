@@ -188,16 +188,18 @@ def steps(phase: str, store: Path, slices: list[Path], ingested: set[str], embed
 
 
 def damage_a_snapshot(store: Path, embedder: Any) -> str:
-    """A snapshot whose `.xz` is cut in half (a full disk, a bad copy): restore must refuse it in one line,
-    forget must pass over it, and neither may leave a temporary file."""
+    """A snapshot whose own largest chunk is cut in half (a full disk, a bad copy): restore must refuse it in
+    one line, forget must pass over it, and neither may leave a temporary file."""
     from expengine import Engine
-    from expengine.lifecycle.snapshot import PACKED_DB
+    from expengine.lifecycle.snapshot import own_chunks
 
     with Engine(store=store, embedder=embedder) as engine:
+        engine.store.con.execute("UPDATE records SET weight = weight * 0.999")  # a column chunk of its own
         snapshot_id = engine.snapshot(reason="kill test: to be damaged").id
-    packed = store / "snapshots" / snapshot_id / PACKED_DB
-    packed.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
-    (packed.parent / "DAMAGED").touch()
+    folder = store / "snapshots" / snapshot_id
+    chunk = own_chunks(folder)[0]
+    chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])
+    (folder / "DAMAGED").touch()
     return snapshot_id
 
 
