@@ -356,12 +356,12 @@ async def _mcp_ingest(store: Path, path: Path) -> tuple[int, bytes]:
 def damaged_restore(target: Target, store: Path) -> list[dict[str, Any]]:
     """The compaction's snapshot cut in half, then garbled, and restored through the server: each is a 422
     naming the snapshot (exit code 3), and queries, stats and ingests still answer."""
-    from expengine.lifecycle.snapshot import PACKED_DB
+    from expengine.lifecycle.snapshot import own_chunks
 
     rows = []
     for damage, cut in [("cut in half", lambda b: b[: len(b) // 2]), ("garbled", lambda b: b"garbage" * 99)]:
-        newest = sorted((store / "snapshots").iterdir())[-1]
-        packed = newest / PACKED_DB
+        newest = sorted((store / "snapshots").glob("*/snapshot.json"))[-1].parent
+        packed = own_chunks(newest)[0]
         packed.write_bytes(cut(packed.read_bytes()))
         started = time.perf_counter()
         status, body = target.call("restore", {"snapshot_id": newest.name})

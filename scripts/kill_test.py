@@ -188,16 +188,18 @@ def steps(phase: str, store: Path, slices: list[Path], ingested: set[str], embed
 
 
 def damage_a_snapshot(store: Path, embedder: Any) -> str:
-    """A snapshot whose `.xz` is cut in half (a full disk, a bad copy): restore must refuse it in one line,
-    forget must pass over it, and neither may leave a temporary file."""
+    """A snapshot whose own largest chunk is cut in half (a full disk, a bad copy): restore must refuse it in
+    one line, forget must pass over it, and neither may leave a temporary file."""
     from expengine import Engine
-    from expengine.lifecycle.snapshot import PACKED_DB
+    from expengine.lifecycle.snapshot import own_chunks
 
     with Engine(store=store, embedder=embedder) as engine:
+        engine.store.con.execute("UPDATE records SET weight = weight * 0.999")  # a column chunk of its own
         snapshot_id = engine.snapshot(reason="kill test: to be damaged").id
-    packed = store / "snapshots" / snapshot_id / PACKED_DB
-    packed.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
-    (packed.parent / "DAMAGED").touch()
+    folder = store / "snapshots" / snapshot_id
+    chunk = own_chunks(folder)[0]
+    chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])
+    (folder / "DAMAGED").touch()
     return snapshot_id
 
 
@@ -206,8 +208,22 @@ def damaged_snapshots(store: Path) -> list[str]:
 
 
 def files_holding(store: Path, text: str) -> list[str]:
-    data = text.encode()
-    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and data in p.read_bytes())
+    """Files whose bytes hold `text`, a snapshot's Parquet chunk read as its values (it is compressed);
+    the chunks of a snapshot damaged on purpose are read as bytes, as its `.xz` was (forget passes over it)."""
+    import pyarrow.parquet as pq
+
+    from expengine.store.chunks import snapshot_files
+
+    passed_over = {f for d in damaged_snapshots(store) for f in snapshot_files(store / "snapshots" / d)}
+
+    def readable(path: Path) -> bytes:
+        data = path.read_bytes()
+        if path.suffix != ".parquet" or path in passed_over:
+            return data
+        return data + str(pq.read_table(path).to_pylist()).encode()
+
+    needle = text.encode()
+    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and needle in readable(p))
 
 
 def calibrate(cmd: list[str], store: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:

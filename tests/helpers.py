@@ -601,8 +601,15 @@ def query_events() -> list[dict]:
 
 
 def file_bytes(path: Path) -> bytes:
-    """A file's bytes, unpacked where it is a snapshot's xz-compressed database (what `xzgrep` reads)."""
-    return lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+    """A file's bytes, unpacked where it is a snapshot's xz-compressed database (what `xzgrep` reads) or a
+    snapshot's zstd-compressed Parquet chunk (its values, as text)."""
+    if path.suffix == ".xz":
+        return lzma.decompress(path.read_bytes())
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return path.read_bytes() + str(pq.read_table(path).to_pylist()).encode()
+    return path.read_bytes()
 
 
 BASE = (utcnow() - dt.timedelta(days=30)).replace(microsecond=0)
@@ -687,3 +694,40 @@ def run_offline_python(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=600,
     )
+
+
+def damage_snapshot(folder: Path, damage: Any = lambda data: data[: len(data) // 2]) -> Path:
+    """Damage a snapshot (a cut or garbled file): its largest chunk that no other snapshot lists, or, for a
+    snapshot of the older format, its `.xz`. Returns the damaged file."""
+    from expengine.lifecycle.snapshot import PACKED_DB, own_chunks
+
+    target = folder / PACKED_DB if (folder / PACKED_DB).exists() else own_chunks(folder)[0]
+    target.write_bytes(damage(target.read_bytes()))
+    return target
+
+
+def old_format_snapshot(store_dir: Path, snapshot_id: str, *, reason: str = "old format") -> Path:
+    """A snapshot as expengine wrote them before chunks: the closed store's tables, less the embedding
+    cache, in one xz-compressed DuckDB file beside its `snapshot.json`."""
+    import duckdb
+
+    from expengine.lifecycle.snapshot import META_FILE, PACKED_DB
+    from expengine.store.db import BLOCK_SIZE, DB_FILE, SNAPSHOT_DIR
+
+    folder = store_dir / SNAPSHOT_DIR / snapshot_id
+    folder.mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{store_dir / DB_FILE}' AS live (READ_ONLY)")
+    con.execute(f"ATTACH '{folder / DB_FILE}' AS copy (BLOCK_SIZE {BLOCK_SIZE})")
+    con.execute("COPY FROM DATABASE live TO copy")
+    con.execute("DELETE FROM copy.embeddings")
+    counts = dict(con.execute("SELECT state, count(*) FROM live.records GROUP BY state").fetchall())
+    con.close()
+    (folder / PACKED_DB).write_bytes(lzma.compress((folder / DB_FILE).read_bytes()))
+    (folder / DB_FILE).unlink()
+    meta = {"id": snapshot_id, "created": "2026-01-01T00:00:00.000000", "reason": reason}
+    meta.update(
+        raw=sum(counts.values()), active=counts.get("active", 0), size_bytes=(folder / PACKED_DB).stat().st_size
+    )
+    (folder / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    return folder

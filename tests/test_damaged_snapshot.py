@@ -1,4 +1,4 @@
-"""A damaged snapshot (a cut or garbled `.xz`) costs that snapshot only: `restore` says so in one line
+"""A damaged snapshot (a cut or garbled chunk, or `.xz` of the older format) costs that snapshot only: `restore` says so in one line
 with exit 3 and leaves no temporary file, and a server that was asked to restore it goes on answering
 queries, stats and ingests
 (HTTP 422 naming the snapshot; `forget` through MCP skips it and says so). A snapshot id that is not one (a path, 70,000 characters) is a 400 that
@@ -13,24 +13,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import free_port, mcp_params
+from helpers import damage_snapshot, free_port, mcp_params
 from test_cli_usage import run_main
 from test_compact import BOOKING, CHATTER, REFUND
 from test_service import QUERY, start_server, stop
 
-from expengine.lifecycle.snapshot import PACKED_DB
 from expengine.service.client import TOKEN_FILE, Client
 from expengine.store.db import SNAPSHOT_DIR
 
+NOTE = {"kind": "message", "role": "user", "session": "notes"}
+STORED = len(BOOKING + REFUND + CHATTER) + 3
 DAMAGES = {
     "truncated": lambda data: data[: len(data) // 2],
-    "garbage": lambda data: b"not an xz stream at all" * 100,
+    "garbage": lambda data: b"not a Parquet file at all" * 100,
 }
 
 
 @pytest.fixture(scope="module")
 def snapshotted(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tuple[Path, list[str]]:
-    """A compacted store with three snapshots: the first cut in half, the second garbled, the third whole."""
+    """A store with three snapshots: the first cut in half, the second garbled, the third whole."""
     from expengine import Engine
 
     tmp = tmp_path_factory.mktemp("damaged")
@@ -38,10 +39,14 @@ def snapshotted(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tupl
     log.write_text("".join(json.dumps(r) + "\n" for r in BOOKING + REFUND + CHATTER), encoding="utf-8")
     with Engine(store=store, embedder=embedder, overrides={"llm.mode": "template"}) as engine:
         engine.ingest([str(log)])
-        ids = [engine.snapshot().id for _ in range(3)]
+        ids = []
+        for n in range(3):  # a record of its own in each, so each has a chunk of its own
+            note = tmp / f"note{n}.jsonl"
+            note.write_text(json.dumps(dict(NOTE, ts=f"2026-03-0{n + 2}T10:00:00Z", content=f"note {n}")) + "\n")
+            engine.ingest([str(note)])
+            ids.append(engine.snapshot().id)
     for snapshot_id, damage in zip(ids, DAMAGES.values()):
-        packed = store / SNAPSHOT_DIR / snapshot_id / PACKED_DB
-        packed.write_bytes(damage(packed.read_bytes()))
+        damage_snapshot(store / SNAPSHOT_DIR / snapshot_id, damage)
     return store, ids
 
 
@@ -58,7 +63,7 @@ def test_restoring_a_damaged_snapshot_is_one_line_exit_3(snapshotted, monkeypatc
     assert first.startswith(f"error: the snapshot {ids[which]} is damaged") and hint.startswith("  hint:")
     assert _leftovers(store) == []
     code, out, _ = run_main(monkeypatch, capsys, ["--store", str(store), "stats", "--json"])
-    assert code == 0 and json.loads(out)["raw"] == len(BOOKING + REFUND + CHATTER)
+    assert code == 0 and json.loads(out)["raw"] == STORED
 
 
 def test_a_server_asked_to_restore_a_damaged_snapshot_goes_on_answering(snapshotted):

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 from helpers import BOOKING, CHATTER, DIM, REFUND, rows
 
-from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database
+from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database, snapshot_files
+from expengine.store.chunks import MANIFEST
 from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, Index
 
@@ -46,7 +47,7 @@ def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(mak
     store = tmp_path / "store"
     folder = store / SNAPSHOT_DIR / snap.id
     cached = count(store / DB_FILE, "embeddings")
-    assert not (folder / DB_FILE).exists() and (folder / PACKED_DB).exists()
+    assert not (folder / DB_FILE).exists() and not (folder / PACKED_DB).exists() and (folder / MANIFEST).exists()
     with snapshot_database(folder) as copy:
         assert count(copy, "embeddings") == 0 < cached
         assert count(copy, "records") == len(BOOKING + REFUND)
@@ -54,12 +55,12 @@ def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(mak
         indexes = duckdb.connect(str(copy), read_only=True)
         assert {r[0] for r in indexes.execute("SELECT index_name FROM duckdb_indexes()").fetchall()} >= {"records_hash"}
         indexes.close()
-    packed = (folder / PACKED_DB).read_bytes()
+    kept = {p: p.read_bytes() for p in snapshot_files(folder)[1:] + [folder / MANIFEST]}
     engine = make_engine()
     assert engine.restore(snap.id).raw_after == len(BOOKING + REFUND)
     engine.close()
     assert count(store / DB_FILE, "embeddings") == cached  # the replaced store's vectors, none embedded again
-    assert (folder / PACKED_DB).read_bytes() == packed  # the snapshot itself is left as it was
+    assert {p: p.read_bytes() for p in kept} == kept  # the snapshot itself is left as it was
     hits = make_engine().query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
     assert hits.hits and hits.hits[0].id == "r04"
 

@@ -8,10 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
+from helpers import damage_snapshot
 from test_compact import BOOKING, CHATTER, REFUND, ev
 from test_forget import files_holding
 
-from expengine.lifecycle.snapshot import PACKED_DB
+from expengine.lifecycle.snapshot import own_chunks
 from expengine.store.db import SNAPSHOT_DIR
 
 SECRET = "ZEBRAFISH7731"
@@ -61,8 +62,7 @@ def test_forget_leaves_no_byte_of_a_session_in_any_file(make_engine, write_jsonl
 def test_forget_with_a_damaged_snapshot_forgets_everywhere_else_and_names_it(make_engine, write_jsonl):
     engine = _private_store(make_engine, write_jsonl)
     first = engine.store_dir / SNAPSHOT_DIR / engine.snapshots()[0].id
-    packed = first / PACKED_DB
-    packed.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    damage_snapshot(first)
 
     result = engine.forget(sessions=["privacy-1"])
 
@@ -71,6 +71,9 @@ def test_forget_with_a_damaged_snapshot_forgets_everywhere_else_and_names_it(mak
     rejects = engine.forget(rejects=True)
     assert rejects.snapshots == 1 and rejects.snapshots_damaged == result.snapshots_damaged
     engine.close()
-    shutil.move(first, engine.store_dir.parent / "damaged")  # its bytes cannot be read back to grep
+    aside = engine.store_dir.parent / "damaged"
+    aside.mkdir()
+    for path in [*own_chunks(first), first]:  # the damaged chunk among them: its bytes cannot be read to grep
+        shutil.move(path, aside / path.name)
     assert _holding(engine.store_dir) == []
-    assert not list((engine.store_dir.parent / "damaged").glob(".tmp-*"))
+    assert not list(aside.rglob(".tmp-*"))

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import damage_snapshot
 
 from expengine.errors import StoreError
-from expengine.lifecycle.snapshot import PACKED_DB
 from expengine.store.db import DB_FILE, LANCE_DIR, StoreLock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_repair_passes_over_a_damaged_snapshot_and_leaves_a_whole_store_alone(sn
     engine.close()
     healthy = cli(store, "repair")
     assert healthy.returncode == 0 and "nothing to repair" in healthy.stdout
-    cut(store / "snapshots" / newest / PACKED_DB, 0.5)
+    damage_snapshot(store / "snapshots" / newest)
     cut(store / DB_FILE, 0.5)
     result = json.loads(cli(store, "repair", "--json").stdout)
     assert result["repaired"] and result["snapshot_id"] != newest

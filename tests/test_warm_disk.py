@@ -14,8 +14,9 @@ from helpers import BOOKING, CHATTER, REFUND, Counting, ev
 
 from expengine.config import Config
 from expengine.errors import InputError
-from expengine.lifecycle.snapshot import PACKED_DB, disk_bytes
+from expengine.lifecycle.snapshot import META_FILE, disk_bytes, snapshot_files
 from expengine.store import db
+from expengine.store.chunks import CHUNK_DIR, MANIFEST, SCHEMA_DB
 from expengine.store.db import DB_FILE, LANCE_DIR, REINDEX_PENDING, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, UNITS
 
@@ -114,7 +115,7 @@ def test_a_snapshot_holds_no_lancedb_and_a_restore_rebuilds_it_from_the_cache(
     snap = engine.snapshot()
     folder = tmp_path / "store" / SNAPSHOT_DIR / snap.id
     assert not (folder / LANCE_DIR).exists()
-    assert disk_bytes([folder]) < (folder / PACKED_DB).stat().st_size + 1024  # the database and its meta file
+    assert {p.name for p in folder.iterdir()} == {META_FILE, MANIFEST, SCHEMA_DB}  # and the chunks it lists
     engine.ingest([write_jsonl("r.jsonl", REFUND)])
     engine.compact(refine=False)
     embedded = counting.texts
@@ -166,16 +167,27 @@ def test_a_snapshot_made_with_a_lancedb_folder_is_restored_from_it(make_engine, 
     assert rows == wanted > 0
 
 
-def test_byte_retention_prunes_the_oldest_snapshots_first(make_engine, write_jsonl, tmp_path):
+def test_byte_retention_prunes_the_oldest_snapshots_first_and_counts_shared_chunks_once(
+    make_engine, write_jsonl, tmp_path
+):
     engine = make_engine()
     engine.ingest([write_jsonl("c.jsonl", CHATTER)])
-    one = engine.snapshot()
     root = tmp_path / "store" / SNAPSHOT_DIR
-    size, db = disk_bytes([root / one.id]), (root / one.id / PACKED_DB).stat().st_size
-    engine.config.snapshot.max_bytes = size + db + db // 2  # room for two snapshots, not three
-    ids = [one.id] + [engine.snapshot().id for _ in range(3)]
-    assert [s.id for s in engine.snapshots()] == ids[:1:-1]  # the two newest
-    assert disk_bytes([root]) <= engine.config.snapshot.max_bytes
+    same = [engine.snapshot() for _ in range(2)]  # nothing changed between them: every chunk is shared
+    one = disk_bytes(snapshot_files(root / same[0].id))
+    assert snapshot_files(root / same[1].id)[1:] == snapshot_files(root / same[0].id)[1:]
+    assert same[1].written_bytes == sum((root / same[1].id / n).stat().st_size for n in (MANIFEST, SCHEMA_DB))
+    assert disk_bytes([root]) < 1.6 * one
+    ids = [s.id for s in same]
+    for n, log in enumerate([BOOKING, REFUND, BOOKING[:3]]):  # each adds rows: chunks of its own
+        engine.ingest([write_jsonl(f"more{n}.jsonl", [dict(r, id=f"{r['id']}-{n}") for r in log])])
+        ids.append(engine.snapshot().id)
+    two = disk_bytes([f for i in ids[-2:] for f in snapshot_files(root / i)])
+    engine.config.snapshot.max_bytes = two  # room for the two newest, not three
+    newest = engine.snapshot().id  # the same as the last: shares all its chunks
+    assert [s.id for s in engine.snapshots()] == [newest, ids[-1]] and disk_bytes([root]) <= two
+    listed = {p.name for s in engine.snapshots() for p in snapshot_files(root / s.id)[1:]}
+    assert {p.name for p in (root / CHUNK_DIR).iterdir()} == listed  # the pruned ones' own chunks went
     engine.config.snapshot.max_bytes = 1  # below one snapshot: the newest still stays
     newest = engine.snapshot().id
     assert [s.id for s in engine.snapshots()] == [newest]
@@ -189,11 +201,11 @@ def test_snapshots_are_kept_within_a_share_of_the_live_stores_bytes(make_engine,
     assert [s.id for s in engine.snapshots()] == ids[::-1]  # three small copies fit in one store's bytes
     store, root = tmp_path / "store", tmp_path / "store" / SNAPSHOT_DIR
     live = (store / "expengine.duckdb").stat().st_size + disk_bytes([store / LANCE_DIR])
-    one = disk_bytes([root / ids[-1]])
-    engine.config.snapshot.max_share = 2.5 * one / live  # room for two of them
+    two = disk_bytes([f for i in ids[-2:] for f in snapshot_files(root / i)])  # their chunks counted once
+    engine.config.snapshot.max_share = (two + 100) / live  # room for two of them
     newest = engine.snapshot().id
     assert [s.id for s in engine.snapshots()] == [newest, ids[-1]]
-    assert disk_bytes([root]) <= 2.5 * one
+    assert disk_bytes([root]) <= two + 100
 
 
 def test_max_bytes_is_checked_like_every_key():

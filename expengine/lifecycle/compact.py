@@ -141,6 +141,7 @@ def compact(
     report.steps["snapshot"] = {
         "id": snapshot.id,
         "size_bytes": snapshot.size_bytes,
+        "written_bytes": snapshot.written_bytes,
         "seconds": round(time.perf_counter() - snap_started, 3),
         "summary": snapshot.id,
     }

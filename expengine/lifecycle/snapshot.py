@@ -1,12 +1,15 @@
 """Snapshots: a copy of the store's DuckDB tables (the truth, without the embedding cache) taken before a cycle.
 
-The copy is kept xz-compressed (`PACKED_DB`, 3x smaller): only a restore, a repair and a `forget` read it,
-each from a plain file unpacked for the while (`snapshot_database`). A restore puts the copy back and rebuilds LanceDB from it, the vectors coming from the embedding cache of
-the store it replaces (content-addressed, so it holds every vector the snapshot's texts had); snapshots made
-before they left LanceDB out still carry a folder of it, linked back. The Engine holds the store lock for
-the whole operation, so nothing writes while the copy is made. A snapshot is first written to a
-hidden temporary folder and renamed when complete, so a kill during the copy never leaves a half one.
-"""
+The copy is kept as Parquet column chunks shared by content between snapshots (`store.chunks`), so a
+snapshot writes what changed since the last one, not the whole store; snapshots of the older format
+(the whole database xz-compressed, `PACKED_DB`) are still read. Only a restore, a repair and a `forget`
+read a snapshot, each from a plain DuckDB file built for the while (`snapshot_database`). A restore puts
+the copy back and rebuilds LanceDB from it, the vectors coming from the embedding cache of the store it
+replaces (content-addressed, so it holds every vector the snapshot's texts had); snapshots made before
+they left LanceDB out still carry a folder of it, linked back. The Engine holds the store lock for the
+whole operation, so nothing writes while the copy is made. A snapshot is first written to a hidden
+temporary folder and renamed when complete, so a kill during the copy never leaves a half one; the
+chunks it had written are listed by no snapshot and go at the next one (`collect_chunks`)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ import duckdb
 
 from ..errors import DamagedSnapshotError, InputError, NotFoundError
 from ..results import Result
-from ..store import units
+from ..store import chunks, units
+from ..store.chunks import CHUNK_DIR, MANIFEST, known_chunks, manifests, read_tables, snapshot_files, write_tables
 from ..store.db import (
     DB_FILE,
     LANCE_DIR,
@@ -60,7 +64,8 @@ class SnapshotInfo(Result):
     reason: str
     raw: int
     active: int
-    size_bytes: int
+    size_bytes: int  # the files it takes, those shared with other snapshots included
+    written_bytes: int = 0  # the files it wrote: what changed since the snapshots before it
 
 
 @dataclass
@@ -81,12 +86,15 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
     root.mkdir(exist_ok=True)
     for stale in root.glob(TMP_PREFIX + "*"):  # left by a process killed while copying
         shutil.rmtree(stale, ignore_errors=True)
+    collect_chunks(root)
     created = utcnow()
     snapshot_id = created.strftime("%Y%m%dT%H%M%S%f") + "-" + uuid.uuid4().hex[:4]
     tmp = root / (TMP_PREFIX + snapshot_id)
-    store.copy_files(tmp)
-    _pack(tmp / DB_FILE, tmp / PACKED_DB)
-    (tmp / DB_FILE).unlink()
+    tmp.mkdir()
+    manifest, written = write_tables(
+        store.con, tmp, root / CHUNK_DIR, known_chunks(manifests(_complete(root))), schema=True
+    )
+    _write_json(tmp / MANIFEST, manifest)
     counts = dict(store.con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     info = SnapshotInfo(
         id=snapshot_id,
@@ -94,12 +102,34 @@ def create_snapshot(store: "Store", *, reason: str = "manual") -> SnapshotInfo:
         reason=reason,
         raw=int(sum(counts.values())),
         active=int(counts.get("active", 0)),
-        size_bytes=sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()),
+        size_bytes=disk_bytes(snapshot_files(tmp)),
+        written_bytes=written + (tmp / MANIFEST).stat().st_size,
     )
-    (tmp / META_FILE).write_text(json.dumps(info.to_dict()), encoding="utf-8")
+    _write_json(tmp / META_FILE, info.to_dict())
     tmp.rename(root / snapshot_id)
     prune_snapshots(store, keep=max(1, store.config.snapshot.retention), max_bytes=byte_limit(store))
     return info
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Through a temporary name, so a kill leaves the old file or the new one."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(part, path)
+
+
+def _complete(root: Path) -> list[Path]:
+    return [root / info.id for info in snapshots_in(root)]
+
+
+def own_chunks(folder: Path) -> list[Path]:
+    """The chunk files this snapshot lists and no other does, largest first: damaging one damages this
+    snapshot only (the repair tests, the kill test)."""
+    return chunks.own_chunks(folder, [f for f in _complete(folder.parent) if f != folder])
+
+
+def collect_chunks(root: Path) -> int:
+    return chunks.collect_chunks(root / CHUNK_DIR, _complete(root))
 
 
 def byte_limit(store: "Store") -> int:
@@ -141,19 +171,23 @@ def prune_snapshots(store: "Store", *, keep: int, max_bytes: int = 0) -> list[st
     kept = list_snapshots(store)
     removed = [s.id for s in kept[keep:]]
     kept = kept[:keep]
-    while max_bytes and len(kept) > 1 and disk_bytes([root / s.id for s in kept]) > max_bytes:
+    while (
+        max_bytes and len(kept) > 1 and disk_bytes([f for s in kept for f in snapshot_files(root / s.id)]) > max_bytes
+    ):
         removed.append(kept.pop().id)
     for snapshot_id in removed:
         shutil.rmtree(root / snapshot_id, ignore_errors=True)
+    if removed:
+        collect_chunks(root)
     return removed
 
 
-def disk_bytes(folders: list[Path]) -> int:
-    """Bytes the folders take, a file hard-linked several times (snapshots share index files) counted once."""
+def disk_bytes(paths: list[Path]) -> int:
+    """Bytes the files and folders take, a file listed or hard-linked several times counted once."""
     seen: set[tuple[int, int]] = set()
     total = 0
-    for folder in folders:
-        for path in folder.rglob("*"):
+    for top in paths:
+        for path in top.rglob("*") if top.is_dir() else [top]:
             st = path.lstat()
             if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
@@ -170,7 +204,11 @@ def _pack(plain: Path, packed: Path) -> None:
 
 
 def _unpack(folder: Path, target: Path) -> None:
-    """The snapshot's database as a plain file at `target` (an older snapshot's plain file, copied)."""
+    """The snapshot's database as a plain file at `target`: built from its chunks, or, for a snapshot of
+    the older format, its `.xz` unpacked (or its plain file copied)."""
+    if (folder / MANIFEST).exists():
+        read_tables(folder, folder.parent / CHUNK_DIR, target)
+        return
     if not (folder / PACKED_DB).exists():
         shutil.copy2(folder / DB_FILE, target)
         return
@@ -191,7 +229,7 @@ def _unpack_whole(folder: Path, target: Path) -> None:
     try:
         _unpack(folder, target)
         why = damage_in(target)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except (OSError, EOFError, ValueError, KeyError, lzma.LZMAError, duckdb.Error) as exc:
         why = str(exc) or type(exc).__name__
     if why is None:
         return
@@ -301,11 +339,10 @@ def forget_in_snapshots(
             damaged.append(exc.message)
             continue
         info.raw, info.active = int(sum(counts.values())), int(counts.get("active", 0))
-        info.size_bytes = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-        meta = folder / (META_FILE + ".new")
-        meta.write_text(json.dumps(info.to_dict()), encoding="utf-8")
-        os.replace(meta, folder / META_FILE)
+        info.size_bytes = disk_bytes(snapshot_files(folder))
+        _write_json(folder / META_FILE, info.to_dict())
         done += 1
+    collect_chunks(snapshot_root(store))  # the chunks that held the records
     return done, damaged
 
 
@@ -327,8 +364,16 @@ def _forget_in(
                 scrub_index(index, [MEMORIES, UNITS])
             con.execute("COMMIT")
             counts = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
+            if (folder / MANIFEST).exists():  # written again from the rows left: no chunk that held them stays listed
+                root = folder.parent
+                manifest, _ = write_tables(
+                    con, folder, root / CHUNK_DIR, known_chunks(manifests(_complete(root))), schema=False
+                )
+                _write_json(folder / MANIFEST, manifest)
         finally:
             con.close()
+        if (folder / MANIFEST).exists():
+            return counts
         rewrite_database(path)
         if (folder / PACKED_DB).exists():
             _pack(path, folder / PACKED_DB)

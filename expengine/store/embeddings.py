@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .index import Index
 
 # the cache's table: content-addressed (a text's vector under one model never changes), so snapshots leave
-# its rows out and a restore keeps the replaced store's (`Store.copy_files`, `carry_cache`)
+# its rows out and a restore keeps the replaced store's (`store.chunks`, `carry_cache`)
 CACHE_TABLE = "embeddings"
 
 log = logging.getLogger("expengine.store")

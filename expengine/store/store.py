@@ -15,9 +15,8 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import BLOCK_SIZE, DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_database, utcnow
-from .embeddings import CACHE_TABLE, EmbeddingCache, VectorMemo
-from .filters import sql_str
+from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_database, utcnow
+from .embeddings import EmbeddingCache, VectorMemo
 from .index import Index
 from .lance_rows import storage_options
 from .row_memo import RowMemo, unit_memo
@@ -180,29 +179,6 @@ class Store:
         """Append to the per-item history that `show` displays (why a thing was kept or forgotten)."""
         text = detail if isinstance(detail, str) or detail is None else json.dumps(detail, default=str)
         self.con.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?)", [item_id, at or utcnow(), action, text, run_id])
-
-    def copy_files(self, target: Path) -> None:
-        """Copy the database into `target` (a snapshot): written table by table into a new file, without
-        the free blocks the store's file gathers (a third of it after three cycles), and without the
-        embedding cache's rows (`CACHE_TABLE`): half of the copy, and the same vector for the same text in
-        every snapshot, so a restore takes them from the store it replaces. LanceDB is left out too: it is
-        derived from these tables and the cache, so a restore rebuilds it (`reindex.rebuild_if_pending`),
-        and a cycle rewrites enough of it that each snapshot's copy was mostly its own (4.4 MB of the 17 MB
-        that three snapshots took on the sample logs)."""
-        target.mkdir(parents=True, exist_ok=True)
-        (source,) = self.con.execute("SELECT current_database()").fetchone()  # type: ignore[misc]
-        self.con.execute(f"ATTACH {sql_str(str(target / DB_FILE))} AS snapshot_copy (BLOCK_SIZE {BLOCK_SIZE})")
-        try:
-            self.con.execute(f'COPY FROM DATABASE "{source}" TO snapshot_copy (SCHEMA)')
-            tables = self.con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND table_name != ?",
-                [source, CACHE_TABLE],
-            ).fetchall()
-            for (table,) in tables:
-                self.con.execute(f'INSERT INTO snapshot_copy.main."{table}" SELECT * FROM "{source}".main."{table}"')
-            self.con.execute("CHECKPOINT snapshot_copy")
-        finally:
-            self.con.execute("DETACH snapshot_copy")
 
     @contextmanager
     def rehearsal(self, scratch: Path) -> Iterator["Store"]:
