@@ -34,6 +34,10 @@ class StoreError(ExpengineError):
     exit_code = 3
 
 
+class NoStoreError(StoreError):
+    """No store folder at the path, for a command that must not make one."""
+
+
 class LockedError(ExpengineError):
     """Another process holds the store's write lock (a compaction is running)."""
 

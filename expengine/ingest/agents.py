@@ -79,9 +79,10 @@ def _plans(sources: list[Source], known: dict[str, Cursor]) -> list[Plan]:
     return out
 
 
-def list_sources(store: "Store", tools: list[str] | None, roots: list[str] | None) -> list[SourceRow]:
-    """What is on this machine, per tool and folder, and how much of it the store has not read yet."""
-    known = cursor_table.load(store)
+def list_sources(store: "Store | None", tools: list[str] | None, roots: list[str] | None) -> list[SourceRow]:
+    """What is on this machine, per tool and folder, and how much of it the store (None: none yet) has
+    not read yet."""
+    known = cursor_table.load(store) if store is not None else {}
     rows: dict[tuple[str, str], SourceRow] = {}
     for p in _plans(find_sources(tools, roots), known):
         source = p.source
