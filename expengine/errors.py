@@ -37,10 +37,14 @@ class StoreError(ExpengineError):
 
 
 class DamagedSnapshotError(StoreError):
-    """A snapshot's database cannot be read back (a cut or garbled `.xz`): the snapshot asked for is at fault,
+    """A snapshot's database cannot be read back (a cut or garbled chunk or `.xz`): the snapshot asked for is at fault,
     not the live store, which stays as it was."""
 
     http_status = 422
+
+
+class NoStoreError(StoreError):
+    """No store folder at the path, for a command that must not make one."""
 
 
 class LockedError(ExpengineError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,18 @@ def engine_on(make_engine, store):
         return make_engine(store, **kwargs)
 
     return opener
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder with the coding agents' variables pointing into it (where they keep their logs)."""
+    from expengine.models.onnx import cache_dir
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("EXPENGINE_CACHE_DIR", str(cache_dir()))  # the encoder's export stays where it is cached
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / "codex"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    return home

@@ -8,11 +8,9 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
 from test_compact_cli import paused_cli
 
 from expengine.ingest.discovery import find_sources
-from expengine.models.onnx import cache_dir
 from expengine.store.pause import PAUSE_MARKER
 
 
@@ -27,19 +25,6 @@ def claude_line(n: int, text: str | None = None, session: str = "s1") -> str:
             "message": {"role": "user", "content": text or f"step {n}: run the tests with pytest -x"},
         }
     )
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home folder with the tools' variables pointing into it."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("EXPENGINE_CACHE_DIR", str(cache_dir()))  # the encoder's export stays where it is cached
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
-    monkeypatch.setenv("CODEX_HOME", str(home / "codex"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    return home
 
 
 def session_file(home: Path, lines: list[str], name: str = "s1.jsonl") -> Path:

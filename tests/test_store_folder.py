@@ -6,6 +6,7 @@ store this user cannot write (exit 3, no traceback)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -60,11 +61,25 @@ def test_a_store_whose_making_was_cut_short_is_still_a_store(make_engine, tmp_pa
     assert make_engine(store=store).stats().raw == 0
 
 
-def test_a_read_on_a_missing_path_creates_no_store(tmp_path, monkeypatch, capsys):
+def test_a_command_on_a_missing_path_creates_no_store(tmp_path, monkeypatch, capsys):
+    """Only ingest makes a store: a read, or a change to records that are not there, is exit 3."""
     missing = tmp_path / "typo"
-    for command in (["stats"], ["units"], ["query", "anything"], ["snapshots"]):
+    commands = [["stats"], ["units"], ["query", "anything"], ["snapshots"], ["why", "x"], ["pin", "x"]]
+    commands += [["forget", "--session", "x"], ["compact"], ["repair"], ["snapshot", "--to", str(tmp_path / "out")]]
+    for command in commands:
         code, out, err = run_main(monkeypatch, capsys, ["--store", str(missing), *command])
         assert code == 3 and f"error: no store at {missing}" in err and "hint:" in err, (command, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_sources_on_a_missing_store_lists_everything_as_new_and_creates_nothing(tmp_path, home, monkeypatch, capsys):
+    session = home / "claude" / "projects" / "-home-me-shop" / "s1.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text('{"type": "user"}\n')
+    missing = tmp_path / "typo"
+    code, out, err = run_main(monkeypatch, capsys, ["--store", str(missing), "sources", "--json"])
+    rows = json.loads(out)["sources"]
+    assert code == 0 and [(r["tool"], r["sessions"], r["new_sessions"]) for r in rows] == [("claude-code", 1, 1)]
     assert not missing.exists()
 
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, List, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import InputError
+from ..errors import InputError, NoStoreError
 from ..ingest.discovery import TOOLS
 from .common import JSON_OPTION, app, emit_json, open_engine, stderr, stdout
 
@@ -31,11 +32,16 @@ def sources(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Agent log locations found on this machine: tool, sessions, bytes, and what is not yet ingested."""
-    chosen = check_tools(tools or [])  # a usage mistake leaves no store folder behind
-    with open_engine(ctx) as engine:
-        rows = engine.sources(chosen, roots or [])
+    from ..engine import Engine
+
+    chosen = check_tools(tools or [])
+    try:
+        with open_engine(ctx, create=False) as engine:  # listing never makes a store folder
+            rows = engine.sources(chosen, roots or [])
+    except NoStoreError:
+        rows = Engine.sources_unread(chosen, roots or [])
     if as_json:
-        emit_json({"sources": rows})
+        emit_json({"sources": [asdict(row) for row in rows]})
         return
     if not rows:
         stderr.print(f"no agent logs found (looked for {', '.join(TOOLS)}; Aider under --root)")

@@ -68,6 +68,11 @@ def global_options(
     ctx.obj = {"store": store, "wait": wait, "overrides": overrides, "direct": direct}
 
 
+# the operations that may make the store they name; any other on a missing store is exit 3, leaving no
+# empty store folder behind a mistyped --store
+CREATES_STORE = {"ingest"}
+
+
 def open_engine(ctx: typer.Context, *, create: bool = True):
     """Open the store named by the global options (imports the engine lazily, so --help stays fast);
     `create=False`: a missing store is an error, not a new empty one (commands that only read)."""
@@ -118,7 +123,8 @@ def call(ctx: typer.Context, op: str, **args: Any) -> Any:
         return client.call(op, args)
     from ..service import ops
 
-    with open_engine(ctx, create=ops.lookup(op).mode != "read") as engine:
+    ops.lookup(op)
+    with open_engine(ctx, create=op in CREATES_STORE) as engine:
         return ops.run(engine, op, args)
 
 

@@ -92,7 +92,7 @@ def snapshot(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Export the store's tables as Parquet (LanceDB is rebuilt from them on `restore --from`)."""
-    with open_engine(ctx) as engine:
+    with open_engine(ctx, create=False) as engine:
         result = engine.export(to)
     if as_json:
         emit_json(result)

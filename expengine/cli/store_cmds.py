@@ -242,7 +242,7 @@ def repair(
 ) -> None:
     """Put the newest good snapshot back in place of a damaged database, and list the files to ingest again.
     Runs in this process (stop `expengine serve` first): a damaged store cannot be served."""
-    with open_engine(ctx) as engine:
+    with open_engine(ctx, create=False) as engine:
         result = engine.repair(snapshot_id=snapshot, force=force)
     if as_json:
         emit_json(result.to_dict())

@@ -22,6 +22,14 @@ class AgentLogs:
         with self.session() as store:
             return list_sources(store, tools, roots)
 
+    @staticmethod
+    def sources_unread(tools: list[str] | None = None, roots: list[str] | None = None) -> list["SourceRow"]:
+        """What `sources` lists before any store exists: every location, all of it not yet ingested (no
+        store is opened or made)."""
+        from ..ingest.agents import list_sources
+
+        return list_sources(None, tools, roots)
+
     def ingest_agents(
         self, tools: list[str] | None = None, roots: list[str] | None = None, *, strict: bool = False
     ) -> "AgentsResult":

@@ -19,13 +19,19 @@ from ..store import cursors as cursor_table
 from ..store.cursors import Cursor
 from ..store.db import utcnow
 from .discovery import Source, find_sources
+from .formats import goose, opencode
 from .formats.openhands import folder_events
+from .formats.sqlite import Scan, connect
 from .incremental import HEADER_FORMATS, Plan, RangeStream, cursor_after, first_line, plan, whole_lines_end
 from .pipeline import IngestResult, ingest
 from .readers import Item, read_items
+from .whole_files import items_of
 
 if TYPE_CHECKING:
     from ..store.store import Store
+
+# the readers of the agents' databases, by format: rows from a high-water mark
+DATABASES = {"opencode": opencode.database_reads, "goose": goose.database_reads}
 
 
 @dataclass
@@ -73,9 +79,10 @@ def _plans(sources: list[Source], known: dict[str, Cursor]) -> list[Plan]:
     return out
 
 
-def list_sources(store: "Store", tools: list[str] | None, roots: list[str] | None) -> list[SourceRow]:
-    """What is on this machine, per tool and folder, and how much of it the store has not read yet."""
-    known = cursor_table.load(store)
+def list_sources(store: "Store | None", tools: list[str] | None, roots: list[str] | None) -> list[SourceRow]:
+    """What is on this machine, per tool and folder, and how much of it the store (None: none yet) has
+    not read yet."""
+    known = cursor_table.load(store) if store is not None else {}
     rows: dict[tuple[str, str], SourceRow] = {}
     for p in _plans(find_sources(tools, roots), known):
         source = p.source
@@ -139,6 +146,17 @@ def read_plan(
                 yield Item(name, 1, event=ev)
         read_bytes[source.path] = size
         moved[source.path] = cursor_after(p, p.stat.size, 0)
+        return
+    if source.kind == "database":
+        scan = Scan(p.start, p.start)
+        con = connect(source.path)
+        try:
+            reads = DATABASES[source.format](con, scan, agent="default", now=now)
+            yield from items_of(reads, source.path)
+        finally:
+            con.close()
+        read_bytes[source.path] = scan.bytes_read
+        moved[source.path] = cursor_after(p, scan.mark, 0)
         return
     if source.kind == "whole":
         yield from read_items(source.path, **common)

@@ -4,7 +4,8 @@ Each tool's default folder, moved by the variables the tool itself honours (`CLA
 `CODEX_HOME`, `XDG_DATA_HOME`, `XDG_CONFIG_HOME`, `APPDATA`), and Aider's histories under the roots
 given. A source is one unit a tool writes: a JSONL file it appends to (`lines`: read from where the
 last run stopped), a file it rewrites whole (`whole`: read again when it changed, its records'
-ids keep that idempotent), or a folder of one event per file (`folder`, OpenHands).
+ids keep that idempotent), a folder of one event per file (`folder`, OpenHands), or a SQLite database
+(`database`, opencode's and Goose's newer stores: read from the last row read).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .formats import goose as goose_format
+from .formats import opencode as opencode_format
 from .formats.cline import API_FILE, METADATA_FILE, UI_FILE
 
 TOOLS = ("claude-code", "codex", "gemini-cli", "cline", "roo-code", "opencode", "goose", "openhands", "aider")
@@ -30,7 +33,7 @@ _EXTENSIONS = {"cline": "saoudrizwan.claude-dev", "roo-code": "rooveterinaryinc.
 class Source:
     tool: str
     path: str
-    kind: str  # lines | whole | folder
+    kind: str  # lines | whole | folder | database
     format: str
 
 
@@ -105,13 +108,20 @@ def cline(tool: str = "cline") -> Iterator[Source]:
 
 
 def opencode() -> Iterator[Source]:
-    """A stored session's info file stands for it (opencode rewrites it as the session moves on)."""
-    for p in _files(_data_home() / "opencode" / "storage" / "session", "*/*.json"):
+    """Its database; and from before it, a stored session's info file stands for the session (opencode
+    rewrites it as the session moves on)."""
+    home = _data_home() / "opencode"
+    for p in _files(home, opencode_format.DATABASE_GLOB):
+        yield Source("opencode", str(p), "database", "opencode")
+    for p in _files(home / "storage" / "session", "*/*.json"):
         yield Source("opencode", str(p), "whole", "opencode")
 
 
 def goose() -> Iterator[Source]:
-    for p in _files(_data_home() / "goose" / "sessions", "*.jsonl"):
+    sessions = _data_home() / "goose" / "sessions"
+    if (sessions / goose_format.DATABASE).is_file():
+        yield Source("goose", str(sessions / goose_format.DATABASE), "database", "goose")
+    for p in _files(sessions, "*.jsonl"):
         yield Source("goose", str(p), "lines", "goose")
 
 

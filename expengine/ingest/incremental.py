@@ -5,7 +5,8 @@ last line waits for the next run. A source whose inode changed (rotated), that s
 offset or whose head changed (rewritten) is read again from its start; the records' ids make that
 idempotent. A source the tool rewrites whole is read again when its size, time or inode changed. A
 source whose inode, size and time are those of its cursor is not opened at all, so a run with
-nothing new reads no bytes.
+nothing new reads no bytes. A database's cursor offset is the high-water mark its reader names (a row
+id, an update time); its size and time include its write-ahead log, where new rows land first.
 
 The cursor read here is saved only after the records are stored: a run killed half-way leaves the
 old cursors, and the next run reads that part again, its records already stored counted as duplicates.
@@ -21,6 +22,7 @@ from typing import IO, Any
 
 from ..store.cursors import Cursor
 from .discovery import Source
+from .formats.sqlite import SIDE_FILES
 
 HEAD_BYTES = 4096
 # formats whose first line names the session (or its project): replayed before reading on from an offset
@@ -42,6 +44,13 @@ def stat_of(source: Source) -> Stat:
         names = [n for n in os.listdir(source.path) if n.endswith(".json")]
         latest = max((os.stat(os.path.join(source.path, n)).st_mtime_ns for n in names), default=st.st_mtime_ns)
         return Stat(st.st_ino, len(names), max(latest, st.st_mtime_ns))
+    if source.kind == "database":
+        sides = [os.stat(source.path + s) for s in SIDE_FILES if os.path.isfile(source.path + s)]
+        return Stat(
+            st.st_ino,
+            st.st_size + sum(s.st_size for s in sides),
+            max([st.st_mtime_ns, *(s.st_mtime_ns for s in sides)]),
+        )
     return Stat(st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -52,7 +61,8 @@ def head_hash(path: str, length: int) -> str:
 
 @dataclass
 class Plan:
-    """What to read of one source: from `start` (line `line` + 1), or nothing."""
+    """What to read of one source: from `start` (line `line` + 1; a database: its high-water mark), or
+    nothing."""
 
     source: Source
     stat: Stat
@@ -71,6 +81,8 @@ def plan(source: Source, cursor: Cursor | None) -> Plan:
         return Plan(source, st, 0, 0, "new")
     if (st.inode, st.size, st.mtime_ns) == (cursor.inode, cursor.size, cursor.mtime_ns):
         return Plan(source, st, cursor.offset, cursor.line, "unchanged")
+    if source.kind == "database" and st.inode == cursor.inode:
+        return Plan(source, st, cursor.offset, 0, "grown")
     if source.kind != "lines":
         return Plan(source, st, 0, 0, "changed")
     if st.inode != cursor.inode:
@@ -137,11 +149,12 @@ def first_line(path: str, limit: int) -> bytes:
 
 
 def cursor_after(p: Plan, end: int, lines: int) -> Cursor:
-    """Where the next run starts: `end` (the last whole line's end), `lines` later."""
+    """Where the next run starts: `end` (the last whole line's end, a database's high-water mark),
+    `lines` later."""
     source = p.source
     head_len = min(HEAD_BYTES, end) if source.kind == "lines" else 0
     digest = head_hash(source.path, head_len) if head_len else ""
-    offset = end if source.kind == "lines" else p.stat.size
+    offset = end if source.kind in ("lines", "database") else p.stat.size
     return Cursor(
         path=source.path,
         tool=source.tool,

@@ -28,7 +28,7 @@ from .formats import NAMES, Context, Format, ObjectReader, by_name, recognise
 from .items import TOO_DEEP, Item, located, nests_too_deep, parse
 from .otel import is_otlp
 from .remote import expand_uri, is_uri, open_uri
-from .whole_files import first_element, read_text, text_format
+from .whole_files import first_element, items_of, read_text, text_format
 
 FORMATS = NAMES
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".traj", ".aider.chat.history.md")
@@ -269,13 +269,7 @@ def _too_long(limit: int) -> str:
 
 def _read_whole(fmt: Format, stream: IO[bytes], label: str, agent: str | None) -> Iterator[Item]:
     assert fmt.read_file is not None
-    for number, event, error, raw in fmt.read_file(stream):
-        if event is not None:
-            yield located(event, label, number, agent_override=agent)
-        elif error is not None:
-            yield Item(label, number, error=error, raw=raw)
-        else:
-            yield Item(label, number, skipped=raw)
+    yield from items_of(fmt.read_file(stream), label, agent)
 
 
 def _read_lines(stream: IO[bytes], fmt: Format, ctx: Context, *, max_line_bytes: int, first: int) -> Iterator[Item]:

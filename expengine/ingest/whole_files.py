@@ -7,11 +7,12 @@ prompt log), or a chat-run array. A file that is none of these is an error namin
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from ..errors import InputError
 from .formats import NAMES, Context, Format, by_name, recognise_text
 from .items import Item, located
+from .otel import Read
 
 
 def text_format(fmt: str, start: bytes, label: str) -> Format | None:
@@ -36,13 +37,19 @@ def text_format(fmt: str, start: bytes, label: str) -> Format | None:
 
 def read_text(fmt: Format, stream: IO[bytes], ctx: Context) -> Iterator[Item]:
     assert fmt.read_text is not None
-    for number, event, error, raw in fmt.read_text(stream, ctx):
+    yield from items_of(fmt.read_text(stream, ctx), ctx.label)
+
+
+def items_of(reads: Iterable[Read], label: str, agent: str | None = None) -> Iterator[Item]:
+    """A reader's (line, event, error, raw or skip type) as items of the file `label` (`agent`: for events
+    that name none)."""
+    for number, event, error, raw in reads:
         if event is not None:
-            yield located(event, ctx.label, number, agent_override=None)
+            yield located(event, label, number, agent_override=agent)
         elif error is not None:
-            yield Item(ctx.label, number, error=error, raw=raw)
+            yield Item(label, number, error=error, raw=raw)
         else:
-            yield Item(ctx.label, number, skipped=raw)
+            yield Item(label, number, skipped=raw)
 
 
 def first_element(stream: IO[bytes], limit: int) -> tuple[bytes, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import CONFIG_FILE
-from ..errors import InputError, StoreError
+from ..errors import InputError, NoStoreError, StoreError
 from .db import DB_FILE, LANCE_DIR, LOCK_FILE, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
 from .journal import INGEST_JOURNAL
 from .pause import PAUSE_MARKER
@@ -66,7 +66,7 @@ def make_store_dir(path: Path, *, create: bool) -> None:
     """The store folder, made (owner-only) unless `create` is False, when a missing one is an error (exit 3):
     a command that only reads must not leave an empty store behind a mistyped path."""
     if not create and not path.exists():
-        raise StoreError(f"no store at {path}", hint="check --store (or EXPENGINE_HOME)")
+        raise NoStoreError(f"no store at {path}", hint="check --store (or EXPENGINE_HOME)")
     try:
         secure_store_dir(path)
     except OSError as exc:

@@ -82,7 +82,6 @@ class AiderReader(AgentReader):
         self.meta = project_of(path)
         self.name = self.meta.get("repo") or (Path(path).parent.name if path and path != "-" else "aider")
         self.now = now
-        self.session: str | None = None
         self.start = now
         self.pending: str | None = None  # the id of a /run call whose output is the next `> ` block
 

@@ -36,9 +36,16 @@ class FileContext(Protocol):
 class AgentReader(SessionReader):
     """A session reader that counts what it leaves out, by type."""
 
-    def __init__(self, *, agent: str) -> None:
+    def __init__(self, *, agent: str, session: str | None = None) -> None:
         super().__init__(agent=agent)
         self.skipped: Counter[str] = Counter()
+        self.session = session  # None: not known yet (a log whose header names it)
+        self.meta: dict[str, Any] = {}
+
+    def at(self, key: str, ts: dt.datetime) -> dict[str, Any]:
+        """What every event of this session read at `key` (its place in the log) shares."""
+        session = self.session or ""
+        return {"id": f"{session}/{key}", "ts": ts, "session": session, "meta": self.meta}
 
     def said(self, user: bool, text: Any, **common: Any) -> list[Event]:
         """A text: the user's (the session's first is its goal) or the assistant's; empty text is skipped."""

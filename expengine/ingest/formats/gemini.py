@@ -119,9 +119,7 @@ class GeminiReader(AgentReader):
         super().__init__(agent=agent)
         self.path = path
         self.now = now or dt.datetime(1970, 1, 1)
-        self.session: str | None = None
         self.project_hash: str | None = None
-        self.meta: dict[str, Any] = {}
 
     def start(self, obj: dict[str, Any], parent: str | None = None) -> None:
         self.session = str(obj.get("sessionId") or "")
@@ -156,10 +154,9 @@ class GeminiReader(AgentReader):
         kind, mid = m.get("type"), str(m.get("id") or "")
         if not mid:
             raise EventError("a Gemini CLI message needs an `id`")
-        session = self.session or ""
         ts = timestamp(m.get("timestamp"), self.now)
         self._learn_cwd(m)
-        common: dict[str, Any] = {"id": f"{session}/{mid}", "ts": ts, "session": session, "meta": self.meta}
+        common = self.at(mid, ts)
         text = _text(m.get("content"))
         if m.get("thoughts"):
             self.skip("thought", len(m["thoughts"]) if isinstance(m["thoughts"], list) else 1)

@@ -1,6 +1,9 @@
 """Goose: `~/.local/share/goose/sessions/<id>.jsonl` (before its sessions moved into `sessions.db`): a
 metadata line (`{working_dir, description, message_count, …}`), then one message a line
-(`{role, created, content: [text | toolRequest | toolResponse | thinking …]}`).
+(`{role, created, content: [text | toolRequest | toolResponse | thinking …]}`). Since then
+`sessions/sessions.db`: table `sessions` (`id`, `working_dir`, …) and `messages` (`id` autoincrement,
+`message_id`, `session_id`, `role`, `content_json`: the same content list, `created_timestamp` in
+seconds), read from the last message id read.
 
 A `toolRequest` is a call (`toolCall.value: {name, arguments}`; the developer extension's shell is
 named by its program), a `toolResponse` its result, an error when `toolResult.status` is `error`.
@@ -10,12 +13,21 @@ Thinking is skipped and counted. The project is the session's `working_dir`.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import sqlite3
+from itertools import groupby
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
 from .base import AgentReader, FileContext, counted, mapping, project_meta, timestamp
+from .sqlite import Scan, row_reads
+
+if TYPE_CHECKING:
+    from ..otel import Read
+
+DATABASE = "sessions.db"
 
 
 def is_goose_metadata(obj: Any) -> bool:
@@ -33,10 +45,8 @@ def is_goose_message(obj: Any) -> bool:
 
 class GooseReader(AgentReader):
     def __init__(self, *, agent: str, session: str, now: dt.datetime) -> None:
-        super().__init__(agent=agent)
-        self.session = session
+        super().__init__(agent=agent, session=session)
         self.now = now
-        self.meta: dict[str, Any] = {}
 
     def events(self, obj: dict[str, Any], number: int) -> list[Event]:
         """One line (`number`: its line in the file, the id of a message that has none)."""
@@ -50,12 +60,7 @@ class GooseReader(AgentReader):
         for n, c in enumerate(obj["content"]):
             if not isinstance(c, dict):
                 continue
-            common: dict[str, Any] = {
-                "id": f"{self.session}/{obj.get('id') or number}/{n}",
-                "ts": ts,
-                "session": self.session,
-                "meta": self.meta,
-            }
+            common = self.at(f"{obj.get('id') or number}/{n}", ts)
             kind = c.get("type")
             if kind == "text":
                 out.extend(self.said(obj["role"] == "user", c.get("text"), **common))
@@ -91,3 +96,28 @@ def recognises(obj: Any) -> bool:
 def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
     reader = GooseReader(agent=ctx.agent, session=Path(ctx.label).stem, now=ctx.now)
     return counted(reader, reader.events)
+
+
+def database_reads(con: sqlite3.Connection, scan: Scan, *, agent: str, now: dt.datetime) -> Iterator["Read"]:
+    """The messages after `scan.since` (a message id), session by session; a session begun before it
+    has had its goal."""
+    folders = dict(con.execute("SELECT id, working_dir FROM sessions").fetchall())
+    begun = {r[0] for r in con.execute("SELECT DISTINCT session_id FROM messages WHERE id <= ?", (scan.since,))}
+    rows = con.execute(
+        "SELECT id, message_id, session_id, role, content_json, created_timestamp FROM messages"
+        " WHERE id > ? ORDER BY session_id, id",
+        (scan.since,),
+    )
+    for session, group in groupby(rows, key=lambda r: r[2]):
+        reader = GooseReader(agent=agent, session=str(session), now=now)
+        reader.meta = project_meta(folders.get(session))
+        if session in begun:
+            reader.goals.add(str(session))
+        for rowid, message_id, _, role, content, created in group:
+            scan.row(rowid, len(content or ""))
+
+            def read() -> list[Event]:
+                message = {"id": message_id, "role": role, "created": created, "content": json.loads(content or "[]")}
+                return reader.events(message, rowid)
+
+            yield from row_reads(reader, rowid, read, content or "")

@@ -6,18 +6,33 @@ A message is `{id, role, time: {created}, path: {cwd, root}, error}`; its parts 
 step-finish, snapshot, patch, file, compaction. A tool part whose state is `error` is a failed call,
 unless the user aborted it; reasoning, steps and snapshots are skipped and counted. The project is the
 session's `directory` (or the message's `path.root`).
+
+Newer opencode keeps them in `opencode.db` (its Drizzle schema, `session/session.sql.ts`): tables
+`session` (`id`, `directory`, `parent_id`, `time_created`), `message` (`id`, `session_id`, `data`: the
+message's info without its ids) and `part` (`id`, `message_id`, `session_id`, `data`), each with
+`time_created` and `time_updated` in milliseconds. A run reads the messages changed at or after the
+last run's latest `time_updated`, with their parts changed since (a tool part is rewritten as its
+call completes); records already stored are counted as duplicates.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
+from itertools import groupby
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...store.vocabulary import EventError
 from ..events import Event, as_text
 from .base import AgentReader, FileContext, counted, from_ms, mapping, project_meta
+from .sqlite import Scan, row_reads
+
+if TYPE_CHECKING:
+    from ..otel import Read
+
+DATABASE_GLOB = "opencode*.db"  # opencode.db, and a release channel's own (opencode-beta.db)
 
 _SKIPPED_PARTS = {"reasoning", "step-start", "step-finish", "snapshot", "patch", "file", "compaction", "agent", "retry"}
 
@@ -37,8 +52,7 @@ def is_opencode_session(obj: Any) -> bool:
 
 class OpencodeReader(AgentReader):
     def __init__(self, *, agent: str, info: dict[str, Any], now: dt.datetime) -> None:
-        super().__init__(agent=agent)
-        self.session = str(info.get("id") or "")
+        super().__init__(agent=agent, session=str(info.get("id") or ""))
         self.now = from_ms((info.get("time") or {}).get("created"), now)
         self.meta = project_meta(info.get("directory"))
         if info.get("parentID"):
@@ -59,13 +73,7 @@ class OpencodeReader(AgentReader):
                 ((part.get("time") or {}).get("start")) or ((part.get("state") or {}).get("time") or {}).get("start"),
                 ts,
             )
-            key = part.get("id") or f"{info.get('id')}/{n}"
-            common: dict[str, Any] = {
-                "id": f"{self.session}/{key}",
-                "ts": pts,
-                "session": self.session,
-                "meta": self.meta,
-            }
+            common = self.at(str(part.get("id") or f"{info.get('id')}/{n}"), pts)
             kind = part.get("type")
             if kind == "text" and part.get("synthetic"):
                 self.skip("synthetic")  # text the client adds (file contents, reminders), not said by anyone
@@ -84,13 +92,8 @@ class OpencodeReader(AgentReader):
                 self.skip("aborted")
             else:
                 detail = (error.get("data") or {}).get("message") if isinstance(error.get("data"), dict) else None
-                common = {
-                    "id": f"{self.session}/{info.get('id')}/error",
-                    "ts": ts,
-                    "session": self.session,
-                    "meta": self.meta,
-                }
-                result = self.result(None, f"{name}: {detail or ''}".strip(": "), True, **common)
+                at = self.at(f"{info.get('id')}/error", ts)
+                result = self.result(None, f"{name}: {detail or ''}".strip(": "), True, **at)
                 result.tool_name = "opencode"
                 out.append(result)
         return out
@@ -158,3 +161,37 @@ def object_reader(ctx: FileContext) -> Callable[[Any, int], list[Event]]:
         return counted(reader, lambda *_: events)(obj, 1)
 
     return read
+
+
+def database_reads(con: sqlite3.Connection, scan: Scan, *, agent: str, now: dt.datetime) -> Iterator["Read"]:
+    """The messages and parts changed at or after `scan.since` (ms), session by session; a session begun
+    before it has had its goal."""
+    since = scan.since
+    sessions = {
+        sid: {"id": sid, "directory": directory, "parentID": parent, "time": {"created": created}}
+        for sid, directory, parent, created in con.execute("SELECT id, directory, parent_id, time_created FROM session")
+    }
+    begun = {r[0] for r in con.execute("SELECT DISTINCT session_id FROM message WHERE time_created < ?", (since,))}
+    rows = con.execute(
+        "SELECT id, session_id, data, time_updated FROM message WHERE time_updated >= ?"
+        " OR id IN (SELECT message_id FROM part WHERE time_updated >= ?) ORDER BY session_id, time_created, id",
+        (since, since),
+    )
+    line = 0
+    for session, group in groupby(rows, key=lambda r: r[1]):
+        reader = OpencodeReader(agent=agent, info=sessions.get(session) or {"id": session}, now=now)
+        if session in begun:
+            reader.goals.add(str(session))
+        for message_id, _, data, updated in group:
+            line += 1
+            parts = con.execute(
+                "SELECT id, data, time_updated FROM part WHERE message_id = ? AND time_updated >= ? ORDER BY id",
+                (message_id, since),
+            ).fetchall()
+            scan.row(max([updated, *(p[2] for p in parts)]), len(data or "") + sum(len(p[1] or "") for p in parts))
+
+            def read() -> list[Event]:
+                info = {**json.loads(data or "{}"), "id": message_id}
+                return reader.message(info, [{**json.loads(p[1] or "{}"), "id": p[0]} for p in parts])
+
+            yield from row_reads(reader, line, read, data or "")
