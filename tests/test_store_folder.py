@@ -34,7 +34,7 @@ def _someone_elses_folder(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command", [["stats"], ["ingest", "-"], ["config", "init"]])
+@pytest.mark.parametrize("command", [["stats"], ["ingest", "-"], ["config", "init"], ["mcp"]])
 def test_a_folder_that_is_not_a_store_is_refused_and_left_as_it_is(tmp_path, monkeypatch, capsys, command):
     folder = _someone_elses_folder(tmp_path)
     before = _modes(folder)
