@@ -335,3 +335,30 @@ def test_a_query_thread_never_writes_the_cache_under_an_open_write(make_engine: 
     store.con.execute("COMMIT")
     assert view._store.embeddings.encode([text]).shape == (1, store.embeddings.dim)
     view._store.con.close()
+
+
+def test_reads_answer_again_after_a_compaction_that_failed_and_rolled_back(
+    make_engine: Any, write_jsonl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed cycle puts its snapshot back, which replaces the database file under the query threads'
+    views: the next read must answer on a fresh view, not fail until some exclusive operation."""
+    from expengine.lifecycle.index_refresh import IndexStep
+    from expengine.service import ops
+    from expengine.service.server import Service
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
+    service = Service(engine, ops.Reach.of([], engine.config.serve))
+    query = ops.OPS["query"]
+    args = ops.parse(query, {"text": QUERY, "touch": False})
+    assert service.read(query, args).hits  # this thread's view is made
+
+    def broken(self: Any, store: Any, ctx: Any) -> Any:
+        raise RuntimeError("a step failed")
+
+    monkeypatch.setattr(IndexStep, "run", broken)
+    compact = ops.OPS["compact"]
+    with pytest.raises(RuntimeError, match="a step failed"):
+        service.submit("compact", compact, ops.parse(compact, {})).result()
+    assert service.read(query, args).hits
+    service.writer.shutdown()
