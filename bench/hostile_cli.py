@@ -147,6 +147,30 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
         done = expengine("serve", "--root", str(root), "--http", "127.0.0.1:0")
         return 2, done.returncode, "" if "rotate one" in done.stderr else "no hint to rotate"
 
+    def fleet_bad_lines() -> tuple[int, int, str]:
+        """`fleet ingest` (on Ray) of files whose first line is cut, over-long or 10,000 deep, and of one with
+        all three in the middle: every good line is stored in its agent's store."""
+        logs = tmp / "fleet-logs"
+        logs.mkdir(exist_ok=True)
+        good = [
+            json.dumps({"ts": "2026-03-01T09:00:00Z", "kind": "message", "agent": "alpha", "content": f"fleet {i}"})
+            for i in range(40)
+        ]
+        cut = '{"ts":"2026-01-01T00:00:00Z","kind":"no'
+        long = json.dumps({"ts": "2026-01-01T00:00:00Z", "kind": "message", "agent": "alpha", "content": "x" * 2**21})
+        deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+        files = [
+            [cut, *good[:10]],
+            [long, *good[10:20]],
+            [deep, *good[20:30]],
+            [*good[30:35], cut, long, deep, *good[35:]],
+        ]
+        for n, lines in enumerate(files):
+            (logs / f"bad-{n}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        done = expengine("fleet", "ingest", "--root", str(tmp / "fleet-bad"), str(logs), "--json", timeout=600)
+        stored = json.loads(done.stdout)["stored"] if done.returncode == 0 else 0
+        return 0, done.returncode, "" if stored == len(good) else f"{stored} of {len(good)} good lines kept"
+
     def mcp_nosuch() -> tuple[int, int, str]:
         (tmp / "fleet2").mkdir(exist_ok=True)
         done = expengine("mcp", "--root", str(tmp / "fleet2"), "--store-name", "nosuch")
@@ -177,6 +201,7 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
         ("serve on a port in use", port_in_use),
         ("serve --root with two stores sharing a token", shared_token),
         ("mcp --root R --store-name nosuch", mcp_nosuch),
+        ("fleet ingest: bad lines first and in the middle, every good line kept", fleet_bad_lines),
     ]
 
 
