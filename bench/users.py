@@ -13,8 +13,8 @@
   user's. Against five separate stores compacted the same way: evidence and answer-token recall.
   Then erasure: `forget(users=[first conversation])`; every word that only that conversation said
   (5+ letters, none the software itself writes: expengine's own source words) is looked for, as a
-  word, in every file of the store folder (snapshots unpacked) and in every text column of the
-  store's database; the other conversations' recall is measured again.
+  word, in every file of the store folder (snapshots' xz databases and Parquet chunks unpacked) and
+  in every text column of the store's database; the other conversations' recall is measured again.
 - sample: the support-bot sample log in one store, compacted once; each user's own questions
   ("which seat do I prefer", "what did I book"...) with `user=`: lines and hits of another user's
   personal records.
@@ -189,6 +189,18 @@ def locomo(args: argparse.Namespace) -> dict:
     return out
 
 
+def unpacked(path: Path) -> bytes:
+    """A file's bytes as a grep for a person's words must read them: a snapshot's xz-packed database
+    unpacked, a snapshot's zstd Parquet chunk with its values as text."""
+    if path.suffix == ".xz":
+        return lzma.decompress(path.read_bytes())
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return path.read_bytes() + str(pq.read_table(path).to_pylist()).encode()
+    return path.read_bytes()
+
+
 def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, list]) -> dict:
     """`forget(users=[gone])`, then look for the words only `gone` said, in the files and the tables."""
     planned = engine.forget(users=[gone], dry_run=True)
@@ -206,7 +218,7 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     in_files: dict[str, int] = {}
     for path in store.rglob("*"):
         if path.is_file():
-            data = (lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()).lower()
+            data = unpacked(path).lower()
             hits = sum(bool(re.search(rb"\b" + w.encode() + rb"\b", data)) for w in unique)
             if hits:
                 in_files[str(path.relative_to(store))] = hits
