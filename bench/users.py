@@ -9,8 +9,8 @@
   speakers are that user's world), compacted `--cycles` times; every category 1-4 question asked
   with `user=` its conversation (`bench/locomo.py`'s asking and scoring: k 100, budget 1,000,
   expand). Leaks: prompt lines from another user (a line holding six words in a row that only
-  another conversation's turns hold), and hits or evidence lines whose record or unit is another
-  user's. Against five separate stores compacted the same way: evidence and answer-token recall.
+  another conversation's turns hold; `personal_lines`: that only one other user's records hold),
+  and hits or evidence lines whose record or unit is another user's. Against five separate stores compacted the same way: evidence and answer-token recall.
   Then erasure: `forget(users=[first conversation])`; every word that only that conversation said
   (5+ letters, none the software itself writes: expengine's own source words) is looked for, as a
   word, in every file of the store folder (snapshots' xz databases and Parquet chunks unpacked) and
@@ -75,9 +75,12 @@ class Owners:
         self.said = {user: set().union(*(shingles(t) for t in ts)) if ts else set() for user, ts in texts.items()}
         self.words = {user: {w for t in ts for w in _words(t)} for user, ts in texts.items()}
 
-    def foreign_lines(self, prompt: str, user: str) -> list[str]:
+    def foreign_lines(self, prompt: str, user: str, *, personal: bool = False) -> list[str]:
         """Prompt lines quoting another user: `SHINGLE` words in a row that only that user's records hold,
-        among them a word only they said (a common phrase, "it's cool to see how", is no one's)."""
+        among them a word only they said (a common phrase, "it's cool to see how", is no one's). Of
+        another user, that is: not the asker nor a shared record; `personal`: of one other user only,
+        no second user's records holding that run or that word (a phrase several people's requests
+        share, "I ordered travel adapters last week", is nobody's personal data)."""
         own = self.said.get(user, set()) | self.said.get(None, set())
         own_words = self.words.get(user, set()) | self.words.get(None, set())
         out = []
@@ -86,8 +89,13 @@ class Owners:
             for other, theirs in self.said.items():
                 if other in (user, None):
                     continue
-                theirs_only = self.words[other] - own_words
-                if any(set(run) & theirs_only for run in found & (theirs - own)):
+                if personal:
+                    rest = [u for u in self.said if u != other]
+                    runs = theirs - set().union(*(self.said[u] for u in rest))
+                    theirs_only = self.words[other] - set().union(*(self.words[u] for u in rest))
+                else:
+                    runs, theirs_only = theirs - own, self.words[other] - own_words
+                if any(set(run) & theirs_only for run in found & runs):
                     out.append(line)
                     break
         return out
@@ -114,13 +122,14 @@ def foreign_hits(engine: Any, result: Any, user: str) -> int:
 
 
 def leaks(engine: Any, owners: Owners, asked: list[tuple[str, str]], k: int = 5, budget: int | None = None) -> dict:
-    lines = total = hits = 0
+    lines = personal = total = hits = 0
     examples: list[str] = []
     for user, text in asked:
         result = engine.query(text, k=k, touch=False, budget=budget, expand=True, user=user)
         total += max(0, len(result.prompt.splitlines()) - 1)
         found = owners.foreign_lines(result.prompt, user)
         lines += len(found)
+        personal += len(owners.foreign_lines(result.prompt, user, personal=True))
         hits += foreign_hits(engine, result, user)
         examples += [f"{user}: {text} -> {line}" for line in found[: 3 - len(examples)]]
     return {
@@ -128,6 +137,8 @@ def leaks(engine: Any, owners: Owners, asked: list[tuple[str, str]], k: int = 5,
         "prompt_lines": total,
         "foreign_lines": lines,
         "foreign_share": round(lines / total, 6) if total else 0.0,
+        "personal_lines": personal,
+        "personal_share": round(personal / total, 6) if total else 0.0,
         "foreign_hits": hits,
         "examples": examples,
     }

@@ -240,12 +240,38 @@ def group_intents(
         order = members[np.argsort(-(vectors[members] @ centroid), kind="stable")]
         members_runs = [runs[i] for i in order]
         shared = len({r.user for r in members_runs} - {None}) > 1
-        said = (r.slotted_request if shared else r.request for r in members_runs)
+        said = framed(members_runs) if shared else [r.request for r in members_runs]
         quotes = list(dict.fromkeys(shorten(text, typical_words) for text in said))[:typical]
         key = f"intent:{runs[0].agent}:{runs[int(order[0])].run_id}"
         words = wording_for((r.request for r in members_runs), fallback=agent_wording, decisive=CLEAR_SHARE)
         intents.append(Intent(key=key, agent=runs[0].agent, runs=members_runs, typical=quotes, wording=words))
     return intents
+
+
+_TOKEN = re.compile(rf"<\w+>|{CJK.pattern}|\w+")
+_MASKS = re.compile(r"…(?:[^\w<>…]*…)+")
+
+
+def framed(runs: list[Run]) -> list[str]:
+    """Several users' requests as shared know-how may quote them, most telling first: each value the
+    user gave a tool as the argument's name, and every word that fewer than half the requests, or only
+    one user's, hold as '…' (where to, whose name, what was bought: what a person asked about, not how
+    such requests are put)."""
+    said = [r.slotted_request for r in runs]
+    words = [{t.lower() for t in _TOKEN.findall(text)} for text in said]
+    runs_with = Counter(t for held in words for t in held)
+    users_with: dict[str, set[str]] = defaultdict(set)
+    for run, held in zip(runs, words):
+        for t in held:
+            users_with[t].add(run.user or "")
+
+    def frame(token: str) -> bool:
+        t = token.lower()
+        return t.startswith("<") or (2 * runs_with[t] >= len(runs) and len(users_with[t] - {""}) > 1)
+
+    masked = [_MASKS.sub("…", _TOKEN.sub(lambda m: m[0] if frame(m[0]) else "…", text)) for text in said]
+    order = sorted(range(len(masked)), key=lambda i: masked[i].count("…"))  # stable: typical first on ties
+    return [masked[i] for i in order]
 
 
 @dataclass
