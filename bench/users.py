@@ -333,6 +333,12 @@ def memorybank(args: argparse.Namespace) -> dict:
     for when in ("ingest", "compacted"):
         out[f"agreement@{args.k} separate ({when})"] = _share(alone[when])
         out[f"agreement@{args.k} together ({when})"] = _share(together[when])
+        out[f"differ ({when})"] = [  # the questions one store answers and the other does not
+            f"{uid} {'separate' if a else 'together'}: {q_cn}"
+            for (uid, _, qs), row_a, row_t in zip(per_user, alone[when], together[when])
+            for (_, q_cn), a, t in zip(qs, row_a, row_t)
+            if a != t
+        ]
     return out
 
 
