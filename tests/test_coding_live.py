@@ -62,6 +62,18 @@ def test_session_start_prints_the_project_s_test_command_and_pitfall_with_eviden
     text = context_of(out)
     assert "./run_tests.sh" in text and "make" in text
     assert "seen in 3 sessions" in text and "[u-" in text
+    assert "a precedent" not in text  # the rules say it: no precedent repeats them
+
+
+def test_the_session_after_the_first_is_told_the_test_command_the_first_ran(tmp_path: Path) -> None:
+    """One session is below a rule's bar, and none is compacted yet: what it ran is a labelled precedent."""
+    store = tmp_path / "store"
+    assert _stop(store, _session(tmp_path / "projects", 0))[:2] == (0, "")
+    code, out, _ = run_hook(store, "SessionStart", {"session_id": "s1", "cwd": CWD, "source": "startup"})
+    text = context_of(out)
+    assert code == 0 and "To run the tests in demo: ./run_tests.sh <file>." in text
+    assert "a precedent, not a rule: seen in 1 session, 1 succeeded]" in text
+    assert run_hook(store, "SessionStart", {"session_id": "s0", "cwd": CWD})[:2] == (0, "")  # not its own
 
 
 def test_a_project_with_nothing_learned_gets_nothing(learned: Path) -> None:

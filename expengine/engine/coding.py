@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ContextManager, Literal
 
 if TYPE_CHECKING:
+    from ..query.agent_context import Line
     from ..query.hits import QueryResult
     from ..store.store import Store
 
@@ -54,7 +55,29 @@ class Coding:
                 return {"text": ac.rendered(units, budget or ac.FIX_BUDGET, ac.PROMPT_HEADER)}
         with self.session() as store:
             if situation == "session-start":
-                return {"text": ac.standing(store, project, budget=budget or ac.DEFAULT_BUDGET)}
+                environment, recovery = ac.standing_lines(store, project)
+                lines = [*environment, *environment_precedents(store, project, session, environment), *recovery]
+                return {"text": ac.standing(project, lines, budget=budget or ac.DEFAULT_BUDGET)}
             if situation == "failure":
                 return {"text": ac.fix_for(store, project, text or "", session=session, budget=budget or ac.FIX_BUDGET)}
             return {"lines": ac.rule_lines(store, project)}
+
+
+def environment_precedents(store: "Store", project: str, session: str | None, rules: list["Line"]) -> list["Line"]:
+    """What the project's earlier sessions showed of its environment (the test and build commands that
+    ran, a program that was not installed) where no rule says it yet: a rule needs two sessions and a
+    compaction, and the second session of a project is the one that needs its test command most."""
+    from ..lifecycle.refine.environment import build_condition, environment_drafts, project_calls, test_condition
+    from ..query import agent_context as ac
+
+    known = [line.text for line in rules]
+    if not project or all(any(t.startswith(c(project)) for t in known) for c in (test_condition, build_condition)):
+        return []
+    calls = [c for found in project_calls(ac.project_commands(store, project, session)).values() for c in found]
+    return [
+        ac.Line(
+            draft.source_ids[0], f"{draft.condition}: {draft.action}.", draft.trials, draft.successes, precedent=True
+        )
+        for draft in environment_drafts(calls, project, min_runs=1)
+        if draft.condition and not any(t.startswith(draft.condition) for t in known)
+    ]
