@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ContextManager, Literal
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..query.agent_context import Line
     from ..query.hits import QueryResult
     from ..store.store import Store
@@ -23,6 +24,8 @@ class Coding:
         def session(self) -> ContextManager["Store"]: ...
 
         def query(self, text: str, **options: Any) -> "QueryResult": ...
+
+        config: "Config"
 
     def agent_context(
         self,
@@ -47,7 +50,7 @@ class Coding:
                 return {"text": ""}
             # the prompt alone, over memories and units: naming the project, or asking for units only,
             # would skip the similarity floor (search.py), and the floor decides that nothing is relevant
-            result = self.query(text, k=PROMPT_CANDIDATES, touch=False)
+            result = self.query(head_and_tail(text, self.config.query.max_text_chars), k=PROMPT_CANDIDATES, touch=False)
             with self.session() as store:
                 if not ac.relevant(store, result, text):
                     return {"text": ""}
@@ -61,6 +64,16 @@ class Coding:
             if situation == "failure":
                 return {"text": ac.fix_for(store, project, text or "", session=session, budget=budget or ac.FIX_BUDGET)}
             return {"lines": ac.rule_lines(store, project)}
+
+
+def head_and_tail(text: str, limit: int) -> str:
+    """`text` within `limit` characters: its start (what is asked) and its end (what is asked last), a
+    pasted log or file between them cut, so a long prompt still gets its context."""
+    if len(text) <= limit:
+        return text
+    gap = " … "
+    head = (limit - len(gap)) * 2 // 3
+    return text[:head] + gap + text[len(text) - (limit - len(gap) - head) :]
 
 
 def environment_precedents(store: "Store", project: str, session: str | None, rules: list["Line"]) -> list["Line"]:

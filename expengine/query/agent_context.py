@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..store.db import json_ids
-from ..store.records import select_records
 from ..store.vocabulary import LIVE_SQL
 from ..textutil import approx_tokens, error_key
 from .projects import ENVIRONMENT, ERROR_ATTRIBUTE, RECOVERY
@@ -99,15 +98,16 @@ def standing(project: str, lines: list[Line], *, budget: int = DEFAULT_BUDGET) -
 
 
 def project_commands(store: "Store", project: str, session: str | None) -> list[dict[str, Any]]:
-    """The project's latest shell calls and their results in other sessions, oldest first: what an
-    environment precedent is mined from."""
-    return select_records(
-        store,
-        "id IN (SELECT id FROM records WHERE kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL "
-        "AND session IS NOT NULL AND session <> ? AND json_extract_string(meta, '$.repo') = ? "
-        "ORDER BY ts DESC LIMIT ?)",
+    """The project's latest shell calls and their results in other sessions, oldest first, with the
+    columns `refine.environment.project_calls` reads: what an environment precedent is mined from."""
+    columns = ("id", "agent", "session", "kind", "tool_name", "tool_args", "tool_error", "meta")
+    rows = store.con.execute(
+        f"SELECT {', '.join(columns)} FROM (SELECT * FROM records WHERE kind IN ('tool_call', 'tool_result') "
+        "AND tool_name IS NOT NULL AND session IS NOT NULL AND session <> ? "
+        "AND json_extract_string(meta, '$.repo') = ? ORDER BY ts DESC, id DESC LIMIT ?) ORDER BY ts, id",
         [session or "", project, PRECEDENT_COMMANDS],
-    )
+    ).fetchall()
+    return [dict(zip(columns, row)) for row in rows]
 
 
 def fix_for(store: "Store", project: str, error: str, *, session: str | None = None, budget: int = FIX_BUDGET) -> str:
