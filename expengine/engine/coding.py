@@ -79,12 +79,13 @@ def head_and_tail(text: str, limit: int) -> str:
 def environment_precedents(store: "Store", project: str, session: str | None, rules: list["Line"]) -> list["Line"]:
     """What the project's earlier sessions showed of its environment (the test and build commands that
     ran, a program that was not installed) where no rule says it yet: a rule needs two sessions and a
-    compaction, and the second session of a project is the one that needs its test command most."""
-    from ..lifecycle.refine.environment import build_condition, environment_drafts, project_calls, test_condition
+    compaction, and the second session of a project is the one that needs its test command most. A
+    project whose test command is a rule is past that (and is not read again at each session start)."""
+    from ..lifecycle.refine.environment import environment_drafts, project_calls, test_condition
     from ..query import agent_context as ac
 
     known = [line.text for line in rules]
-    if not project or all(any(t.startswith(c(project)) for t in known) for c in (test_condition, build_condition)):
+    if not project or any(t.startswith(test_condition(project)) for t in known):
         return []
     calls = [c for found in project_calls(ac.project_commands(store, project, session)).values() for c in found]
     return [

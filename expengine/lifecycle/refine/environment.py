@@ -243,10 +243,6 @@ def test_condition(repo: str) -> str:
     return f"To run the tests in {repo}"
 
 
-def build_condition(repo: str) -> str:
-    return f"To build {repo}"
-
-
 def environment_drafts(calls: list[Call], repo: str, *, min_runs: int) -> list[Draft]:
     """The project's test-command and build-command rules and its missing-program rules, each seen in
     at least `min_runs` runs."""
@@ -254,7 +250,7 @@ def environment_drafts(calls: list[Call], repo: str, *, min_runs: int) -> list[D
         draft
         for draft in (
             _command_rule([c for c in calls if is_test_command(c)], repo, test_condition(repo), min_runs=min_runs),
-            _command_rule([c for c in calls if is_build_command(c)], repo, build_condition(repo), min_runs=min_runs),
+            _command_rule([c for c in calls if is_build_command(c)], repo, f"To build {repo}", min_runs=min_runs),
         )
         if draft is not None
     ]
