@@ -79,6 +79,31 @@ def test_a_snapshot_killed_midway_is_never_listed_and_its_chunks_go_at_the_next(
     assert engine.restore(newest.id).raw_after == len(BOOKING + REFUND)
 
 
+def test_a_restore_killed_while_it_built_its_copy_restores_on_the_rerun(make_engine, write_jsonl, tmp_path):
+    """A kill -9 during a restore leaves the half-built copy and its WAL in the store folder; the rerun must
+    not replay that WAL onto the new copy (its rows would then disagree with the manifest: "damaged")."""
+    import subprocess
+    import sys
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    first = engine.snapshot()
+    engine.ingest([write_jsonl("b.jsonl", REFUND)])
+    copy = tmp_path / "store" / (snapshots.TMP_PREFIX + "expengine.duckdb")
+    with snapshot_database(tmp_path / "store" / SNAPSHOT_DIR / first.id) as path:
+        copy.write_bytes(path.read_bytes())
+    killed = (
+        "import duckdb, os, sys; con = duckdb.connect(sys.argv[1]); "
+        "con.execute('CREATE TEMP TABLE kept AS SELECT * FROM records'); "
+        "con.execute('DELETE FROM records'); con.execute('CHECKPOINT'); "
+        "con.execute('INSERT INTO records SELECT * FROM kept'); os._exit(9)"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(copy)], check=False, timeout=120)
+    assert copy.with_name(copy.name + ".wal").stat().st_size > 0  # the test can fail: a WAL was left
+    assert engine.restore(first.id).raw_after == len(BOOKING)
+    assert not list((tmp_path / "store").glob(".tmp-*"))
+
+
 def test_a_snapshot_of_the_older_format_is_listed_restored_and_forgotten_in(make_engine, write_jsonl, tmp_path):
     engine = make_engine()
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])

@@ -225,7 +225,10 @@ def damaged_snapshot(folder: Path, why: str) -> DamagedSnapshotError:
 
 def _unpack_whole(folder: Path, target: Path) -> None:
     """`_unpack`, then check that every table reads back: a damaged snapshot is a DamagedSnapshotError
-    (one line, exit 3) and leaves no file at `target`, before anything of the store changed."""
+    (one line, exit 3) and leaves no file at `target`, before anything of the store changed. A copy left
+    by a killed run goes first: DuckDB would replay its WAL onto the new copy."""
+    target.unlink(missing_ok=True)
+    wal_of(target).unlink(missing_ok=True)
     try:
         _unpack(folder, target)
         why = damage_in(target)
