@@ -1,5 +1,6 @@
-"""The clusters refinement looked at and got no unit from, by their members' signature: a night skips them
-until their members change (`m018_refined_clusters`). This module owns that table."""
+"""The clusters refinement has looked at, by their members' signature: a night skips them until their members
+change (`m018_refined_clusters`), whatever came of it (no unit, or units later superseded, merged into a slot
+rule or put to sleep, which an unchanged cluster must not bring back). This module owns that table."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ if TYPE_CHECKING:
 
 
 def refined_signatures(store: "Store") -> dict[str, str]:
-    """Cluster key → the signature refinement last looked at and got no unit from (`m018_refined_clusters`)."""
+    """Cluster key → the signature refinement last looked at."""
     return dict(store.con.execute("SELECT cluster_key, signature FROM refined_clusters").fetchall())
 
 
 def mark_refined(store: "Store", looked: list[tuple[str, str]], current: list[str]) -> None:
-    """Remember the (cluster key, signature) pairs that gave no unit; forget clusters no longer in `current`."""
+    """Remember the (cluster key, signature) pairs looked at; forget clusters no longer in `current`."""
     con = store.con
     con.execute("DELETE FROM refined_clusters WHERE cluster_key NOT IN (SELECT unnest(?))", [current])
     if looked:

@@ -11,7 +11,7 @@ rules (fixes.py: what was run next after each kind of error).
 
 This module is the pass (`refine_clusters`) and its compaction step (`RefineStep`). Incremental: a
 cluster is refined only when its signature (hash of its sorted member ids) differs from the one
-stored on its active units.
+stored on its active units and from the one it was last looked at with (store/refined.py).
 """
 
 from __future__ import annotations
@@ -73,22 +73,20 @@ def refine_clusters(
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
     stored = units.stored_signatures(store)
-    looked = {} if full else refined_signatures(store)  # clusters that gave no unit
+    looked = {} if full else refined_signatures(store)
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set()) and looked.get(c.key) != c.signature]
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
-    barren: list[tuple[str, str]] = []  # looked at, no unit came of it
+    looked_at: list[tuple[str, str]] = []
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        refined = report.clusters_refined
         _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
-        if report.clusters_refined == refined:
-            barren.append((cluster.key, cluster.signature))
+        looked_at.append((cluster.key, cluster.signature))
     if not dry_run:
-        mark_refined(store, barren, [c.key for c in clusters])
+        mark_refined(store, looked_at, [c.key for c in clusters])
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     if budget.time_left():
