@@ -174,7 +174,9 @@ class AgentContextArgs:
     project: Optional[str] = arg("The project (`owner/name` or a folder's name); else the one `cwd` is in.")
     cwd: Optional[str] = arg("The agent's working folder, which names the project.", max_length=NAME_CHARS)
     session: Optional[str] = arg("The agent's session, which a precedent must come from before.", max_length=NAME_CHARS)
-    text: Optional[str] = arg("The prompt, or the failed command's error.", max_length=NAME_CHARS)
+    # a failed test run's whole output (its tail names the error) or a prompt with a paste: the body's
+    # limit bounds it, and the prompt is cut to query.max_text_chars where it is searched
+    text: Optional[str] = arg("The prompt, or the failed command's error.", max_length=ARGS_BODY_BYTES)
     budget: Optional[int] = arg("At most this many tokens of context.", ge=1, le=MAX_BUDGET)
 
 

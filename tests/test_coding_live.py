@@ -99,6 +99,8 @@ def test_hooks_through_a_running_server_answer_as_cold_ones_do(learned: Path) ->
     try:
         warm = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
         warm_fix = run_hook(learned, "PostToolUseFailure", failed)
+        logged = {**failed, "error": "building target parser.o\n" * 5000 + FAILED_MAKE}  # 125,000 characters
+        long_fix = run_hook(learned, "PostToolUseFailure", logged)
         prompt = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "how do I run the parser tests?"})
         unrelated = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "what a lovely sunny afternoon"})
         pasted = (
@@ -109,6 +111,7 @@ def test_hooks_through_a_running_server_answer_as_cold_ones_do(learned: Path) ->
         code, err = stop(child)
     assert warm == cold and warm[1]
     assert warm_fix == cold_fix and "./run_tests.sh" in context_of(warm_fix[1])
+    assert long_fix == warm_fix  # a long output is no 422: its tail names the error
     assert prompt[0] == 0 and "./run_tests.sh" in context_of(prompt[1])
     assert len(pasted) > Config().query.max_text_chars and "./run_tests.sh" in context_of(long[1])  # not a 413
     assert unrelated[:2] == (0, "")

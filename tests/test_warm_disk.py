@@ -227,3 +227,20 @@ def test_restore_from_a_shared_snapshot_after_cycles_dropped_its_versions(make_e
         assert hits and hits[0].id == "r04"
         engine.ingest([write_jsonl("b.jsonl", CHATTER)])
         engine.compact(refine=False)
+
+
+def test_a_table_made_before_a_column_was_added_gets_it_at_the_next_open(make_engine, write_jsonl):
+    """Opening a store reads DuckDB's note of the columns LanceDB was given; without it (a store of an
+    older version) the tables are opened and given what they lack."""
+    from expengine.store.reindex import COLUMNS_KEY
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    with engine.session() as store:
+        assert store.con.execute("SELECT value FROM store_meta WHERE key = ?", [COLUMNS_KEY]).fetchone() == ("user",)
+        store.index.table(MEMORIES).drop_columns(["user"])
+        store.index._written(MEMORIES)
+        store.con.execute("DELETE FROM store_meta WHERE key = ?", [COLUMNS_KEY])
+    with engine.session() as store:
+        assert "user" in store.index.dataset(MEMORIES).schema.names
+    assert engine.query("flight to Tokyo", k=3, touch=False).hits
