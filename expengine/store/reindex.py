@@ -8,13 +8,15 @@ import pyarrow as pa
 
 from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS
-from .lance_rows import memory_rows, unit_schema, with_vectors
+from .lance_rows import ADDED_COLUMNS, memory_rows, unit_schema, with_vectors
 from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:
     from .store import Store
 
 CHUNK = 2000  # rows read, embedded and written at a time
+# store_meta: the `ADDED_COLUMNS` the LanceDB tables were last given (a rebuild makes them with every one)
+COLUMNS_KEY = "lance_columns"
 
 
 def _memory_batches(store: "Store", where: str):
@@ -85,8 +87,13 @@ def rebuild_if_pending(store: "Store") -> bool:
 
 def heal_pending(store: "Store") -> None:
     """Finish the LanceDB half of any write that a crash interrupted, and give tables made before a
-    column was added it (`lance_rows.ADDED_COLUMNS`; run when a store is opened)."""
-    store.index.add_missing_columns()
+    column was added it (`lance_rows.ADDED_COLUMNS`; run when a store is opened). Both read DuckDB
+    first, so an open with nothing to heal never loads Lance (0.7 s of a cold hook's start-up)."""
+    added = ",".join(sorted(ADDED_COLUMNS))
+    row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [COLUMNS_KEY]).fetchone()
+    if row is None or row[0] != added:
+        store.index.add_missing_columns()
+        store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [COLUMNS_KEY, added])
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         index_pending(store)
 

@@ -145,22 +145,6 @@ def stored_signatures(store: "Store") -> dict[str, set[str]]:
     return stored
 
 
-def refined_signatures(store: "Store") -> dict[str, str]:
-    """Cluster key → the signature refinement last looked at and got no unit from (`m018_refined_clusters`)."""
-    return dict(store.con.execute("SELECT cluster_key, signature FROM refined_clusters").fetchall())
-
-
-def mark_refined(store: "Store", looked: list[tuple[str, str]], current: list[str]) -> None:
-    """Remember the (cluster key, signature) pairs that gave no unit; forget clusters no longer in `current`."""
-    con = store.con
-    con.execute("DELETE FROM refined_clusters WHERE cluster_key NOT IN (SELECT unnest(?))", [current])
-    if looked:
-        con.execute(
-            "INSERT OR REPLACE INTO refined_clusters SELECT * FROM (SELECT unnest(?), unnest(?))",
-            [[k for k, _ in looked], [s for _, s in looked]],
-        )
-
-
 def cluster_sources(store: "Store", cluster_key: str) -> list[str]:
     """Sources of the cluster's live units: archived sources leave the cluster but stay evidence."""
     ids: list[str] = []

@@ -26,6 +26,7 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
 from ...store.records import fetch_records, select_records
+from ...store.refined import mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
@@ -72,7 +73,7 @@ def refine_clusters(
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
     stored = units.stored_signatures(store)
-    looked = {} if full else units.refined_signatures(store)  # clusters that gave no unit
+    looked = {} if full else refined_signatures(store)  # clusters that gave no unit
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set()) and looked.get(c.key) != c.signature]
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
@@ -87,7 +88,7 @@ def refine_clusters(
         if report.clusters_refined == refined:
             barren.append((cluster.key, cluster.signature))
     if not dry_run:
-        units.mark_refined(store, barren, [c.key for c in clusters])
+        mark_refined(store, barren, [c.key for c in clusters])
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     if budget.time_left():
