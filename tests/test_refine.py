@@ -398,7 +398,7 @@ def test_malformed_answer_is_retried_once_then_template(store):
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 1 and store.units()[0]["method"] == "llm"
 
-    store.store.con.execute("DELETE FROM units")
+    store.store.con.execute("DELETE FROM units; DELETE FROM refined_clusters")  # as if never refined
     store._llm = FakeLLM(ModelError("timed out"))
     report = store.refine()
     assert report.llm_calls == 2 and report.llm_failures == 2
