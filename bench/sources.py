@@ -12,8 +12,10 @@ unique, so every record is really embedded. Three runs of the CLI, each its own 
 2. again with nothing new: its time and the bytes it read (targets: under 2 s, under 1 MB);
 3. after `--grow` JSONL files gained a few lines each: the bytes it read (only those lines).
 
-Peak memory is each process's maximum resident set (`/usr/bin/time`; target: under 300 MB). `read_only`
-is the readers alone (every source read into events, nothing stored): their own MB/s.
+Peak memory is each process's maximum resident set (`/usr/bin/time`; target: under 300 MB); `baseline`
+is the same command on a home of one line (the libraries, the store and the encoder loaded, one record
+written), so each run's peak less it is what reading the home added. `read_only` is the readers alone
+(every source read into events, nothing stored): their own MB/s.
 """
 
 from __future__ import annotations
@@ -381,6 +383,15 @@ def read_only(home: Path) -> dict[str, Any]:
     return {"seconds": round(seconds, 2), "events": events, "mb_per_s": round(sum(sizes.values()) / 1e6 / seconds, 2)}
 
 
+def baseline(tmp: Path, env: dict[str, str]) -> float:
+    """Peak memory of `ingest --from-agents` on a home holding one Claude Code line."""
+    home = tmp / "home-baseline"
+    line = {"type": "user", "sessionId": "b1", "uuid": "b1u", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/home/u/p",
+            "message": {"role": "user", "content": "run the tests"}}  # fmt: skip
+    write_lines(home / ".claude" / "projects" / "-home-u-p" / "b1.jsonl", [line])
+    return run(tmp / "store-baseline", home, {**env, "HOME": str(home)})["peak_rss_mb"]
+
+
 def run(store: Path, home: Path, env: dict[str, str]) -> dict[str, Any]:
     peak_file = store.parent / "peak_kb"
     cmd = [
@@ -440,6 +451,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env.update(
             {"HOME": str(home), "EXPENGINE_CACHE_DIR": str(cache_dir()), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
         )
+        floor = baseline(Path(tmp), env)
         reading = read_only(home)
         first = run(store, home, env)
         first["mb_per_s"] = round(first["bytes_read"] / 1e6 / first["ingest_s"], 2)
@@ -450,6 +462,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "files": args.files,
             "rounds": args.rounds,
             "home_mb": round(total / 1e6, 1),
+            "baseline_peak_rss_mb": floor,
             "read_only": reading,
             "first": first,
             "nothing_new": second,

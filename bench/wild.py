@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -100,16 +100,66 @@ def read_outcomes(path: Path) -> dict[str, Any]:
     return {"outcome": outcome, "skipped": dict(skipped)}
 
 
+def secrets_in(path: str) -> set[str]:
+    """The secrets (keys, tokens, passwords; not cards or phones) redaction finds in the file's raw text."""
+    from expengine.ingest.redact import _KINDS
+
+    def strings(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v)
+
+    raw = Path(path).read_text(encoding="utf-8", errors="replace")
+    try:
+        texts = list(strings(json.loads(raw)))
+    except json.JSONDecodeError:
+        try:
+            texts = [t for line in raw.splitlines() if line.strip() for t in strings(json.loads(line))]
+        except json.JSONDecodeError:
+            texts = [raw]  # Markdown (Aider, a Gemini CLI export)
+    found = set()
+    for kind in _KINDS:
+        if kind.label in ("CARD", "CN_MOBILE", "PHONE", "EMAIL", "IBAN", "CN_ID", "SSN"):
+            continue
+        for text in texts:
+            for match in kind.pattern.finditer(text):
+                value = match.group(kind.group)
+                if len(value) >= 12 and (kind.valid is None or kind.valid(value)):
+                    found.add(value)
+    return found
+
+
 def ingest_one(path: str, store: str) -> None:
-    """Child process: ingest one file, print its result and this process's peak memory."""
+    """Child process: ingest one file, print its result, this process's peak memory and how many of the
+    secrets in the file any stored record still holds (the target: none)."""
     from expengine import Engine
 
     started = time.perf_counter()
     with Engine(store=Path(store), overrides=OVERRIDES) as engine:
         result = engine.ingest([path])
+        secrets = secrets_in(path)
+        columns = "concat_ws(' ', content, text, tool_args, tool_result, tool_error, goal_description, meta)"
+        stored = [
+            s
+            for s in secrets
+            if engine.store.con.execute(f"SELECT count(*) FROM records WHERE contains({columns}, ?)", [s]).fetchone()[0]
+        ]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        json.dumps({**result.to_dict(), "wall_s": round(time.perf_counter() - started, 2), "peak_mb": round(peak_mb)})
+        json.dumps(
+            {
+                **result.to_dict(),
+                "wall_s": round(time.perf_counter() - started, 2),
+                "peak_mb": round(peak_mb),
+                "secrets_in_file": len(secrets),
+                "secrets_stored": len(stored),
+            }
+        )
     )
 
 
@@ -169,6 +219,8 @@ def run(data: Path, only: str | None, compact: bool) -> dict[str, Any]:
                     "redacted": result.get("redacted_by_kind"),
                     "seconds": result.get("seconds"),
                     "peak_mb": result.get("peak_mb"),
+                    "secrets_in_file": result.get("secrets_in_file"),
+                    "secrets_stored": result.get("secrets_stored"),
                     "warnings": result.get("file_warnings"),
                     "error": result.get("error"),
                 }

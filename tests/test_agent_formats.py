@@ -318,3 +318,14 @@ def test_every_registered_format_has_its_row_in_the_log_formats_page():
     page = (Path(__file__).parents[1] / "docs" / "log-formats.md").read_text(encoding="utf-8")
     table = [line for line in page.splitlines() if line.startswith("| **")]
     assert [f.name for f in FORMATS if not any(f"`{f.name}`" in row for row in table)] == []
+
+
+def test_every_tool_sources_finds_has_its_row_in_the_readme():
+    from expengine.ingest.discovery import TOOLS
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1].strip() for line in readme.splitlines() if line.startswith("| ") and "`" in line]
+    names = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI", "cline": "Cline",
+             "roo-code": "Roo Code", "opencode": "opencode", "goose": "Goose", "openhands": "OpenHands", "aider": "Aider"}  # fmt: skip
+    assert sorted(names) == sorted(TOOLS)
+    assert [t for t in TOOLS if not any(names[t] in row for row in rows)] == []

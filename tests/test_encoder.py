@@ -55,6 +55,14 @@ def test_each_encoder_runs_its_measured_batch_size_unless_one_is_set():
     assert get_embedder(batch_size=8, encoder="onnx").batch_size == 8  # a size set in the config wins
 
 
+def test_a_long_text_runs_alone_and_short_ones_a_batch_at_a_time():
+    """Each concurrent run holds its own activations: long texts together took 263 MB over the model."""
+    from expengine.models.onnx import _batches
+
+    runs = _batches(["x" * 20_000] * 3 + ["short text"] * 40, 16)
+    assert [len(r) for r in runs] == [1, 1, 1, 16, 16, 8]
+
+
 def test_int8_vectors_have_a_name_of_their_own():
     from expengine.models.embedder import get_embedder
 

@@ -101,6 +101,24 @@ def test_strict_raises_after_storing_the_good_lines(make_engine, write_jsonl):
     assert engine.stats().raw == 1
 
 
+def test_long_texts_end_a_batch_before_it_holds_batch_events(make_engine, write_jsonl, monkeypatch):
+    """A batch is held and copied several times on its way to the store: long tool output bounds it by size."""
+    from expengine.ingest import pipeline
+
+    sizes: list[int] = []
+    submit = pipeline.BatchWriter.submit
+    monkeypatch.setattr(pipeline, "BATCH_CHARS", 2_000)
+    monkeypatch.setattr(pipeline.BatchWriter, "submit", lambda self, rows, n: (sizes.append(n), submit(self, rows, n)))
+    lines = [
+        {"id": f"o{i}", "ts": "2026-03-01T09:00:00Z", "kind": "message", "agent": "bot", "session": "s1",
+         "role": "user", "content": f"output {i} " + "ok " * 300}
+        for i in range(7)
+    ]  # fmt: skip
+    result = make_engine().ingest([write_jsonl("long.jsonl", lines)])
+    assert result.stored == 7
+    assert sizes == [3, 3, 1]
+
+
 def test_ingest_is_idempotent_and_keeps_caller_ids(make_engine, write_jsonl):
     path = write_jsonl("good.jsonl", GOOD)
     engine = make_engine()

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 # events per write (one DuckDB transaction, one LanceDB append): each batch costs a few fixed queries and
 # commits, so 2,048 took a third less CPU per record than 512 outside the encoder (`bench/ingest.py`)
 BATCH = 2048
+# and at most this many characters of text (tool output is most of an agent log's bytes): a batch is held
+# while the next one is read, then copied into Arrow, DuckDB and LanceDB, so 2,048 long tool results took
+# half a GB on top of the libraries (`bench/sources.py`, 500 KB sessions)
+BATCH_CHARS = 4_000_000
 
 
 @dataclass
@@ -100,6 +104,7 @@ def ingest(
     seen: set[str] = set()
     words: dict[str, Counter[str]] = {}
     batch: list[Item] = []
+    batch_chars = 0
 
     read: dict[str, Any] = {
         "fmt": fmt,
@@ -122,10 +127,12 @@ def ingest(
     writer = BatchWriter(store, written)
 
     def flush() -> None:
+        nonlocal batch_chars
         if not seen:  # before this ingest's first vectors
             _pick_embedder(store, ahead or words)
         writer.submit(_fresh_rows(store, batch, result, redactor, seen, now), len(batch))
         batch.clear()
+        batch_chars = 0
 
     try:
         for name, file_format in [(f, fmt) for f in files] + [(r, "outcomes") for r in reports]:
@@ -158,9 +165,11 @@ def ingest(
                     tally["rejected"] += 1
                     continue
                 tally["events"] += 1
-                count_scripts([render(item.event)], counts)
+                text = render(item.event)
+                count_scripts([text], counts)
                 batch.append(item)
-                if len(batch) >= BATCH:
+                batch_chars += len(text)
+                if len(batch) >= BATCH or batch_chars >= BATCH_CHARS:
                     flush()
             result.file_warnings.extend(file_warnings(name, file_format, tally, read))
         if batch:

@@ -37,9 +37,10 @@ SEQ_TOKENS = 256  # the packaged model's max_seq_length (sentence_bert_config.js
 # head of a long text is tokenised (a 20,000-character tool result costs what a 2,048-character one
 # does); the store keeps, and full-text search sees, the whole text.
 HEAD_CHARS = 8 * SEQ_TOKENS
-# tokens per model run: a run's memory grows with texts x length^2, so long texts go 8 at a time, short
-# ones `batch_size` at a time
-RUN_TOKENS = 8 * SEQ_TOKENS
+# tokens per model run: a run's memory grows with texts x length^2, so a long text goes alone, short ones
+# `batch_size` at a time. Each of `threads` runs holds its own: at 8 x 256 tokens two runs took 263 MB
+# over the model, at 1 x 256 36 MB, and no more CPU per text (`bench/sources.py`, 2 cores)
+RUN_TOKENS = SEQ_TOKENS
 
 
 def cache_dir() -> Path:
