@@ -217,7 +217,12 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     planned = engine.forget(users=[gone], dry_run=True)
     done = engine.forget(users=[gone])
     theirs = {w for t in convs[0][1] for w in ALPHA.findall(t.content.lower())}
-    others = {w for _, turns, _, _ in convs[1:] for t in turns for w in ALPHA.findall(t.content.lower())}
+    others = {  # what the other users said, or were asked about (their questions are in the query log)
+        w
+        for _, turns, questions, _ in convs[1:]
+        for text in [t.content for t in turns] + [q.text for q in questions]
+        for w in ALPHA.findall(text.lower())
+    }
     # not the words the software itself writes (report keys, config and schema names: "notes", "window")
     system = {
         w
@@ -227,12 +232,14 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     }
     unique = sorted(theirs - others - system)
     in_files: dict[str, int] = {}
+    left: set[str] = set()
     for path in store.rglob("*"):
         if path.is_file():
             data = unpacked(path).lower()
-            hits = sum(bool(re.search(rb"\b" + w.encode() + rb"\b", data)) for w in unique)
-            if hits:
-                in_files[str(path.relative_to(store))] = hits
+            found = {w for w in unique if re.search(rb"\b" + w.encode() + rb"\b", data)}
+            if found:
+                in_files[str(path.relative_to(store))] = len(found)
+                left |= found
     con = engine.store.con
     in_tables = 0
     for table, column in con.execute(
@@ -240,6 +247,7 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     ).fetchall():
         texts = set(_words(" ".join(str(v) for (v,) in con.execute(f'SELECT "{column}" FROM "{table}"').fetchall())))
         in_tables += len(texts & set(unique))
+        left |= texts & set(unique)
     after = {sid: measure_engine(engine, q, sid, budget=1000, k=100, user=sid) for sid, _, q, _ in convs[1:]}
     return {
         "user": gone,
@@ -251,6 +259,7 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
         "unique_words": len(unique),
         "words_in_files": in_files,
         "words_in_tables": in_tables,
+        "words_left": sorted(left)[:20],
         "others_before": recall([s for sid, v in before.items() if sid != gone for s in v]),
         "others_after": recall([s for v in after.values() for s in v]),
     }
