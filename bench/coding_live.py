@@ -16,7 +16,9 @@ Measured:
 - hook latency p50 / p95, through the server and cold (a sample after the server stops);
 - tokens injected per session (SessionStart + prompts), beside claude-mem's reported ~2,500.
 
-  python bench/coding_live.py [--data DIR] [--compact-every day|session] [--set refine.min_support=1]
+Expengine's modules are compiled to bytecode first, as an install does (`--source`: not).
+
+  python bench/coding_live.py [--data DIR] [--compact-every day|session] [--set refine.min_support=1] [--source]
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from common import REPO, served, words
+from common import REPO, installed_bytecode, served, words
 
 from expengine.ingest.sessions import project_of as named
 from expengine.integrations.claude_code import hook_command
@@ -214,6 +216,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for project in tests:
         tests[project] = tests[project] or test_command([s for s in all_sessions if project_name(s["cwd"]) == project])
     report: dict[str, Any] = {"sessions": len(all_sessions), "test_commands": tests, "overrides": overrides}
+    report["modules"] = installed_bytecode(not args.source)
     starts, fixes, tokens = [], [], []
     with tempfile.TemporaryDirectory(prefix="coding-live-") as tmp:
         store, projects = Path(tmp) / "store", Path(tmp) / "projects"
@@ -310,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-command", default=None, help="The project's test command (default: found).")
     parser.add_argument("--set", action="append", default=[], help="A store config override, key=value.")
     parser.add_argument("--out", type=Path, default=None, help="Write the JSON report here too.")
+    parser.add_argument("--source", action="store_true", help="Run expengine from source, never compiled.")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         raise SystemExit(f"{args.data}: no such folder (give --data DIR of Claude Code transcripts)")

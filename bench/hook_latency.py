@@ -6,7 +6,9 @@ The store learns from Claude Code transcripts first (`--data`, default the wild 
 the hooks answer with real context. Per event: n calls, p50 / p95; beside them a bare `python -S` start-up
 at the same moment, the floor under any hook, and the load average.
 
-  python bench/hook_latency.py [--data DIR] [-n 30] [--cold 6]
+Expengine's modules are compiled to bytecode first, as an install does (`--source`: not).
+
+  python bench/hook_latency.py [--data DIR] [-n 30] [--cold 6] [--source]
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, served
+from common import REPO, installed_bytecode, served
 
 from expengine.integrations.claude_code import hook_command
 from expengine.integrations.hook_client import LOG_FILE
@@ -106,6 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cwd = first_cwd(transcripts)
     overrides = {"llm.mode": "template"}
     report: dict[str, Any] = {"transcripts": [p.name for p in transcripts], "cwd": cwd}
+    report["modules"] = installed_bytecode(not args.source)
     with tempfile.TemporaryDirectory(prefix="hook-latency-") as tmp:
         store = Path(tmp) / "store"
         with Engine(store=store, overrides=overrides) as engine:
@@ -136,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=1, help="Transcripts the store learns from first.")
     parser.add_argument("-n", type=int, default=30, help="Calls of each event through the server.")
     parser.add_argument("--cold", type=int, default=6, help="Calls of each event without a server.")
+    parser.add_argument("--source", action="store_true", help="Run expengine from source, never compiled.")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         raise SystemExit(f"{args.data}: no such folder (give --data DIR of Claude Code transcripts)")

@@ -51,16 +51,23 @@ def _session_log(path: Path) -> Path:
     return path
 
 
-def files_holding(folder: Path, needle: str) -> list[str]:
+def files_holding(folder: Path, needle: str, passed_over: frozenset[Path] = frozenset()) -> list[str]:
+    """Files whose bytes hold `needle` (either case): an `.xz` unpacked, a snapshot's Parquet chunk read as its
+    values (it is compressed). The files in `passed_over` (a snapshot damaged on purpose, which forget leaves
+    as it is and names) are not read."""
+    import pyarrow.parquet as pq
+
     found = []
     for path in folder.rglob("*"):
-        if path.is_file():
-            try:
-                data = lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
-            except lzma.LZMAError:
-                data = path.read_bytes()
-            if needle.encode() in data or needle.lower().encode() in data:
-                found.append(str(path.relative_to(folder)))
+        if not path.is_file() or passed_over & {path, path.parent}:
+            continue
+        data = path.read_bytes()
+        if path.suffix == ".xz":
+            data = lzma.decompress(data)
+        elif path.suffix == ".parquet":
+            data += str(pq.read_table(path).to_pylist()).encode()
+        if needle.encode() in data or needle.lower().encode() in data:
+            found.append(str(path.relative_to(folder)))
     return found
 
 
@@ -105,8 +112,8 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
 
     def damaged(which: int, cut: Callable[[bytes], bytes]) -> Callable[[], tuple[int, int, str]]:
         def run() -> tuple[int, int, str]:
-            snapshot = sorted((store / "snapshots").iterdir())[which]
-            packed = snapshot / "expengine.duckdb.xz"
+            snapshot = _snapshots(store)[which]
+            packed = _damageable(snapshot)
             packed.write_bytes(cut(packed.read_bytes()))
             done = expengine("--store", str(store), "restore", snapshot.name)
             left = list(store.rglob(".tmp-*"))
@@ -118,7 +125,9 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
         done = expengine("--store", str(store), "forget", "--session", "privacy-1", "--yes")
         expengine("--store", str(store), "forget", "--rejects", "--yes")
         damaged_named = "damaged" in done.stderr
-        holding = [f for f in files_holding(store, SECRET) if not f.startswith("snapshots/" + _oldest(store))]
+        from expengine.store.chunks import snapshot_files
+
+        holding = files_holding(store, SECRET, frozenset(snapshot_files(_snapshots(store)[0])))
         trouble = f"{SECRET} still in {holding}" if holding else "" if damaged_named else "damaged snapshot not named"
         return 0, done.returncode, trouble
 
@@ -137,6 +146,30 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
         (root / "beta" / "serve.token").write_text("same-token-for-both")
         done = expengine("serve", "--root", str(root), "--http", "127.0.0.1:0")
         return 2, done.returncode, "" if "rotate one" in done.stderr else "no hint to rotate"
+
+    def fleet_bad_lines() -> tuple[int, int, str]:
+        """`fleet ingest` (on Ray) of files whose first line is cut, over-long or 10,000 deep, and of one with
+        all three in the middle: every good line is stored in its agent's store."""
+        logs = tmp / "fleet-logs"
+        logs.mkdir(exist_ok=True)
+        good = [
+            json.dumps({"ts": "2026-03-01T09:00:00Z", "kind": "message", "agent": "alpha", "content": f"fleet {i}"})
+            for i in range(40)
+        ]
+        cut = '{"ts":"2026-01-01T00:00:00Z","kind":"no'
+        long = json.dumps({"ts": "2026-01-01T00:00:00Z", "kind": "message", "agent": "alpha", "content": "x" * 2**21})
+        deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+        files = [
+            [cut, *good[:10]],
+            [long, *good[10:20]],
+            [deep, *good[20:30]],
+            [*good[30:35], cut, long, deep, *good[35:]],
+        ]
+        for n, lines in enumerate(files):
+            (logs / f"bad-{n}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        done = expengine("fleet", "ingest", "--root", str(tmp / "fleet-bad"), str(logs), "--json", timeout=600)
+        stored = json.loads(done.stdout)["stored"] if done.returncode == 0 else 0
+        return 0, done.returncode, "" if stored == len(good) else f"{stored} of {len(good)} good lines kept"
 
     def mcp_nosuch() -> tuple[int, int, str]:
         (tmp / "fleet2").mkdir(exist_ok=True)
@@ -168,11 +201,19 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], tuple[int, int, str]]]]:
         ("serve on a port in use", port_in_use),
         ("serve --root with two stores sharing a token", shared_token),
         ("mcp --root R --store-name nosuch", mcp_nosuch),
+        ("fleet ingest: bad lines first and in the middle, every good line kept", fleet_bad_lines),
     ]
 
 
-def _oldest(store: Path) -> str:
-    return sorted((store / "snapshots").iterdir())[0].name
+def _snapshots(store: Path) -> list[Path]:
+    return sorted(meta.parent for meta in (store / "snapshots").glob("*/snapshot.json"))
+
+
+def _damageable(snapshot: Path) -> Path:
+    """The file to damage: the snapshot's own chunk (no other snapshot lists it), or an older snapshot's `.xz`."""
+    from expengine.lifecycle.snapshot import PACKED_DB, own_chunks
+
+    return snapshot / PACKED_DB if (snapshot / PACKED_DB).exists() else own_chunks(snapshot)[0]
 
 
 def run_cases(tmp: Path) -> dict[str, Any]:

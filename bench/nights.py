@@ -2,6 +2,7 @@
 
     python bench/nights.py [--nights 10] [--swe-runs 10] [--tau-runs 10] [--log-lines 300]
                            [--from-store PATH] [--full-every 0] [--out bench/results/nights.json]
+                           [--keep PATH]
 
 Every night ingests the same amount of new real data through the Python API, with fresh ids: the next
 `--swe-runs` shared SWE-bench runs (their sb-cli grades as outcomes), the next `--tau-runs` tau-bench
@@ -123,6 +124,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--from-store", type=Path, help="start from a copy of this store (synthetic variant)")
     parser.add_argument("--full-every", type=int, default=0, help="compact --full every N-th night (0: never)")
     parser.add_argument("--out", type=Path, default=RESULTS / "nights.json")
+    parser.add_argument("--keep", type=Path, help="copy the last night's store here (to profile a cycle on it)")
     return parser.parse_args(argv)
 
 
@@ -182,6 +184,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             report["nights"].append(row)
             print(json.dumps(row), flush=True)
+        if args.keep:
+            shutil.copytree(store, args.keep, dirs_exist_ok=True)
     nights = report["nights"]
     if len(nights) >= 2:
         second, last = nights[1], nights[-1]

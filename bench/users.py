@@ -9,12 +9,12 @@
   speakers are that user's world), compacted `--cycles` times; every category 1-4 question asked
   with `user=` its conversation (`bench/locomo.py`'s asking and scoring: k 100, budget 1,000,
   expand). Leaks: prompt lines from another user (a line holding six words in a row that only
-  another conversation's turns hold), and hits or evidence lines whose record or unit is another
-  user's. Against five separate stores compacted the same way: evidence and answer-token recall.
+  another conversation's turns hold; `personal_lines`: that only one other user's records hold),
+  and hits or evidence lines whose record or unit is another user's. Against five separate stores compacted the same way: evidence and answer-token recall.
   Then erasure: `forget(users=[first conversation])`; every word that only that conversation said
   (5+ letters, none the software itself writes: expengine's own source words) is looked for, as a
-  word, in every file of the store folder (snapshots unpacked) and in every text column of the
-  store's database; the other conversations' recall is measured again.
+  word, in every file of the store folder (snapshots' xz databases and Parquet chunks unpacked) and
+  in every text column of the store's database; the other conversations' recall is measured again.
 - sample: the support-bot sample log in one store, compacted once; each user's own questions
   ("which seat do I prefer", "what did I book"...) with `user=`: lines and hits of another user's
   personal records.
@@ -75,9 +75,12 @@ class Owners:
         self.said = {user: set().union(*(shingles(t) for t in ts)) if ts else set() for user, ts in texts.items()}
         self.words = {user: {w for t in ts for w in _words(t)} for user, ts in texts.items()}
 
-    def foreign_lines(self, prompt: str, user: str) -> list[str]:
+    def foreign_lines(self, prompt: str, user: str, *, personal: bool = False) -> list[str]:
         """Prompt lines quoting another user: `SHINGLE` words in a row that only that user's records hold,
-        among them a word only they said (a common phrase, "it's cool to see how", is no one's)."""
+        among them a word only they said (a common phrase, "it's cool to see how", is no one's). Of
+        another user, that is: not the asker nor a shared record; `personal`: of one other user only,
+        no second user's records holding that run or that word (a phrase several people's requests
+        share, "I ordered travel adapters last week", is nobody's personal data)."""
         own = self.said.get(user, set()) | self.said.get(None, set())
         own_words = self.words.get(user, set()) | self.words.get(None, set())
         out = []
@@ -86,8 +89,13 @@ class Owners:
             for other, theirs in self.said.items():
                 if other in (user, None):
                     continue
-                theirs_only = self.words[other] - own_words
-                if any(set(run) & theirs_only for run in found & (theirs - own)):
+                if personal:
+                    rest = [u for u in self.said if u != other]
+                    runs = theirs - set().union(*(self.said[u] for u in rest))
+                    theirs_only = self.words[other] - set().union(*(self.words[u] for u in rest))
+                else:
+                    runs, theirs_only = theirs - own, self.words[other] - own_words
+                if any(set(run) & theirs_only for run in found & runs):
                     out.append(line)
                     break
         return out
@@ -114,13 +122,14 @@ def foreign_hits(engine: Any, result: Any, user: str) -> int:
 
 
 def leaks(engine: Any, owners: Owners, asked: list[tuple[str, str]], k: int = 5, budget: int | None = None) -> dict:
-    lines = total = hits = 0
+    lines = personal = total = hits = 0
     examples: list[str] = []
     for user, text in asked:
         result = engine.query(text, k=k, touch=False, budget=budget, expand=True, user=user)
         total += max(0, len(result.prompt.splitlines()) - 1)
         found = owners.foreign_lines(result.prompt, user)
         lines += len(found)
+        personal += len(owners.foreign_lines(result.prompt, user, personal=True))
         hits += foreign_hits(engine, result, user)
         examples += [f"{user}: {text} -> {line}" for line in found[: 3 - len(examples)]]
     return {
@@ -128,6 +137,8 @@ def leaks(engine: Any, owners: Owners, asked: list[tuple[str, str]], k: int = 5,
         "prompt_lines": total,
         "foreign_lines": lines,
         "foreign_share": round(lines / total, 6) if total else 0.0,
+        "personal_lines": personal,
+        "personal_share": round(personal / total, 6) if total else 0.0,
         "foreign_hits": hits,
         "examples": examples,
     }
@@ -189,6 +200,18 @@ def locomo(args: argparse.Namespace) -> dict:
     return out
 
 
+def unpacked(path: Path) -> bytes:
+    """A file's bytes as a grep for a person's words must read them: a snapshot's xz-packed database
+    unpacked, a snapshot's zstd Parquet chunk with its values as text."""
+    if path.suffix == ".xz":
+        return lzma.decompress(path.read_bytes())
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return path.read_bytes() + str(pq.read_table(path).to_pylist()).encode()
+    return path.read_bytes()
+
+
 def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, list]) -> dict:
     """`forget(users=[gone])`, then look for the words only `gone` said, in the files and the tables."""
     planned = engine.forget(users=[gone], dry_run=True)
@@ -206,7 +229,7 @@ def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, li
     in_files: dict[str, int] = {}
     for path in store.rglob("*"):
         if path.is_file():
-            data = (lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()).lower()
+            data = unpacked(path).lower()
             hits = sum(bool(re.search(rb"\b" + w.encode() + rb"\b", data)) for w in unique)
             if hits:
                 in_files[str(path.relative_to(store))] = hits
@@ -310,6 +333,12 @@ def memorybank(args: argparse.Namespace) -> dict:
     for when in ("ingest", "compacted"):
         out[f"agreement@{args.k} separate ({when})"] = _share(alone[when])
         out[f"agreement@{args.k} together ({when})"] = _share(together[when])
+        out[f"differ ({when})"] = [  # the questions one store answers and the other does not
+            f"{uid} {'separate' if a else 'together'}: {q_cn}"
+            for (uid, _, qs), row_a, row_t in zip(per_user, alone[when], together[when])
+            for (_, q_cn), a, t in zip(qs, row_a, row_t)
+            if a != t
+        ]
     return out
 
 

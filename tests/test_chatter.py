@@ -90,3 +90,15 @@ def test_compaction_puts_chatter_to_sleep_and_reports_hot_tokens(make_engine, wr
     after = engine.stats()
     assert after.hot_tokens < before.hot_tokens and after.hot_share == report.after.hot_share
     assert engine.history()[-1]["hot_share"] == after.hot_share
+
+
+def test_judging_a_few_counted_over_all_in_chunks_agrees_with_judging_all():
+    """An incremental cycle judges only its new and swept messages, counting shapes over every message in
+    chunks: the verdicts on those few are the ones a whole pass gives them."""
+    messages = _store()
+    whole = {v.id: v.rule for v in detect(messages, min_sessions=5, session_share=0.05)}
+    few = messages[::4] + messages[-len(CHATTER + CONTENT) :]
+    chunks = [messages[i : i + 3] for i in range(0, len(messages), 3)]
+    found = {v.id: v.rule for v in detect(few, min_sessions=5, session_share=0.05, among=chunks)}
+    assert found == {m.id: whole[m.id] for m in few if m.id in whole}
+    assert "boilerplate" in found.values() and "no content" in found.values()

@@ -86,6 +86,25 @@ def test_lexical_evidence_silences_a_strangers_question_only_where_the_cosine_is
         assert result.relevant and result.lexical_evidence is None
 
 
+def test_a_users_words_are_weighed_as_in_a_store_of_their_own(tmp_path: Path) -> None:
+    """Lexical evidence in a store of many users counts each gram's rarity over what the asking user
+    may be shown: another user who talks of parks all day does not make a park common for this one."""
+    own = [json.loads(line) | {"user": "u-1"} for line in write_log(tmp_path / "zh.jsonl", ZH).read_text().splitlines()]
+    other = [
+        {**row, "id": f"x{n}", "user": "u-2", "content": f"我常去公园跑步，公园里人很多，第{n}次了。"}
+        for n, row in enumerate(own)
+    ]
+    words_alone = {"query.min_lexical": '{"use-multilingual-v3": 0.15}', "query.lexical_max_similarity": "1"}
+    evidence = {}
+    for name, rows in (("alone", own), ("together", own + other)):
+        log = tmp_path / f"{name}.jsonl"
+        log.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+        with Engine(store=tmp_path / name, overrides=words_alone) as engine:
+            engine.ingest([str(log)])
+            evidence[name] = engine.query("我在哪个公园看到了樱花", k=1, touch=False, user="u-1").lexical_evidence
+    assert 0 < evidence["together"] == evidence["alone"] < 1
+
+
 def test_chinese_full_text_search_finds_a_word_inside_a_clause(tmp_path: Path) -> None:
     log = write_log(tmp_path / "zh.jsonl", ZH)
     with Engine(store=tmp_path / "s") as engine:

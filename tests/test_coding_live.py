@@ -4,6 +4,7 @@ against a real store, cold and through a real running server; transcripts ingest
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from claude_sessions import CWD, Transcript, context_of, run_hook
 from test_service import start_server, stop
 
 from expengine import Engine
+from expengine.config import Config
+from expengine.engine.coding import head_and_tail
 from expengine.integrations.hook_client import LOG_FILE
 from expengine.service.client import find_server
 
@@ -62,6 +65,18 @@ def test_session_start_prints_the_project_s_test_command_and_pitfall_with_eviden
     text = context_of(out)
     assert "./run_tests.sh" in text and "make" in text
     assert "seen in 3 sessions" in text and "[u-" in text
+    assert "a precedent" not in text  # the rules say it: no precedent repeats them
+
+
+def test_the_session_after_the_first_is_told_the_test_command_the_first_ran(tmp_path: Path) -> None:
+    """One session is below a rule's bar, and none is compacted yet: what it ran is a labelled precedent."""
+    store = tmp_path / "store"
+    assert _stop(store, _session(tmp_path / "projects", 0))[:2] == (0, "")
+    code, out, _ = run_hook(store, "SessionStart", {"session_id": "s1", "cwd": CWD, "source": "startup"})
+    text = context_of(out)
+    assert code == 0 and "To run the tests in demo: ./run_tests.sh <file>." in text
+    assert "a precedent, not a rule: seen in 1 session, 1 succeeded]" in text
+    assert run_hook(store, "SessionStart", {"session_id": "s0", "cwd": CWD})[:2] == (0, "")  # not its own
 
 
 def test_a_project_with_nothing_learned_gets_nothing(learned: Path) -> None:
@@ -77,16 +92,25 @@ def test_a_failed_command_gets_the_fix_that_worked_for_its_error(learned: Path) 
 
 
 def test_hooks_through_a_running_server_answer_as_cold_ones_do(learned: Path) -> None:
+    failed = {"cwd": CWD, "tool_name": "Bash", "tool_input": {"command": "make check"}, "error": FAILED_MAKE}
     cold = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
+    cold_fix = run_hook(learned, "PostToolUseFailure", failed)
     child = start_server(learned)
     try:
         warm = run_hook(learned, "SessionStart", {"session_id": "new", "cwd": CWD})
+        warm_fix = run_hook(learned, "PostToolUseFailure", failed)
         prompt = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "how do I run the parser tests?"})
         unrelated = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": "what a lovely sunny afternoon"})
+        pasted = (
+            "how do I run the parser tests? " + "I changed the parser to read nested brackets, and they broke. " * 200
+        )
+        long = run_hook(learned, "UserPromptSubmit", {"cwd": CWD, "prompt": pasted})
     finally:
         code, err = stop(child)
     assert warm == cold and warm[1]
+    assert warm_fix == cold_fix and "./run_tests.sh" in context_of(warm_fix[1])
     assert prompt[0] == 0 and "./run_tests.sh" in context_of(prompt[1])
+    assert len(pasted) > Config().query.max_text_chars and "./run_tests.sh" in context_of(long[1])  # not a 413
     assert unrelated[:2] == (0, "")
     assert find_server(learned) is None, err
 
@@ -205,6 +229,30 @@ def test_the_hook_command_imports_only_the_standard_library() -> None:
     assert top and top <= set(sys.stdlib_module_names) | {"__future__"}
 
 
+def test_the_cold_path_of_a_healed_store_never_loads_lance(learned: Path) -> None:
+    """Lance's import is most of a cold hook's start-up; a SessionStart or a failure reads DuckDB only."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from expengine.integrations.hooks import main; main(sys.argv[1:]); "
+        "print(sorted(m for m in ('lance', 'lancedb') if m in sys.modules), file=sys.stderr)"
+    )
+    for event, payload in (
+        ("SessionStart", {"session_id": "new", "cwd": CWD}),
+        ("PostToolUseFailure", {"cwd": CWD, "tool_name": "Bash", "error": FAILED_MAKE}),
+    ):
+        child = subprocess.run(
+            [sys.executable, "-c", probe, "--store", str(learned), event],
+            input=json.dumps({"hook_event_name": event, **payload}),
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+        assert "./run_tests.sh" in context_of(child.stdout) and child.stderr.strip().endswith("[]"), event
+
+
 def test_a_socket_nobody_listens_on_falls_back_to_the_cold_path(learned: Path) -> None:
     import socket
 
@@ -234,3 +282,10 @@ def test_an_error_met_in_one_earlier_session_gets_its_precedent_labelled_and_no_
     assert code == 0 and "`./run_tests.sh tests/test_parser_0.py`" in text
     assert "a precedent, not a rule: seen once, in session s0" in text
     assert run_hook(store, "PostToolUseFailure", {**payload, "session_id": "s0"})[:2] == (0, "")
+
+
+def test_a_prompt_over_the_query_limit_keeps_its_start_and_end() -> None:
+    text = "why does the parser fail " + "x" * 20_000 + " and how do I test it"
+    cut = head_and_tail(text, 8192)
+    assert len(cut) == 8192 and cut.startswith("why does the parser fail") and cut.endswith("how do I test it")
+    assert head_and_tail("short", 8192) == "short"

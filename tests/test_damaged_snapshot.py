@@ -114,3 +114,19 @@ async def _forget_through_mcp(store: Path) -> Any:
     async with stdio_client(mcp_params(store)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await session.call_tool("memory_forget", {"sessions": ["late"]})
+
+
+def test_a_new_snapshot_never_shares_a_damaged_chunk_and_mends_it(make_engine, write_jsonl):
+    """The next snapshot of unchanged tables would list the very chunk files of the last one: a damaged one is
+    written again under its name, so the new snapshot (a cycle's roll-back point) and the old one restore."""
+    from expengine.errors import DamagedSnapshotError
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", BOOKING)])
+    first = engine.snapshot().id
+    damage_snapshot(engine.store_dir / SNAPSHOT_DIR / first)
+    with pytest.raises(DamagedSnapshotError):
+        engine.restore(first)
+    second = engine.snapshot().id
+    assert engine.restore(second).snapshot_id == second
+    assert engine.restore(first).snapshot_id == first

@@ -173,3 +173,15 @@ def test_a_worker_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path, embed
         assert kill_test.check_store(root / name, expected, embedder) == []  # every id once, indexed, healed
     again = ingest_fleet([str(source)], root=root, runner=runner)
     assert again.stored == 0 and again.duplicates == len(events) and again.failed == 0
+
+
+def test_a_reject_routes_by_its_raw_json_even_when_cut_or_nested_10000_deep():
+    from expengine.fleet.writes import UNROUTED, route_key
+    from expengine.ingest.items import Item
+
+    def reject(raw: str) -> Item:
+        return Item(file="log.jsonl", line=1, error="bad line", raw=raw)
+
+    assert route_key(reject('{"agent": "beta", "kind": "bogus"}'), "agent") == "beta"
+    assert route_key(reject('{"agent": "beta", "kind": "no'), "agent") == UNROUTED
+    assert route_key(reject('{"a":' * 10_000 + "1" + "}" * 10_000), "agent") == UNROUTED

@@ -66,6 +66,39 @@ def test_requests_of_one_intent_group_together_and_apart_from_others(embedder):
     assert all(len(t.rstrip("…").split()) <= 6 for t in cancel.typical) and len(cancel.typical) == 2
 
 
+def test_several_users_requests_are_quoted_with_slots_and_without_what_one_person_asked_about(embedder):
+    said = [
+        ("u-1", "I have to be in Chicago on 2026-04-21, flying out of SFO.", "SFO", "2026-04-21"),
+        ("u-2", "I have to be in Tokyo on 2026-03-20, flying out of DEN.", "DEN", "2026-03-20"),
+        ("u-3", "I have to be in Paris on 2026-05-11, flying out of BOS.", "BOS", "2026-05-11"),
+    ]
+    runs = [
+        Run(
+            run_id=f"r{n}",
+            agent="bot",
+            request=text,
+            succeeded=True,
+            user=user,
+            given={origin.lower(): "origin", date: "date"},
+        )
+        for n, (user, text, origin, date) in enumerate(said)
+    ]
+    (intent,) = group_intents(
+        runs, embedder.encode([r.request for r in runs]), distance=9.0, typical=3, typical_words=14
+    )
+    assert intent.typical == ["I have to be in … on <date>, flying out of <origin>."]
+    for city in ("Chicago", "Tokyo", "Paris", "SFO", "2026"):
+        assert city not in intent.condition
+    one_user = [
+        Run(run_id=f"r{n}", agent="bot", request=r.request, succeeded=True, user="u-1", given=r.given)
+        for n, r in enumerate(runs)
+    ]
+    (own,) = group_intents(
+        one_user, embedder.encode([r.request for r in runs]), distance=9.0, typical=3, typical_words=14
+    )
+    assert "Chicago" in own.condition  # one person's intent is theirs: quoted as they said it
+
+
 def test_procedure_is_read_from_successes_with_each_values_source():
     records = []
     for n in range(3):

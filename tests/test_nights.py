@@ -93,3 +93,22 @@ def test_drift_and_growth_cluster_afresh_and_say_why(make_engine, tmp_path):
     assert forced.since is None and "full: compact --full" in forced.clustering
     stored = json.loads(growing.store.con.execute("SELECT report FROM runs ORDER BY started DESC").fetchone()[0])
     assert stored["clustering"] == forced.clustering
+
+
+def test_a_night_with_nothing_new_redoes_nothing(make_engine, tmp_path):
+    """Barren clusters, kept turns and unchanged credit inputs are not worked on again; a full cycle after it
+    finds the same store."""
+    nights = thirds(tmp_path, ("support_bot.jsonl",))
+    engine = make_engine(overrides={"llm.mode": "template", "cycle.sweep_rows": "5"})
+    for n, paths in enumerate(nights[:2], start=1):
+        engine.ingest(paths)
+        engine.compact(now=START + NIGHT * n)
+    units = engine.stats().units
+    quiet = engine.compact(now=START + NIGHT * 3)
+    refine = quiet.steps["refine"]
+    assert refine["clusters_refined"] == 0 and refine["clusters_unchanged"] == refine["clusters_total"] > 0
+    assert "skipped" in quiet.steps["credit"] and quiet.steps["notes"]["turns_checked"] <= 5
+    assert engine.stats().units == units
+    full = engine.compact(now=START + NIGHT * 4, full=True)
+    assert full.steps["refine"]["clusters_refined"] == 0, "the clusters skipped as barren give no unit either"
+    assert engine.stats().units == units

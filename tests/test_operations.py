@@ -72,6 +72,15 @@ def test_the_mcp_tool_is_the_declaration(name: str, mcp_tools: dict[str, Any]) -
     assert tool.description == op.mcp
 
 
+def test_every_mcp_tool_says_whether_it_writes_and_destroys(mcp_tools: dict[str, Any]) -> None:
+    hints = {
+        name: (tool.annotations.read_only_hint, tool.annotations.destructive_hint) for name, tool in mcp_tools.items()
+    }
+    assert hints["memory_ingest"] == (False, False) and hints["memory_status"] == (True, False)
+    assert hints["memory_forget"] == (False, True)
+    assert all(None not in pair for pair in hints.values()), hints
+
+
 @pytest.mark.parametrize("name", sorted(n for n, op in OPERATIONS.items() if op.cli))
 def test_the_command_line_options_are_the_declaration(name: str) -> None:
     """Each field is an argument (required), or an option with its default, or the flag that turns a True

@@ -94,6 +94,22 @@ def test_a_shells_test_and_build_commands_make_the_projects_rules() -> None:
     assert is_test_command(_call("x", 0, "npm", "npm run test:unit"))
 
 
+def test_a_program_not_installed_is_found_after_a_long_output_in_linear_time() -> None:
+    """The error comes last, after a test log's long runs of name characters (which the pattern once
+    tried from each character of: 20,000 took 47 s)."""
+    listing = "tests/" + "a" * 200_000 + "\n"
+    calls = [
+        c
+        for run in ("s1", "s2")
+        for c in (
+            _call(run, 0, "pytest", "pytest -q", listing + "bash: pytest: command not found"),
+            _call(run, 1, "python", "python -m pytest -q", "3 passed"),
+        )
+    ]
+    drafts = {d.condition: d.action for d in environment_drafts(calls, "demo", min_runs=2)}
+    assert drafts["In demo, pytest is not installed ('pytest: command not found')"].startswith("run python ")
+
+
 SETTINGS = "django.core.exceptions.ImproperlyConfigured: Requested setting S_{n}, but settings are not configured."
 
 

@@ -516,6 +516,19 @@ def test_cli_units_and_trace_json(store):
     assert out.exit_code == 0 and json.loads(out.stdout)["clusters_unchanged"] == 1  # nothing changed since
 
 
+def test_cli_refine_prints_its_summary_line(store):
+    from typer.testing import CliRunner
+
+    from expengine.cli.common import app
+
+    set_clusters(store, {"weather": weather_ids(store)}, "bot")
+    path = str(store.store_dir)
+    store.close()
+    out = CliRunner().invoke(app, ["--store", path, "-s", "llm.mode=template", "refine"])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.startswith("wrote 1 units (0 by the model, 1 from templates) from 1 of 1 clusters")
+
+
 @pytest.mark.slow
 def test_real_smollm2_on_a_small_cluster_writes_a_valid_grounded_traceable_unit(store):
     set_clusters(store, {"weather": weather_ids(store)}, "bot")

@@ -317,3 +317,48 @@ def test_sigterm_mid_compaction_exits_within_grace(make_engine: Any, write_jsonl
     took = time.monotonic() - started
     assert took < grace + 1.5, took  # twice --grace before
     assert "abandoned" in child.communicate()[1]
+
+
+def test_a_query_thread_never_writes_the_cache_under_an_open_write(make_engine: Any, write_jsonl: Any) -> None:
+    """A server's query embeds its text on a reader view while the writer's transaction is open (a compaction
+    step): were the view to insert the vector, the writer's own insert of that text would hit a key committed
+    where its transaction cannot see it, and the whole compaction would fail and roll back under the readers."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", BOOKING)])
+    store = engine.store
+    view = engine.reader()
+    text = "a question no record holds, about the rebooking desk"
+    store.con.execute("BEGIN")
+    store.con.execute("SELECT count(*) FROM embeddings").fetchall()  # the writer's transaction has begun reading
+    view._store.embeddings.encode([text])  # the query thread, between the writer's BEGIN and its insert
+    assert store.embeddings.keep([text]) == 1
+    store.con.execute("COMMIT")
+    assert view._store.embeddings.encode([text]).shape == (1, store.embeddings.dim)
+    view._store.con.close()
+
+
+def test_reads_answer_again_after_a_compaction_that_failed_and_rolled_back(
+    make_engine: Any, write_jsonl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed cycle puts its snapshot back, which replaces the database file under the query threads'
+    views: the next read must answer on a fresh view, not fail until some exclusive operation."""
+    from expengine.lifecycle.index_refresh import IndexStep
+    from expengine.service import ops
+    from expengine.service.server import Service
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER)])
+    service = Service(engine, ops.Reach.of([], engine.config.serve))
+    query = ops.OPS["query"]
+    args = ops.parse(query, {"text": QUERY, "touch": False})
+    assert service.read(query, args).hits  # this thread's view is made
+
+    def broken(self: Any, store: Any, ctx: Any) -> Any:
+        raise RuntimeError("a step failed")
+
+    monkeypatch.setattr(IndexStep, "run", broken)
+    compact = ops.OPS["compact"]
+    with pytest.raises(RuntimeError, match="a step failed"):
+        service.submit("compact", compact, ops.parse(compact, {})).result()
+    assert service.read(query, args).hits
+    service.writer.shutdown()

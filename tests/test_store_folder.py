@@ -34,7 +34,7 @@ def _someone_elses_folder(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command", [["stats"], ["ingest", "-"], ["config", "init"]])
+@pytest.mark.parametrize("command", [["stats"], ["ingest", "-"], ["config", "init"], ["mcp"]])
 def test_a_folder_that_is_not_a_store_is_refused_and_left_as_it_is(tmp_path, monkeypatch, capsys, command):
     folder = _someone_elses_folder(tmp_path)
     before = _modes(folder)
@@ -144,7 +144,9 @@ def test_a_store_this_user_cannot_write_is_exit_3_in_one_line(make_engine, write
     os.chmod(log, 0o644)
     prefix = _as_another_user(store)
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    for command in (["ingest", log], ["compact"], ["reindex"], ["config", "init"], ["serve"]):
+    forget = ["forget", "--session", "s1"]
+    commands = (["ingest", log], ["compact"], ["reindex"], ["config", "init"], ["serve"], forget + ["--yes"])
+    for command in (*commands, forget + ["--dry-run"]):
         argv = [sys.executable, "-m", "expengine", "--store", str(store), *command]
         full = [*prefix, " ".join(f"'{a}'" for a in argv)] if prefix else argv
         done = subprocess.run(full, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)

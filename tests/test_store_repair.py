@@ -102,6 +102,25 @@ def test_reindex_reads_the_source_of_truth_before_it_drops_the_index(make_engine
     assert engine.stats().indexed_memories == before
 
 
+def test_reindex_in_small_chunks_gives_the_same_index(make_engine, write_jsonl, monkeypatch):
+    """Rebuild reads, embeds and writes `reindex.CHUNK` rows at a time: a chunk of 2 changes nothing."""
+    from expengine.store.index import MEMORIES
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("first.jsonl", FIRST + LATER)])
+    ids = [r[0] for r in engine.store.con.execute("SELECT id FROM records").fetchall()]
+
+    def index_state() -> tuple[dict[str, list[float]], int]:
+        vectors = engine.store.index.vectors(MEMORIES, ids)
+        return {k: [round(float(x), 5) for x in v] for k, v in vectors.items()}, engine.stats().indexed_memories
+
+    engine.reindex()
+    whole = index_state()
+    monkeypatch.setattr("expengine.store.reindex.CHUNK", 2)
+    engine.reindex()
+    assert index_state() == whole and len(whole[0]) == whole[1] == len(ids) > 2
+
+
 # --- repair, not wipe ---------------------------------------------------------------------------------------
 def test_repair_puts_the_newest_whole_snapshot_back_and_lists_what_to_ingest_again(snapshotted, make_engine):
     store, later = snapshotted

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -71,6 +72,34 @@ def test_a_shared_rule_serves_both_users(support_bot):
     for user in sorted(set(_records_of(support_bot, rule["source_ids"]).values()) - {None})[:2]:
         result = support_bot.query(rule["text"], user=user, k=10, touch=False)
         assert rule["id"] in {h.id for h in result.hits}, user
+
+
+def test_every_shared_rule_reaches_every_user_and_quotes_no_ones_values(support_bot):
+    """Rules learnt from several users' runs word their requests with slots, so none quotes a person
+    and each reaches every user."""
+    con = support_bot.store.con
+    shared = [u for u in support_bot.units(kind="rule", status="active") if u["user"] is None]
+    assert len(shared) >= 10
+    quoting = con.execute(
+        "SELECT count(*) FROM units WHERE user IS NULL AND quotes IS NOT NULL AND status = 'active'"
+    ).fetchone()
+    assert quoting == (0,)
+    given = {  # what a user gave a tool: order ids, airports, dates, cities
+        str(v)
+        for (args,) in con.execute(
+            "SELECT tool_args FROM records WHERE user IS NOT NULL AND tool_args IS NOT NULL"
+        ).fetchall()
+        for v in json.loads(args).values()
+        if isinstance(v, str) and len(v) >= 3 and v[:1].isupper() | v[:1].isdigit()
+    }
+    assert "W5065264" in given and "Chicago" in given
+    for rule in shared:
+        assert not [v for v in given if re.search(rf"(?<!\w){re.escape(v)}(?!\w)", rule["condition"] or "")], rule[
+            "text"
+        ]
+    orders = next(u for u in shared if "<order_id>" in (u["condition"] or ""))
+    for user in ("u-101", "u-104"):
+        assert orders["id"] in {h.id for h in support_bot.query("where is my order", user=user, k=10, touch=False).hits}
 
 
 def test_a_note_about_a_user_carries_that_user(make_engine, write_jsonl):

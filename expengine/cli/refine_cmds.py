@@ -39,7 +39,7 @@ def refine(
         f"{verb} {report['units_written']} units ({by_method.get('llm', 0)} by the model, "
         f"{by_method.get('template', 0)} from templates) from {report['clusters_refined']} of "
         f"{report['clusters_total']} clusters · unchanged {report['clusters_unchanged']} · superseded "
-        f"{report['units_superseded']} · archived {report['archived']} · {report['seconds']:.1f} s"
+        f"{report['units_superseded']} · sources to archive {report['archiving']} · {report['seconds']:.1f} s"
     )
     if report["llm_error"]:
         stderr.print(f"model unavailable, templates used: {report['llm_error']}")

@@ -123,7 +123,10 @@ def mcp(
     if (root is None) != (store_name is None):
         raise InputError("--root and --store-name go together", hint="e.g. mcp --root /srv/fleet --store-name alpha")
     if root is None:
+        from ..store.permissions import check_store_dir
+
         directory = store_dir(ctx)
+        check_store_dir(directory)  # at start, not at the agent's first call: someone's folder is exit 2
         with dropped_on_sigterm():
             build(lambda: find_server(directory), lambda: open_engine(ctx), ingest_roots=ingest_root).run()
             drain_queues()  # the client is gone: store what it queued

@@ -4,7 +4,6 @@ its index (`place_index`), and the write under the store's lock (`store_items`),
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +36,12 @@ def route_key(item: Any, by: str) -> str:
         if value is None and isinstance(event.meta, dict):
             value = event.meta.get(by)
     else:
+        from ..ingest.events import EventError
+        from ..ingest.items import parse
+
         try:
-            raw = json.loads(item.raw or "")
-        except ValueError:
+            raw = parse(item.raw or "")  # a reject's line may be cut, or nested past what json.loads can recurse
+        except EventError:
             raw = None
         value = raw.get(by) if isinstance(raw, dict) else None
     return UNROUTED if value in (None, "") else store_name(value)

@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds `expengine/`
 COLD_MODULE = "expengine.integrations.hooks"
@@ -207,23 +208,36 @@ def hook_output(event: str, text: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`[--store DIR] EVENT`. Always exits 0."""
+def arguments(argv: list[str] | None) -> tuple[str | None, list[str]]:
+    """(the `--store DIR` given or None, the rest) of a hook's command line."""
     args = list(sys.argv[1:] if argv is None else argv)
-    given = None
     if args[:1] == ["--store"] and len(args) > 1:
-        given, args = args[1], args[2:]
-    event = args[0] if args else ""
+        return args[1], args[2:]
+    return None, args
+
+
+def fail_open(event: str, given: str | None, hook: Callable[[str], str]) -> int:
+    """Print what `hook(store)` returns; whatever goes wrong, print nothing and log it to the store's
+    hooks.log (the agent goes on without memory). The exit code is always 0."""
     store = ""
     try:
         store = store_dir(given)
-        out = run(event, sys.stdin.read(), store)
-    except BaseException as exc:  # fail open: the agent goes on without memory
-        log(store, event or "?", f"{type(exc).__name__}: {exc}")
+        out = hook(store)
+    except BaseException as exc:
+        import traceback
+
+        log(store, event or "?", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
         return 0
     if out:
         sys.stdout.write(out + "\n")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`[--store DIR] EVENT`. Always exits 0."""
+    given, args = arguments(argv)
+    event = args[0] if args else ""
+    return fail_open(event, given, lambda store: run(event, sys.stdin.read(), store))
 
 
 if __name__ == "__main__":

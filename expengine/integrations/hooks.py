@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,11 @@ from .hook_client import (
     EVENTS,
     FOREGROUND_ENV,
     INGEST_EVENTS,
+    arguments,
     context_request,
+    fail_open,
     hand_off,
     hook_output,
-    log,
-    store_dir,
 )
 
 COLD_LOCK_WAIT_S = 1.0
@@ -41,10 +40,9 @@ def ask(store: Path, args: dict[str, Any]) -> str:
     if not (store / "expengine.duckdb").exists():
         return ""  # a hook never creates a store
     from ..engine import Engine
-    from ..service import ops
 
     with Engine(store=store, lock_timeout=COLD_LOCK_WAIT_S) as engine:
-        return str(ops.run(engine, "agent_context", args).get("text") or "")
+        return str(engine.agent_context(**args).get("text") or "")
 
 
 def run(event: str, raw: str, store: Path) -> str:
@@ -68,27 +66,21 @@ def run(event: str, raw: str, store: Path) -> str:
     return hook_output(event, ask(store, args) if args else "")
 
 
+def answer(store: Path, args: list[str]) -> str:
+    """The cold hook `args[0]` (its stdin read here), or the detached worker's ingest (`ingest-transcript
+    PATH CWD`, which prints nothing)."""
+    if args[:1] == ["ingest-transcript"]:
+        from .transcripts import ingest_transcript
+
+        ingest_transcript(store, Path(args[1]), args[2] if len(args) > 2 else "")
+        return ""
+    return run(args[0] if args else "", sys.stdin.read(), store)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`[--store DIR] EVENT` (or `ingest-transcript PATH CWD`, the detached worker). Always exits 0."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    given = None
-    if args[:1] == ["--store"] and len(args) > 1:
-        given, args = args[1], args[2:]
-    store = Path(store_dir(given))
-    event = args[0] if args else ""
-    try:
-        if event == "ingest-transcript":
-            from .transcripts import ingest_transcript
-
-            ingest_transcript(store, Path(args[1]), args[2] if len(args) > 2 else "")
-            return 0
-        out = run(event, sys.stdin.read(), store)
-    except BaseException as exc:  # fail open: the agent goes on without memory
-        log(str(store), event or "?", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-        return 0
-    if out:
-        sys.stdout.write(out + "\n")
-    return 0
+    given, args = arguments(argv)
+    return fail_open(args[0] if args else "", given, lambda store: answer(Path(store), args))
 
 
 if __name__ == "__main__":

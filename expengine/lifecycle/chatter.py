@@ -24,7 +24,7 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..results import Result
 from ..store.vocabulary import INDEXED_RECORDS_SQL
@@ -128,24 +128,42 @@ def _is_name(word: str, names: set[str]) -> bool:
     return word in names or (len(word) >= 3 and any(name.startswith(word) for name in names))
 
 
-def detect(messages: list[Message], *, min_sessions: int, session_share: float) -> list[Verdict]:
-    """The chatter among `messages` (all active messages of one agent), by the two rules above."""
+def _body(text: str) -> str:
+    body = split_speaker(text)[1]
+    for marker in MARKERS:
+        body = body.replace(marker, " ")
+    return body
+
+
+def detect(
+    messages: list[Message],
+    *,
+    min_sessions: int,
+    session_share: float,
+    among: Iterable[list[Message]] | None = None,
+) -> list[Verdict]:
+    """The chatter among `messages`, by the two rules above, counted over `among` (chunks of all the
+    agent's active messages; by default `messages` themselves): only the counts of the shapes `messages`
+    have are kept, so memory follows `messages`, not the agent's whole history."""
     stop = stop_words()
-    sessions = {m.session for m in messages}
-    threshold = max(min_sessions, math.ceil(session_share * len(sessions)))
-    speakers = {s.lower() for m in messages if (s := split_speaker(m.text)[0])}
-    names = {w for s in speakers for w in words(s)}
-    seen_in: dict[str, set[str]] = defaultdict(set)
     parsed = []
     for m in messages:
-        body = split_speaker(m.text)[1]
-        for marker in MARKERS:
-            body = body.replace(marker, " ")
+        body = _body(m.text)
         parts = sentences(body)
-        shapes = [normalise(s) for s in parts]
-        for shape in set(shapes):
-            seen_in[shape].add(m.session)
-        parsed.append((m, body, parts, shapes))
+        parsed.append((m, body, parts, [normalise(s) for s in parts]))
+    wanted = {shape for *_, shapes in parsed for shape in shapes}
+    sessions: set[str] = set()
+    speakers: set[str] = set()
+    seen_in: dict[str, set[str]] = defaultdict(set)
+    for chunk in [messages] if among is None else among:
+        for m in chunk:
+            sessions.add(m.session)
+            if speaker := split_speaker(m.text)[0]:
+                speakers.add(speaker.lower())
+            for shape in {normalise(s) for s in sentences(_body(m.text))} & wanted:
+                seen_in[shape].add(m.session)
+    threshold = max(min_sessions, math.ceil(session_share * len(sessions)))
+    names = {w for s in speakers for w in words(s)}
     verdicts = []
     for m, body, parts, shapes in parsed:
         if not parts:
@@ -161,19 +179,47 @@ def detect(messages: list[Message], *, min_sessions: int, session_share: float) 
     return verdicts
 
 
+_MESSAGES_SQL = f"kind = 'message' AND {INDEXED_RECORDS_SQL} AND tool_name IS NULL"
+CHUNK = 5000  # messages counted at a time
+
+
+def _agent_messages(store: "Store", agent: str) -> Iterator[list[Message]]:
+    """All the agent's active messages, `CHUNK` at a time in id order."""
+    after = ""
+    while True:
+        rows = store.con.execute(
+            f"SELECT id, coalesce(session, id), text FROM records WHERE {_MESSAGES_SQL} AND agent = ? AND id > ? "
+            f"ORDER BY id LIMIT {int(CHUNK)}",
+            [agent, after],
+        ).fetchall()
+        if not rows:
+            return
+        after = rows[-1][0]
+        yield [Message(record_id, session, text or "") for record_id, session, text in rows]
+
+
 def sleep_chatter(
-    store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None
+    store: "Store",
+    *,
+    dry_run: bool,
+    run_id: str | None = None,
+    now: dt.datetime | None = None,
+    changed: tuple[str, list[Any]] = ("TRUE", []),
 ) -> ChatterReport:
     """Active chatter messages go dormant with category 'chatter' (so refinement never quotes them).
-    Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay."""
+    Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay.
+    Only the `changed` messages are judged (`CycleContext.changed`: the cycle's new ones and its sweep),
+    against counts over all the agent's active messages."""
     from ..store.state import set_state
 
     started = time.monotonic()
     cfg = store.config.chatter
     report = ChatterReport(run_id=run_id, dry_run=dry_run)
+    where, params = changed
     rows = store.con.execute(
         "SELECT id, agent, coalesce(session, id), text, category, pinned OR protected FROM records "
-        f"WHERE kind = 'message' AND {INDEXED_RECORDS_SQL} AND tool_name IS NULL ORDER BY ts, id"
+        f"WHERE {_MESSAGES_SQL} AND {where} ORDER BY ts, id",
+        params,
     ).fetchall()
     by_agent: dict[str, list[Message]] = defaultdict(list)
     eligible: set[str] = set()
@@ -182,10 +228,15 @@ def sleep_chatter(
         if not kept and category in SLEEPABLE_CATEGORIES:
             eligible.add(record_id)
     found: list[Verdict] = []
-    for messages in by_agent.values():
+    for agent, messages in by_agent.items():
         found.extend(
             v
-            for v in detect(messages, min_sessions=cfg.min_sessions, session_share=cfg.session_share)
+            for v in detect(
+                messages,
+                min_sessions=cfg.min_sessions,
+                session_share=cfg.session_share,
+                among=_agent_messages(store, agent),
+            )
             if v.id in eligible
         )
     report.checked = len(rows)
@@ -209,7 +260,8 @@ SLEEPABLE_CATEGORIES = ("chatter", "smalltalk", "conversation", "process", "fact
 
 
 class ChatterStep:
-    """Chatter is found among all active messages, so it runs every cycle (after goal cleanup, before clustering)."""
+    """Chatter is judged among the cycle's new and swept messages, counted over all active ones, every
+    cycle (after goal cleanup, before clustering)."""
 
     def run(self, store: "Store", ctx: "CycleContext") -> ChatterReport:
-        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now)
+        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, changed=ctx.changed())

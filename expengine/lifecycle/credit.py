@@ -29,7 +29,7 @@ import numpy as np
 from ..results import Result
 from ..store import query_log, units
 from .contrast import Episode, Judgement, judge, situations
-from .cycle import Skipped
+from .cycle import Skipped, changed_inputs, set_meta
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -147,11 +147,26 @@ def _act(
         report.quarantined += units.set_status(store, [uid], "quarantined", reason=reason, run_id=run_id, now=now)
 
 
+# What credit reads: the query log and the ended goals. Unchanged since the last cycle, the judgements
+# are too (and `_act` would repeat none of them), so the step is skipped.
+CREDIT_INPUTS = "credit.inputs"  # store_meta
+CREDIT_INPUTS_SQL = """
+    SELECT (SELECT count(*) FROM query_log), (SELECT max(asked_at) FROM query_log),
+           (SELECT count(*) FROM goals WHERE status IN ('succeeded', 'failed')),
+           (SELECT bit_xor(hash(goal_id, status, session)) FROM goals WHERE status IN ('succeeded', 'failed'))
+"""
+
+
 class CreditStep:
     """Credit runs first in a cycle, before decay changes the weights it does not read."""
 
     def run(self, store: "Store", ctx: "CycleContext") -> "CreditReport | Skipped":
         if not store.config.credit.enabled:
             return Skipped(skipped="credit.enabled is false")
+        fingerprint = changed_inputs(store, ctx, CREDIT_INPUTS, CREDIT_INPUTS_SQL)
+        if fingerprint is None:
+            return Skipped(skipped="no query logged and no goal ended since the last cycle")
         with store.transaction():
-            return credit(store, run_id=ctx.run_id, now=ctx.now)
+            report = credit(store, run_id=ctx.run_id, now=ctx.now)
+            set_meta(store, CREDIT_INPUTS, fingerprint)
+            return report

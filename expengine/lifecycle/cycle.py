@@ -9,6 +9,7 @@ test.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,6 +56,16 @@ def meta(store: "Store", key: str) -> str | None:
 
 def set_meta(store: "Store", key: str, value: str) -> None:
     store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, value])
+
+
+def changed_inputs(
+    store: "Store", ctx: CycleContext, key: str, sql: str, params: list[Any] | None = None
+) -> str | None:
+    """A fingerprint of what a step reads (one SQL aggregate), or None when it is the one stored under
+    `key` by the last cycle: the step's result would be the same, so it is skipped. A full cycle always
+    runs it. The caller stores the fingerprint (`set_meta`) once it has run, in its transaction."""
+    found = json.dumps(store.con.execute(sql, params or []).fetchall(), default=str)
+    return found if ctx.full or found != meta(store, key) else None
 
 
 def prepare(store: "Store", ctx: CycleContext) -> None:

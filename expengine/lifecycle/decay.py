@@ -44,7 +44,8 @@ class DecayReport(Result):
 
 
 def lambda_sql(store: "Store") -> str:
-    """SQL for each record's λ this cycle (columns of `records r`, plus `lt.goal_id` for long-term goals)."""
+    """SQL for each record's λ this cycle (columns of `records r`; a long-term goal's records take
+    at least `decay.lambda_long_term`)."""
     cfg = store.config.decay
     by_category = " ".join(
         f"WHEN {sql_str(cat)} THEN {sql_float(lam)}" for cat, lam in sorted(cfg.lambda_by_category.items())
@@ -58,43 +59,46 @@ def lambda_sql(store: "Store") -> str:
         f"({base} + CASE WHEN r.importance >= {sql_float(cfg.importance_threshold)} "
         f"THEN {sql_float(cfg.lambda_importance_boost)} ELSE 0 END)"
     )
-    long_term = f"CASE WHEN lt.goal_id IS NOT NULL THEN {sql_float(cfg.lambda_long_term)} ELSE 0 END"
+    long_term = (
+        "CASE WHEN r.goal_id IN (SELECT goal_id FROM goals WHERE long_term) "
+        f"THEN {sql_float(cfg.lambda_long_term)} ELSE 0 END"
+    )
     return f"CASE WHEN r.pinned OR r.protected THEN 1.0 ELSE GREATEST({boosted}, {long_term}) END"
 
 
-def _decayed_sql(store: "Store") -> str:
-    return f"""
-        SELECT r.id, r.state, r.text, r.weight,
-               LEAST(r.weight * ({lambda_sql(store)}), GREATEST(r.weight, 1.0)) AS new_weight,
-               NOT (r.pinned OR r.protected) AS may_sleep
-        FROM records r
-        LEFT JOIN (SELECT DISTINCT goal_id FROM goals WHERE long_term) lt ON r.goal_id = lt.goal_id
-        WHERE {INDEXED_RECORDS_SQL}
-    """
+def _new_weight_sql(store: "Store") -> str:
+    return f"LEAST(r.weight * ({lambda_sql(store)}), GREATEST(r.weight, 1.0))"
 
 
 def decay(store: "Store", *, dry_run: bool, run_id: str | None = None, now: dt.datetime | None = None) -> DecayReport:
+    """One scan for the report and one UPDATE for the weights, both in DuckDB: no row comes to Python
+    but the few that fall asleep."""
     started = time.perf_counter()
     con = store.con
     theta = sql_float(store.config.decay.theta_dormant)
-    calc = _decayed_sql(store)
+    new_weight = _new_weight_sql(store)
+    indexed = INDEXED_RECORDS_SQL
     n, before, after = con.execute(
-        f"SELECT count(*), coalesce(avg(weight), 0), coalesce(avg(new_weight), 0) FROM ({calc}) c WHERE new_weight <> weight"
+        f"SELECT count(*), coalesce(avg(weight), 0), coalesce(avg(new_weight), 0) FROM "
+        f"(SELECT r.weight, {new_weight} AS new_weight FROM records r WHERE {indexed}) c WHERE new_weight <> weight"
     ).fetchall()[0]
-    sleepers = con.execute(
-        f"SELECT id, text, new_weight FROM ({calc}) c WHERE state = 'active' AND may_sleep AND new_weight < {theta} ORDER BY new_weight, id"
-    ).fetchall()
     report = DecayReport(
-        decayed=int(n),
-        became_dormant=len(sleepers),
-        mean_weight_before=round(float(before), 4),
-        mean_weight_after=round(float(after), 4),
-        examples=examples(sleepers, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)}),
+        decayed=int(n), mean_weight_before=round(float(before), 4), mean_weight_after=round(float(after), 4)
     )
+    may_sleep = f"r.state = 'active' AND NOT (r.pinned OR r.protected) AND {indexed}"
+    if dry_run:
+        sleepers = con.execute(
+            f"SELECT r.id, r.text, {new_weight} AS w FROM records r WHERE {may_sleep} AND {new_weight} < {theta} "
+            "ORDER BY w, r.id"
+        ).fetchall()
+    else:
+        con.execute(f"UPDATE records AS r SET weight = {new_weight} WHERE {indexed} AND {new_weight} <> r.weight")
+        sleepers = con.execute(
+            f"SELECT r.id, r.text, r.weight FROM records r WHERE {may_sleep} AND r.weight < {theta} ORDER BY r.weight, r.id"
+        ).fetchall()
+    report.became_dormant = len(sleepers)
+    report.examples = examples(sleepers, lambda r: {"id": r[0], "text": r[1], "weight": round(r[2], 4)})
     if not dry_run:
-        con.execute(
-            f"UPDATE records SET weight = c.new_weight FROM ({calc}) c WHERE records.id = c.id AND c.new_weight <> c.weight"
-        )
         cfg = store.config.decay
         unused_since = (now or utcnow()) - dt.timedelta(hours=cfg.observation_window_hours)
         units.decay(store, cfg.lambda_by_unit_kind, default=1.0, unused_since=unused_since)

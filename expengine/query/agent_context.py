@@ -25,21 +25,25 @@ DEFAULT_BUDGET = 400  # tokens of a session's start-up context
 FIX_BUDGET = 150
 PRECEDENT_FAILURES = 500  # the project's latest failed commands searched for a precedent
 PRECEDENT_CHARS = 200  # of the command shown
+PRECEDENT_COMMANDS = 2000  # the project's latest shell calls and results mined for an environment precedent
 FOOTER = "(`expengine show ID` gives a unit's details and sources)"
 PROMPT_HEADER = "Relevant to this prompt, from earlier sessions:"
 
 
 @dataclass(frozen=True)
 class Line:
-    unit_id: str
+    unit_id: str  # or, for a precedent, the record it was seen in
     text: str
     sessions: int
     succeeded: int
+    precedent: bool = False  # what earlier sessions showed, below a rule's bar
 
     def render(self) -> str:
         seen = f"seen in {self.sessions} session{'s' if self.sessions != 1 else ''}"
         if self.succeeded:
             seen += f", {self.succeeded} succeeded"
+        if self.precedent:
+            seen = f"a precedent, not a rule: {seen}"
         return f"- {self.text} [{self.unit_id}; {seen}]"
 
 
@@ -79,13 +83,31 @@ def rendered(lines: list[Line], budget: int, header: str) -> str:
     return "\n".join([*out, FOOTER]) if len(out) > 1 else ""
 
 
-def standing(store: "Store", project: str, *, budget: int = DEFAULT_BUDGET) -> str:
-    """The project's environment rules (test and build commands, what is not installed) first, then its
-    error → fix rules by support, within `budget` tokens."""
+def standing_lines(store: "Store", project: str) -> tuple[list[Line], list[Line]]:
+    """The project's environment rules (test and build commands, what is not installed), and its
+    error → fix rules by support."""
     if not project:
-        return ""
-    lines = _lines(store, "subject = ? AND category IN (?, ?)", [project, ENVIRONMENT, RECOVERY])
+        return [], []
+    where = "subject = ? AND category = ?"
+    return _lines(store, where, [project, ENVIRONMENT]), _lines(store, where, [project, RECOVERY])
+
+
+def standing(project: str, lines: list[Line], *, budget: int = DEFAULT_BUDGET) -> str:
+    """The session's start-up context: `lines` in order, within `budget` tokens."""
     return rendered(lines, budget, f"What expengine learned from earlier sessions in {project}:")
+
+
+def project_commands(store: "Store", project: str, session: str | None) -> list[dict[str, Any]]:
+    """The project's latest shell calls and their results in other sessions, oldest first, with the
+    columns `refine.environment.project_calls` reads: what an environment precedent is mined from."""
+    columns = ("id", "agent", "session", "kind", "tool_name", "tool_args", "tool_error", "meta")
+    rows = store.con.execute(
+        f"SELECT {', '.join(columns)} FROM (SELECT * FROM records WHERE kind IN ('tool_call', 'tool_result') "
+        "AND tool_name IS NOT NULL AND session IS NOT NULL AND session <> ? "
+        "AND json_extract_string(meta, '$.repo') = ? ORDER BY ts DESC, id DESC LIMIT ?) ORDER BY ts, id",
+        [session or "", project, PRECEDENT_COMMANDS],
+    ).fetchall()
+    return [dict(zip(columns, row)) for row in rows]
 
 
 def fix_for(store: "Store", project: str, error: str, *, session: str | None = None, budget: int = FIX_BUDGET) -> str:

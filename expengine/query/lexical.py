@@ -13,16 +13,24 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ..store.users import visible_sql
 from ..store.vocabulary import LIVE_SQL
 from ..textutil import HAN, grams
 
 if TYPE_CHECKING:
     from ..store.store import Store
 
-_TEXTS = f"SELECT text FROM records WHERE state = 'active' UNION ALL SELECT text FROM units WHERE {LIVE_SQL}"
+
+def _texts(user: str | None) -> str:
+    """What the idf is counted over: the live rows a query for `user` may be shown (one user's store
+    within a store of many, so a gram every other user says still counts as rare for this one)."""
+    mine = "" if user is None else f" AND {visible_sql(user)}"
+    return (
+        f"SELECT text FROM records WHERE state = 'active'{mine} UNION ALL SELECT text FROM units WHERE {LIVE_SQL}{mine}"
+    )
 
 
-def lexical_evidence(store: "Store", text: str, nearest: list[tuple[str, str]]) -> float:
+def lexical_evidence(store: "Store", text: str, nearest: list[tuple[str, str]], user: str | None = None) -> float:
     """0..1: the idf-weighted share of the query's grams that its best `nearest` candidate ((type, id)
     pairs) holds; 1.0 (nothing to judge it by) unless the query and one of those candidates are written
     in Han characters: across languages the model, not the words, says what matches."""
@@ -30,7 +38,7 @@ def lexical_evidence(store: "Store", text: str, nearest: list[tuple[str, str]]) 
     if not wanted or not HAN.search(text):
         return 1.0
     counts = ", ".join("count_if(contains(lower(text), ?))" for _ in wanted)
-    total, *frequency = store.con.execute(f"SELECT count(*), {counts} FROM ({_TEXTS})", wanted).fetchone()  # type: ignore[misc]
+    total, *frequency = store.con.execute(f"SELECT count(*), {counts} FROM ({_texts(user)})", wanted).fetchone()  # type: ignore[misc]
     idf = {g: math.log((total + 1) / (df + 0.5)) for g, df in zip(wanted, frequency)}
     whole = sum(idf.values())
     if whole <= 0:

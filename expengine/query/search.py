@@ -188,7 +188,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         best = max(best, noted_best(store, vector, filters, units))
     # the words are read only where the cosine is low too: either signal alone silenced own questions
     words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)
-    lexical = lexical_evidence(store, text, nearest(found.cosines)) if words_judge else None
+    lexical = lexical_evidence(store, text, nearest(found.cosines), filters.user) if words_judge else None
     relevant = not (judged and (best < floor or (lexical is not None and lexical < lexical_floor)))
     prompt, kept = _shown(store, found, filters, args, units) if relevant else ("", [])
     result = QueryResult(

@@ -65,6 +65,10 @@ def declared(op: Operation, call: Callable[[str, dict[str, Any]], Any]) -> Tool:
     return strict(Tool.from_function(tool, name=op.tool, description=op.mcp, annotations=hints))
 
 
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False)  # new records only, never a change to old ones
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+
+
 def build(
     find: Callable[[], Client | None], open_engine: Callable[[], Any], *, ingest_roots: list[str] | None = None
 ) -> MCPServer:
@@ -154,7 +158,7 @@ def build(
         instructions=INSTRUCTIONS,
         tools=[
             *(declared(op, call) for op in OPERATIONS.values() if op.mcp),
-            strict(Tool.from_function(memory_ingest)),
-            strict(Tool.from_function(memory_status)),
+            strict(Tool.from_function(memory_ingest, annotations=ADDS)),
+            strict(Tool.from_function(memory_status, annotations=READS)),
         ],
     )

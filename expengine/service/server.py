@@ -136,6 +136,11 @@ class Service:
                         self._close_views()
                         return op.run(self.engine, args, **hooks)
                 return op.run(self.engine, args, **hooks)
+            except BaseException:
+                if op.mode != "exclusive":  # a failed compaction put its snapshot back: the views' file is gone
+                    with self.rw.exclusive():
+                        self._close_views()
+                raise
             finally:
                 self.busy = None
                 log.info("write done", extra={"op": name, "ms": round((time.perf_counter() - started) * 1000, 1)})

@@ -9,7 +9,8 @@ chunks and an update of a few columns (decay's weights) rewrites those columns o
 writes about what changed since the last one. The schema goes in a small DuckDB file of its own, xz-compressed.
 
 Reading back checks each file's bytes against its name and each chunk's row count, so a damaged or
-missing chunk is a `DamagedChunkError`, never a silently shorter table.
+missing chunk is a `DamagedChunkError`, never a silently shorter table. A new snapshot checks the same of
+each file it would share, and writes a damaged one again.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def write_tables(
             for (name, kind), hashed in zip(columns, hashes):
                 print_ = f"{count}:{hashed}"
                 digest = known.get(_key(table, name, kind, print_))
-                if digest is None or not chunk_path(chunk_dir, digest).exists():
+                if digest is None or not _whole(chunk_path(chunk_dir, digest), digest):
                     select = (
                         f'SELECT "{name}" FROM {qualified} WHERE rowid >= {chunk * CHUNK_ROWS} '
                         f"AND rowid < {(chunk + 1) * CHUNK_ROWS} ORDER BY rowid"
@@ -196,6 +197,16 @@ def read_tables(folder: Path, chunk_dir: Path, target: Path) -> None:
         con.execute("CHECKPOINT")
     finally:
         con.close()
+
+
+def _whole(path: Path, digest: str) -> bool:
+    """Whether a chunk file is there with the bytes its name says. One that is not is written again, which
+    also mends every older snapshot that lists it, rather than taken into the new snapshot (which a cycle
+    makes first, to roll back to)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    except FileNotFoundError:
+        return False
 
 
 def _checked(chunk_dir: Path, digest: str) -> Path:

@@ -334,9 +334,13 @@ class arrow_view:
         self.con.register(self.name, self.table)
         return self.con
 
-    def __exit__(self, *exc: object) -> None:
-        self.con.complete()
-        self.con.unregister(self.name)
+    def __exit__(self, kind: object, *_: object) -> None:
+        try:
+            self.con.complete()
+            self.con.unregister(self.name)
+        except duckdb.Error:
+            if kind is None:
+                raise  # else a failed statement aborted the transaction: its own error says why, not this one
 
 
 @contextmanager

@@ -121,7 +121,10 @@ class EmbeddingCache:
     already read, shared with the store's other caches (see `VectorMemo`). A mixed embedder's vectors
     are kept per half, each under its own model's name (`mixed_halves`), and put side by side here.
     `index`: the store's LanceDB, which holds the vectors of active and dormant memories; a cycle drops
-    those from the cache (`drop_indexed`), and `encode(..., indexed=True)` reads them back from it."""
+    those from the cache (`drop_indexed`), and `encode(..., indexed=True)` reads them back from it.
+    `persist=False` (a reader view's): what it embeds stays in the shared memo, never written, since a
+    query thread's insert would race the writer's open transaction (DuckDB then refuses the writer's own
+    insert of that text, a key committed where its transaction cannot see it, and a compaction fails)."""
 
     def __init__(
         self,
@@ -129,11 +132,15 @@ class EmbeddingCache:
         embedder: Embedder,
         memo: VectorMemo | None = None,
         index: "Index | None" = None,
+        *,
+        persist: bool = True,
     ):
-        self.con, self.embedder, self.index = con, embedder, index
+        self.con, self.embedder, self.index, self.persist = con, embedder, index, persist
         self.memo = memo if memo is not None else VectorMemo()
         halves = mixed_halves(embedder)
-        self.halves = None if halves is None else tuple(EmbeddingCache(con, h, self.memo) for h in halves)
+        self.halves = (
+            None if halves is None else tuple(EmbeddingCache(con, h, self.memo, persist=persist) for h in halves)
+        )
 
     @property
     def name(self) -> str:
@@ -234,7 +241,8 @@ class EmbeddingCache:
         if unique_missing:
             new_vectors = as_stored(self.embedder.encode([texts[i] for i in unique_missing.values()]))
             fresh = dict(zip(unique_missing.keys(), new_vectors))
-            self._write(model, fresh)
+            if self.persist:
+                self._write(model, fresh)
             self.memo.put(model, fresh)
             cached.update(fresh)
         if counts is not None:

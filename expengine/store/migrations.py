@@ -333,3 +333,10 @@ def m017_cluster_centroids(con: duckdb.DuckDBPyConnection) -> None:
     """Each cluster's centroid (float16, L2-normalised), so an incremental cycle assigns new records to the
     nearest existing cluster and re-plans only the clusters they joined; NULL until a cycle clusters it."""
     con.execute("ALTER TABLE clusters ADD COLUMN centroid BLOB")
+
+
+@migration
+def m018_refined_clusters(con: duckdb.DuckDBPyConnection) -> None:
+    """Per cluster, the signature refinement last looked at and got no unit from (too few concrete
+    members), so it is not refined again every cycle until its members change."""
+    con.execute("CREATE TABLE refined_clusters (cluster_key VARCHAR PRIMARY KEY, signature VARCHAR NOT NULL)")

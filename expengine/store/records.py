@@ -30,6 +30,7 @@ RECORD_COLUMNS = (
     "state",
     "importance",
     "meta",
+    "user",
 )
 
 

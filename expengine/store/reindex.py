@@ -8,24 +8,32 @@ import pyarrow as pa
 
 from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS
-from .lance_rows import memory_rows, unit_schema, with_vectors
+from .lance_rows import ADDED_COLUMNS, memory_rows, unit_schema, with_vectors
 from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:
     from .store import Store
 
-CHUNK = 2000
+CHUNK = 2000  # rows read, embedded and written at a time
+# store_meta: the `ADDED_COLUMNS` the LanceDB tables were last given (a rebuild makes them with every one)
+COLUMNS_KEY = "lance_columns"
 
 
 def _memory_batches(store: "Store", where: str):
-    cursor = store.con.execute(
-        "SELECT id, agent, kind, category, outcome, goal_id, session, ts, state, user, text "
-        f"FROM records WHERE {where} ORDER BY id"
-    )
-    names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, r)) for r in cursor.fetchall()]
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
+    """The LanceDB rows of the records matching `where`, `CHUNK` at a time in id order (a query per
+    chunk, so the connection is free between them): memory follows the chunk, not the store."""
+    after = ""
+    while True:
+        cursor = store.con.execute(
+            "SELECT id, agent, kind, category, outcome, goal_id, session, ts, state, user, text "
+            f"FROM records WHERE ({where}) AND id > ? ORDER BY id LIMIT {int(CHUNK)}",
+            [after],
+        )
+        names = [d[0] for d in cursor.description]
+        chunk = [dict(zip(names, r)) for r in cursor.fetchall()]
+        if not chunk:
+            return
+        after = chunk[-1]["id"]
         vectors = store.embeddings.encode([r["text"] for r in chunk], indexed=True)
         yield memory_rows(chunk, vectors, store.embeddings.dim)
 
@@ -44,15 +52,17 @@ def unit_rows(store: "Store", where: str, params: list[Any] | None = None) -> pa
 
 
 def rebuild(store: "Store") -> dict[str, int]:
-    """Every row is read from DuckDB (and embedded) before the old index is dropped: a damaged database
-    fails here, with the index it would have replaced still whole."""
+    """Every row is read from DuckDB (and embedded, into the cache) before the old index is dropped: a
+    damaged database fails in that first pass, with the index it would have replaced still whole. Then a
+    second pass writes them, a chunk at a time, from the cache."""
     index = store.index
-    batches = list(_memory_batches(store, INDEXED_RECORDS_SQL))
+    for _ in _memory_batches(store, INDEXED_RECORDS_SQL):
+        pass
     units = unit_rows(store, LIVE_SQL)
     index.drop(MEMORIES)
     index.drop(UNITS)
     memories = 0
-    for batch in batches:
+    for batch in _memory_batches(store, INDEXED_RECORDS_SQL):
         index.add(MEMORIES, batch, replace=False)
         memories += batch.num_rows
     index.add(UNITS, units, replace=False)
@@ -77,8 +87,13 @@ def rebuild_if_pending(store: "Store") -> bool:
 
 def heal_pending(store: "Store") -> None:
     """Finish the LanceDB half of any write that a crash interrupted, and give tables made before a
-    column was added it (`lance_rows.ADDED_COLUMNS`; run when a store is opened)."""
-    store.index.add_missing_columns()
+    column was added it (`lance_rows.ADDED_COLUMNS`; run when a store is opened). Both read DuckDB
+    first, so an open with nothing to heal never loads Lance (0.7 s of a cold hook's start-up)."""
+    added = ",".join(sorted(ADDED_COLUMNS))
+    row = store.con.execute("SELECT value FROM store_meta WHERE key = ?", [COLUMNS_KEY]).fetchone()
+    if row is None or row[0] != added:
+        store.index.add_missing_columns()
+        store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [COLUMNS_KEY, added])
     if store.con.execute("SELECT count(*) FROM pending_index").fetchone()[0]:  # type: ignore[index]
         index_pending(store)
 

@@ -169,7 +169,7 @@ class Store:
         view = copy.copy(self)
         view.con = self.con.cursor()
         view.con.execute(f"USE {DB_ALIAS}")
-        view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo, self.index)
+        view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo, self.index, persist=False)
         view._depth = 0
         return view
 

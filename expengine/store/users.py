@@ -32,16 +32,26 @@ WORD = re.compile(r"\w+")
 RUN = 4  # words in a row that quote a text ("flight BOS to LHR"): more than a common phrase shares
 
 
+# where a unit's wording ends one thing said and starts another: a sentence's end, a quote's edge, the
+# " / " between two quoted requests; a run across one joins two people's words by chance
+CLAUSE = re.compile(r"[.?!;:。？！；]+(?=\s|$)|\s/\s|(?<!\w)['\"‘’“”「」]|['\"‘’“”「」](?!\w)")
+
+
 def _runs(text: str) -> set[tuple[str, ...]]:
     words = WORD.findall(text.lower())
     return {tuple(words[i : i + RUN]) for i in range(len(words) - RUN + 1)}
 
 
+def _clause_runs(text: str) -> set[tuple[str, ...]]:
+    return set().union(*(_runs(clause) for clause in CLAUSE.split(text)))
+
+
 def quoted_users(con: "duckdb.DuckDBPyConnection", text: str, source_ids: list[str]) -> str | None:
-    """For a shared unit: the users (a JSON list) whose own words its wording carries, `RUN` words in
-    a row that among its sources (and their episodes) only that user's records hold (an intent rule quoting one person's
-    request, "For requests like 'Book BOS to LHR on 2026-03-26…'"); None when it quotes no one. A
-    query for another user does not show it (`visible_unit`)."""
+    """For a shared unit: the users (a JSON list) whose personal words its wording carries, `RUN` words
+    in a row that among its sources (and their episodes) only that user's records hold, and no other
+    user's record nor a shared one anywhere in the store (an intent rule quoting one person's request,
+    "For requests like 'Book BOS to LHR on 2026-03-26…'"; not an error message or a note many users'
+    runs show); None when it quotes no one. A query for another user does not show it (`visible_unit`)."""
     if not source_ids:
         return None
     said: dict[str | None, set[tuple[str, ...]]] = {}
@@ -52,13 +62,31 @@ def quoted_users(con: "duckdb.DuckDBPyConnection", text: str, source_ids: list[s
         {"ids": list(source_ids)},
     ).fetchall():
         said.setdefault(user, set()).update(_runs(source or ""))
-    wording = _runs(text)
-    quoted = sorted(
-        str(user)
+    wording = _clause_runs(text)
+    only = {
+        str(user): wording & (runs - set().union(*(r for other, r in said.items() if other != user)))
         for user, runs in said.items()
-        if user is not None and wording & (runs - set().union(*(r for other, r in said.items() if other != user)))
-    )
+        if user is not None
+    }
+    quoted = sorted(user for user, runs in only.items() if runs - _held_by_others(con, user, runs))
     return json.dumps(quoted) if quoted else None
+
+
+_GAP = r"[^\pL\pN_]"  # what separates two of `WORD`'s words (RE2, as DuckDB matches)
+
+
+def _held_by_others(con: "duckdb.DuckDBPyConnection", user: str, runs: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """Those of `runs` (a user's) that a record of another user, or a shared one, holds too."""
+    if not runs:
+        return set()
+    ordered = sorted(runs)
+    patterns = [f"(?:^|{_GAP})" + f"{_GAP}+".join(re.escape(w) for w in run) + f"(?:{_GAP}|$)" for run in ordered]
+    found = con.execute(
+        f"SELECT {', '.join('bool_or(regexp_matches(lower(text), ?))' for _ in ordered)} FROM records "
+        "WHERE (user IS NULL OR user <> ?) AND regexp_matches(lower(text), ?)",
+        [*patterns, user, "|".join(patterns)],
+    ).fetchone()
+    return {run for run, held in zip(ordered, found or ()) if held}
 
 
 def visible_unit(unit_user: Any, quotes: Any, user: str | None) -> bool:

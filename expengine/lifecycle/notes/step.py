@@ -87,22 +87,28 @@ def note_id(agent: str, subject: str, statement: str, first_source: str) -> str:
     return "u-" + digest[:12]
 
 
-def _pending_turns(store: "Store") -> list[Turn]:
-    """Active messages of conversations that no note cites yet, oldest first. An agent's task runs
-    (messages of a goal, sessions with tool use) are left to refinement's rules and intents."""
-    noted = {
-        i
-        for (ids,) in store.con.execute("SELECT source_ids FROM units WHERE kind = ?", [units.NOTE_KIND]).fetchall()
-        for i in json_ids(ids)
-    }
+def _pending_turns(store: "Store", changed: tuple[str, list[Any]] = ("TRUE", [])) -> list[Turn]:
+    """Active messages of conversations that no note cites yet, oldest first, among the `changed` ones
+    (the cycle's new records and sweep: a turn kept active last cycle would be kept again). An agent's
+    task runs (messages of a goal, sessions with tool use) are left to refinement's rules and intents."""
+    where, params = changed
     rows = store.con.execute(
         "SELECT id, agent, coalesce(session, agent), ts, role, content, category, pinned, protected, merged_ids, "
         "session IS NOT NULL, user "
         "FROM records WHERE kind = 'message' AND state = 'active' AND tool_name IS NULL AND content IS NOT NULL "
-        "AND goal_id IS NULL AND coalesce(session, agent) NOT IN "
+        f"AND goal_id IS NULL AND {where} AND coalesce(session, agent) NOT IN "
         "(SELECT DISTINCT coalesce(session, agent) FROM records WHERE kind IN ('tool_call', 'tool_result')) "
-        "ORDER BY ts, id"
+        "ORDER BY ts, id",
+        params,
     ).fetchall()
+    noted = {
+        i
+        for (i,) in store.con.execute(
+            "SELECT DISTINCT s FROM (SELECT unnest(from_json(source_ids, '[\"VARCHAR\"]')) AS s FROM units "
+            "WHERE kind = ? AND json_valid(source_ids)) WHERE s IN (SELECT unnest(?))",
+            [units.NOTE_KIND, [r[0] for r in rows]],
+        ).fetchall()
+    }
     return [
         Turn(id_, agent, session, ts, role, content, category, bool(pin), bool(protect), json_ids(merged), known, user)
         for id_, agent, session, ts, role, content, category, pin, protect, merged, known, user in rows
@@ -215,15 +221,17 @@ def write_notes(
     now: dt.datetime,
     llm: Any = None,
     max_llm_calls: int | None = None,
+    changed: tuple[str, list[Any]] = ("TRUE", []),
 ) -> NotesReport:
     """One pass over the turns not noted yet (see the module docstring); `now` stamps every change.
-    `llm` is the cycle's model provider (used only where `llm.model_path` is set)."""
+    `llm` is the cycle's model provider (used only where `llm.model_path` is set). `changed`: SQL
+    for the records to look at (`CycleContext.changed`), every record by default."""
     from ...store.state import set_state
 
     started = time.monotonic()
     cfg = store.config.notes
     report = NotesReport(run_id=run_id, dry_run=dry_run)
-    turns = _pending_turns(store)
+    turns = _pending_turns(store, changed)
     report.turns_checked = len(turns)
     if not turns:
         report.seconds = round(time.monotonic() - started, 3)
@@ -370,5 +378,11 @@ class NotesStep:
         if not store.config.notes.enabled:
             return Skipped("notes off (notes.enabled = false)")
         return write_notes(
-            store, dry_run=ctx.dry_run, run_id=ctx.run_id, now=ctx.now, llm=ctx.llm, max_llm_calls=ctx.max_llm_calls
+            store,
+            dry_run=ctx.dry_run,
+            run_id=ctx.run_id,
+            now=ctx.now,
+            llm=ctx.llm,
+            max_llm_calls=ctx.max_llm_calls,
+            changed=ctx.changed(),
         )

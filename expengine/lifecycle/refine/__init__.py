@@ -26,6 +26,7 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
 from ...store.records import fetch_records, select_records
+from ...store.refined import mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
@@ -56,8 +57,10 @@ def refine_clusters(
     max_llm_calls: int | None = None,
     time_limit_s: float | None = None,
     now: dt.datetime | None = None,
+    full: bool = False,
 ) -> RefineReport:
-    """`now` is the cycle's clock: it stamps the units, their history and the state changes."""
+    """`now` is the cycle's clock: it stamps the units, their history and the state changes. A cluster
+    whose signature refinement already looked at is skipped, unless `full` (`compact --full`)."""
     started = time.monotonic()
     clock = now or utcnow()
     cfg = store.config.refine
@@ -70,15 +73,22 @@ def refine_clusters(
     clusters = [c for c in clusters if len(c.member_ids) >= cfg.min_support]
     report.clusters_total = len(clusters)
     stored = units.stored_signatures(store)
-    changed = [c for c in clusters if c.signature not in stored.get(c.key, set())]
+    looked = {} if full else refined_signatures(store)  # clusters that gave no unit
+    changed = [c for c in clusters if c.signature not in stored.get(c.key, set()) and looked.get(c.key) != c.signature]
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
+    barren: list[tuple[str, str]] = []  # looked at, no unit came of it
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
+        refined = report.clusters_refined
         _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
+        if report.clusters_refined == refined:
+            barren.append((cluster.key, cluster.signature))
+    if not dry_run:
+        mark_refined(store, barren, [c.key for c in clusters])
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
     if budget.time_left():
@@ -325,7 +335,13 @@ class RefineStep:
         started = time.perf_counter()
         try:
             return refine_clusters(
-                store, ctx.llm, dry_run=False, run_id=ctx.run_id, max_llm_calls=ctx.max_llm_calls, now=ctx.now
+                store,
+                ctx.llm,
+                dry_run=False,
+                run_id=ctx.run_id,
+                max_llm_calls=ctx.max_llm_calls,
+                now=ctx.now,
+                full=ctx.full,
             )
         except ModelError as exc:
             return Failed(str(exc), seconds=round(time.perf_counter() - started, 3))

@@ -21,6 +21,7 @@ reachable through `trace` and as evidence; its task, commands, errors and outcom
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -35,8 +36,11 @@ _TEST_PROGRAM = re.compile(r"test|^(jest|vitest|rspec|phpunit|tox|nox|mocha|ava|
 _BUILD_PROGRAM = re.compile(r"^(make|cmake|ninja|tsc|webpack|gradle|gradlew|mvn|bazel)$")
 _TEST_VERB = re.compile(r"^(test|test:[\w:-]+|pytest|jest|vitest|rspec)$")
 _BUILD_VERB = re.compile(r"^(build|compile|assemble|build:[\w:-]+|package)$")
+# a name starts where a run of name characters does: tried from every character of a long run (a
+# test log's), the pattern took seconds a command output
 _MISSING = re.compile(
-    r"No module named '?(?P<module>[\w.]+)'?|(?P<command>[\w./-]+): command not found|(?P<found>[\w./-]+): not found"
+    r"No module named '?(?P<module>[\w.]+)'?"
+    r"|(?<![\w./-])(?:(?P<command>[\w./-]+): command not found|(?P<found>[\w./-]+): not found)"
 )
 # a file: a path with an extension, or a bare name with a source file's extension (`app.tests` is a module)
 _FILE = re.compile(
@@ -106,10 +110,18 @@ def project_calls(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], li
     return by_project
 
 
-def _words(command: str, program: str) -> list[str]:
+def _words(command: str, program: str) -> tuple[str, ...]:
     """The words of the first line's command that runs `program`, from the program on, up to a pipe,
-    a redirection or the next command; [] when the line does not run it."""
-    line = _CD_PREFIX.sub("", command.strip().splitlines()[0] if command.strip() else "")
+    a redirection or the next command; () when the line does not run it."""
+    stripped = command.strip()
+    return _line_words(stripped.splitlines()[0] if stripped else "", program)
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_words(line: str, program: str) -> tuple[str, ...]:
+    """Kept: each command is asked whether it tests, whether it builds and how it generalises, and
+    shlex is slow (most of a session start's precedent, without)."""
+    line = _CD_PREFIX.sub("", line)
     try:
         words = shlex.split(line)
     except ValueError:
@@ -123,13 +135,13 @@ def _words(command: str, program: str) -> list[str]:
         None,
     )
     if start is None:
-        return []
+        return ()
     out = []
     for word in words[start:]:
         if word in _STOP or word.startswith(("|", ">", "2>")):
             break
         out.append(word)
-    return out
+    return tuple(out)
 
 
 def _verbs(call: Call) -> list[str]:
@@ -189,16 +201,24 @@ def generalised(command: str, program: str) -> str:
     return " ".join(out)
 
 
+def _missing(error: str | None) -> re.Match[str] | None:
+    """The pattern's match, looked for only where its fixed words are (a plain search is many times
+    faster than the pattern's over a long output)."""
+    if not error or ("not found" not in error and "No module named" not in error):
+        return None
+    return _MISSING.search(error)
+
+
 def _missing_name(error: str | None) -> str | None:
     """The module or command an error says is not there, if it says so."""
-    match = _MISSING.search(error or "")
+    match = _missing(error)
     if not match:
         return None
     return match.group("module") or match.group("command") or match.group("found")
 
 
 def _missing_phrase(error: str | None) -> str:
-    match = _MISSING.search(error or "")
+    match = _missing(error)
     return match.group(0) if match else ""
 
 
@@ -219,15 +239,17 @@ def _command_rule(calls: list[Call], repo: str, condition: str, *, min_runs: int
     return _draft(repo, condition, form, used, successes=len(passed), trials=len(runs))
 
 
+def test_condition(repo: str) -> str:
+    return f"To run the tests in {repo}"
+
+
 def environment_drafts(calls: list[Call], repo: str, *, min_runs: int) -> list[Draft]:
     """The project's test-command and build-command rules and its missing-program rules, each seen in
     at least `min_runs` runs."""
     drafts = [
         draft
         for draft in (
-            _command_rule(
-                [c for c in calls if is_test_command(c)], repo, f"To run the tests in {repo}", min_runs=min_runs
-            ),
+            _command_rule([c for c in calls if is_test_command(c)], repo, test_condition(repo), min_runs=min_runs),
             _command_rule([c for c in calls if is_build_command(c)], repo, f"To build {repo}", min_runs=min_runs),
         )
         if draft is not None

@@ -12,6 +12,10 @@ their usual order, each with the argument names they passed and where each value
 the user, or read from an earlier tool's result). A failed path is never an action (see lessons.py
 for what separates the failures).
 
+An intent whose runs are several users' is shared know-how: its condition quotes their requests with
+each value the user gave a tool (a city, an order id, a date) put back as the argument's name ("Book
+a flight <origin>-><destination> <date> please"), so one person's trip never reaches another's prompt.
+
 Pure functions over record dicts and vectors; refinement feeds them and writes the units.
 """
 
@@ -53,6 +57,16 @@ class Run:
     opening_id: str = ""  # the record that opens the run: a unit's evidence names one per run
     corrected: bool = False
     ended: dt.datetime | None = None
+    user: str | None = None  # whose run it is (None: no one's)
+    given: dict[str, str] = field(default_factory=dict)  # a value the user gave a tool → the argument's name
+
+    @property
+    def slotted_request(self) -> str:
+        """The request with every value the user gave a tool put back as the argument's name."""
+        text = self.request
+        for value in sorted(self.given, key=len, reverse=True):
+            text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", f"<{self.given[value]}>", text, flags=re.IGNORECASE)
+        return text
 
     @property
     def tools(self) -> list[str]:
@@ -83,9 +97,7 @@ class Intent:
 
 def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> str:
     """Where a call's argument value came from: the user's words, else an earlier tool's result."""
-    values = value if isinstance(value, list) else [value]
-    atoms = [str(v).lower() for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
-    atoms = [a for a in atoms if len(a) >= MIN_VALUE_CHARS]
+    atoms = _atoms(value)
     if not atoms:
         return "agent"
     if all(a in user_text for a in atoms):
@@ -94,6 +106,13 @@ def _provenance(value: Any, user_text: str, results: list[tuple[str, str]]) -> s
         if all(a in text or a in user_text for a in atoms):
             return tool
     return "agent"
+
+
+def _atoms(value: Any) -> list[str]:
+    """A call argument's values (lower case) long enough to say where they came from."""
+    values = value if isinstance(value, list) else [value]
+    atoms = [str(v).lower() for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    return [a for a in atoms if len(a) >= MIN_VALUE_CHARS]
 
 
 def _outcome(records: list[dict[str, Any]], status: str | None) -> bool | None:
@@ -142,6 +161,7 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
         request=request,
         succeeded=_outcome(members, status),
         ended=members[-1]["ts"],
+        user=next((r["user"] for r in members if r.get("user")), None),
     )
     run.opening_id = source["id"]
     user_text = ""
@@ -157,6 +177,9 @@ def _run(key: str, members: list[dict[str, Any]], status: str | None) -> Run | N
             args = tool_arguments(r)
             call = Call(r["tool_name"], args, {name: _provenance(v, user_text, results) for name, v in args.items()})
             run.calls.append(call)
+            run.given.update(
+                (atom, name) for name, origin in call.sources.items() if origin == "user" for atom in _atoms(args[name])
+            )
             pending[r["tool_name"]] = call
         elif r["kind"] == "tool_result" and r.get("tool_name"):
             if r.get("tool_error") and r["tool_name"] in pending:
@@ -215,12 +238,40 @@ def group_intents(
         members = np.flatnonzero(labels == label)
         centroid = vectors[members].mean(axis=0)
         order = members[np.argsort(-(vectors[members] @ centroid), kind="stable")]
-        quotes = list(dict.fromkeys(shorten(runs[i].request, typical_words) for i in order))[:typical]
-        key = f"intent:{runs[0].agent}:{runs[int(order[0])].run_id}"
         members_runs = [runs[i] for i in order]
+        shared = len({r.user for r in members_runs} - {None}) > 1
+        said = framed(members_runs) if shared else [r.request for r in members_runs]
+        quotes = list(dict.fromkeys(shorten(text, typical_words) for text in said))[:typical]
+        key = f"intent:{runs[0].agent}:{runs[int(order[0])].run_id}"
         words = wording_for((r.request for r in members_runs), fallback=agent_wording, decisive=CLEAR_SHARE)
         intents.append(Intent(key=key, agent=runs[0].agent, runs=members_runs, typical=quotes, wording=words))
     return intents
+
+
+_TOKEN = re.compile(rf"<\w+>|{CJK.pattern}|\w+")
+_MASKS = re.compile(r"…(?:[^\w<>…]*…)+")
+
+
+def framed(runs: list[Run]) -> list[str]:
+    """Several users' requests as shared know-how may quote them, most telling first: each value the
+    user gave a tool as the argument's name, and every word that fewer than half the requests, or only
+    one user's, hold as '…' (where to, whose name, what was bought: what a person asked about, not how
+    such requests are put)."""
+    said = [r.slotted_request for r in runs]
+    words = [{t.lower() for t in _TOKEN.findall(text)} for text in said]
+    runs_with = Counter(t for held in words for t in held)
+    users_with: dict[str, set[str]] = defaultdict(set)
+    for run, held in zip(runs, words):
+        for t in held:
+            users_with[t].add(run.user or "")
+
+    def frame(token: str) -> bool:
+        t = token.lower()
+        return t.startswith("<") or (2 * runs_with[t] >= len(runs) and len(users_with[t] - {""}) > 1)
+
+    masked = [_MASKS.sub("…", _TOKEN.sub(lambda m: m[0] if frame(m[0]) else "…", text)) for text in said]
+    order = sorted(range(len(masked)), key=lambda i: masked[i].count("…"))  # stable: typical first on ties
+    return [masked[i] for i in order]
 
 
 @dataclass
