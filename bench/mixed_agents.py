@@ -42,7 +42,7 @@ def runners(engine: Any) -> dict[str, tuple[str, int, list[str]]]:
     """Per project: the test runner its records ran most (program and command), how often, and the
     agents' files it was seen in."""
     rows = engine.store.con.execute(
-        "SELECT json_extract_string(meta, '$.repo'), tool_name, json_extract_string(tool_args, '$.command'), "
+        "SELECT json_extract_string(meta, '$.repo'), tool_name, CASE WHEN json_valid(tool_args) THEN json_extract_string(tool_args, '$.command') END, "
         "source_file FROM records WHERE kind = 'tool_call' AND json_extract_string(meta, '$.repo') IS NOT NULL"
     ).fetchall()
     seen: dict[str, Counter[str]] = {}
