@@ -477,7 +477,7 @@ def test_refine_hook_runs_after_pruning_and_before_purge(store, monkeypatch):
         def summary(self):
             return "0 units written"
 
-    def fake_refine(db, llm, *, dry_run, run_id, max_llm_calls, now):
+    def fake_refine(db, llm, *, dry_run, run_id, max_llm_calls, now, full):
         calls.append((dry_run, run_id, max_llm_calls, db.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]))
         if len(calls) == 2:
             raise ModelError("model file missing")
