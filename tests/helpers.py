@@ -684,6 +684,22 @@ def moto_server(log: Path, *, bucket: str) -> Iterator[Any]:
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
 
 
+# `python -c` it: runs the CLI as `python -m expengine` does, then prints on stderr (JSON, its last line)
+# which of these heavy modules the process holds
+CLI_THEN_MODULES = """
+import runpy, sys, json
+sys.argv = ["expengine", *sys.argv[1:]]
+try:
+    runpy.run_module("expengine", run_name="__main__")
+except SystemExit as done:
+    assert not done.code, done.code
+held = [m for m in ("torch", "sentence_transformers", "transformers", "onnx", "lancedb", "lance", "onnxruntime",
+                    "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
+        if m in sys.modules]
+print(json.dumps(held), file=sys.stderr)
+"""
+
+
 def run_offline_python(*args: str) -> subprocess.CompletedProcess[str]:
     """`python ARGS` in the repository root, output captured as text, bounded by a timeout."""
     return subprocess.run(

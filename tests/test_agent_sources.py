@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+from helpers import CLI_THEN_MODULES, run_offline_python
 from test_compact_cli import paused_cli
 
 from expengine.ingest.discovery import find_sources
@@ -146,3 +147,34 @@ def test_a_run_killed_mid_way_leaves_its_cursors_and_the_next_run_stores_nothing
     total = records(engine)
     assert total == partial + result.ingest.stored
     assert engine.store.con.execute("SELECT count(DISTINCT id) FROM records").fetchall()[0][0] == total
+
+
+def cli_modules(store: Path, *args: str) -> tuple[dict, list[str]]:
+    """`expengine --store STORE ARGS --json` in a new process: its output, and the heavy modules it loaded."""
+    done = run_offline_python("-c", CLI_THEN_MODULES, "--store", str(store), *args, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout), json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_a_run_with_nothing_new_to_store_loads_neither_lance_nor_the_encoder(home: Path, tmp_path: Path):
+    """A nightly run where no log gained a whole line reads the cursors in DuckDB and stops there."""
+    path = session_file(home, [claude_line(n) for n in range(4)])
+    store = tmp_path / "store"
+    first, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    assert first["ingest"]["stored"] > 0 and {"lancedb", "onnxruntime"} <= set(loaded)
+    again, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    assert again["by_reason"] == {"unchanged": 1} and again["bytes_read"] == 0 and loaded == [], loaded
+
+    with path.open("a") as f:
+        f.write(claude_line(4)[:20])  # half a line: it waits for the rest
+    listed, loaded = cli_modules(store, "sources", "claude-code")
+    assert listed["sources"][0]["new_bytes"] == 20 and loaded == [], loaded
+    waiting, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    assert waiting["by_reason"] == {"grown": 1} and waiting["ingest"]["read"] == 0 and loaded == [], loaded
+
+    with path.open("a") as f:
+        f.write(claude_line(4)[20:] + "\n")
+    grown, _ = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    assert grown["bytes_read"] == len(claude_line(4)) + 1 and grown["ingest"]["duplicates"] == 0
+    stats, _ = cli_modules(store, "stats")
+    assert stats["raw"] == first["ingest"]["stored"] + grown["ingest"]["stored"]

@@ -8,25 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import BOOKING, CHATTER, REFUND, run_offline_python
+from helpers import BOOKING, CHATTER, CLI_THEN_MODULES, REFUND, run_offline_python
 
 from expengine import Engine
 
 pytestmark = pytest.mark.slow
-
-# runs the CLI as `python -m expengine` does, then reports which of these modules the process holds
-CLI_THEN_MODULES = """
-import runpy, sys, json
-sys.argv = ["expengine", *sys.argv[1:]]
-try:
-    runpy.run_module("expengine", run_name="__main__")
-except SystemExit as done:
-    assert not done.code, done.code
-held = [m for m in ("torch", "sentence_transformers", "transformers", "onnx", "lancedb", "lance", "onnxruntime",
-                    "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
-        if m in sys.modules]
-print(json.dumps(held), file=sys.stderr)
-"""
 
 
 def test_a_cold_cli_query_loads_no_torch_and_no_rest_client(write_jsonl, tmp_path):
