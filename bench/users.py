@@ -214,15 +214,26 @@ def unpacked(path: Path) -> bytes:
 
 def erase(engine: Any, store: Path, gone: str, convs: list, before: dict[str, list]) -> dict:
     """`forget(users=[gone])`, then look for the words only `gone` said, in the files and the tables."""
+    # what the store wrote for the other users (notes turn "I shine" into "Joanna shines") is theirs too
+    written = " ".join(
+        str(text)
+        for table in ("records", "units")
+        for (text,) in engine.store.con.execute(
+            f"SELECT text FROM {table} WHERE user IS NOT NULL AND user <> ?", [gone]
+        ).fetchall()
+    )
     planned = engine.forget(users=[gone], dry_run=True)
     done = engine.forget(users=[gone])
     theirs = {w for t in convs[0][1] for w in ALPHA.findall(t.content.lower())}
-    others = {  # what the other users said, or were asked about (their questions are in the query log)
-        w
-        for _, turns, questions, _ in convs[1:]
-        for text in [t.content for t in turns] + [q.text for q in questions]
-        for w in ALPHA.findall(text.lower())
-    }
+    others = (
+        {  # what the other users said, or were asked about (their questions are in the query log)
+            w
+            for _, turns, questions, _ in convs[1:]
+            for text in [t.content for t in turns] + [q.text for q in questions]
+            for w in ALPHA.findall(text.lower())
+        }
+        | set(ALPHA.findall(written.lower()))
+    )
     # not the words the software itself writes (report keys, config and schema names: "notes", "window")
     system = {
         w
