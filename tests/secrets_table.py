@@ -97,4 +97,7 @@ MUST_KEEP: list[str] = [
     "price 12345678 cents",
     "id 2024-0515-001",
     "room 404-12-1",
+    # from real agent logs (bench/wild.py): JSON-LD quoting a URL, a parameter's type annotation
+    '{"url":"https://relaygpu.com","logo":{"@type":"ImageObject"}}',
+    "def login(self, credentials: UserCredentials) -> Session:",
 ]

@@ -99,7 +99,7 @@ _NOT_IN_ID_AFTER = r"(?![A-Za-z0-9_\-/]|\.\d)"
 _CODE = re.compile(
     r"^(?:\[|\{|\(|\$\{|(?:await|new|None|null|undefined|true|false|True|False|self|this|process|os|env)\b"
     r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$]*\(|[A-Z][A-Z0-9]*_[A-Z0-9_]+$"
-    r"|[a-z]+(?:[A-Z][a-z]+)+$|[\"']?\$\{?[A-Za-z_])"
+    r"|[a-z]+(?:[A-Z][a-z]+)+$|[A-Z][a-z]+(?:[A-Z][a-z]+)+\)|[\"']?\$\{?[A-Za-z_])"
 )
 # keys whose numbers are times (a 13-digit millisecond timestamp passes Luhn one time in ten)
 _TIME_KEY = re.compile(r"(?i)(?:^|_)(?:ts|time|timestamp|date)$|(?:At|Ms|_at|_ms)$|^(?:created|updated|started|ended)")
@@ -122,7 +122,7 @@ _KINDS: list[_Kind] = [
     ),
     _Kind(
         "URL_PASSWORD",
-        re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]+:{_NOT_DONE}([^\s/@?#]+)@"),
+        re.compile(rf"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#\"'<>{{}}]+:{_NOT_DONE}([^\s/@?#\"'<>{{}}]+)@"),
         1,
         needs=("://",),
         examples=("postgres://admin:UrlPa55word@db.internal:5432/app",),
