@@ -248,9 +248,8 @@ def snapshot_database(folder: Path) -> Iterator[Path]:
     caller's to pack back."""
     plain = folder / (TMP_PREFIX + DB_FILE)
     wal = wal_of(plain)
-    wal.unlink(missing_ok=True)
     try:
-        _unpack_whole(folder, plain)
+        _unpack_whole(folder, plain)  # removes a copy and WAL a killed call left
         yield plain
     finally:
         plain.unlink(missing_ok=True)
