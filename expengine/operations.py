@@ -226,7 +226,8 @@ class Operation:
     `--json` always printed it. `max_body`: None is the server's --max-body-mb (ingest carries content).
     `reach`: it reads paths on the server's machine, under --ingest-root only. `mcp`: the MCP tool's
     description (None: no generated tool). `cli`: the command line's options are made from `args`
-    (False: a hand-written command, for options of its own such as --plot or --yes)."""
+    (False: a hand-written command, for options of its own such as --plot or --yes). `reinforces`: a read
+    that raises the weight of what it shows by default, so an MCP client is not told it is read-only."""
 
     name: str
     args: type
@@ -238,6 +239,7 @@ class Operation:
     mcp: Optional[str] = None
     destructive: bool = False
     cli: bool = True
+    reinforces: bool = False
 
     @property
     def tool(self) -> str:
@@ -245,7 +247,7 @@ class Operation:
 
     @property
     def read_only(self) -> bool:
-        return self.mode == "read"
+        return self.mode == "read" and not self.reinforces
 
 
 def _ops(*declared: Operation) -> dict[str, Operation]:
@@ -263,6 +265,7 @@ OPERATIONS: dict[str, Operation] = _ops(
         "source record ids; use the ids with memory_show and memory_feedback); `relevant` is false when nothing is. "
         "touch=true (the default) reinforces and logs what is shown; give session and goal_id so the outcome you "
         "log later credits it.",
+        reinforces=True,
     ),
     Operation(
         "show",

@@ -78,6 +78,7 @@ def test_every_mcp_tool_says_whether_it_writes_and_destroys(mcp_tools: dict[str,
     }
     assert hints["memory_ingest"] == (False, False) and hints["memory_status"] == (True, False)
     assert hints["memory_forget"] == (False, True)
+    assert hints["memory_query"] == (False, False)  # touch=true, the default, reinforces what it shows
     assert all(None not in pair for pair in hints.values()), hints
 
 
