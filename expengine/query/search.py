@@ -73,7 +73,7 @@ from .lexical import lexical_evidence
 from .projects import project_units
 from .render import render_prompt
 from .repeats import fold_repeats, unit_length
-from .retrieve import Retrieved, embed_query, nearest, noted_best, retrieve
+from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
     # project the store has rules for (a short task title is far from every record, yet about that project)
     judged = floor > 0 and filters.search_memories and not projected
-    if judged and best < floor:
+    if judged and best < floor and noted_could_reach(store, vector, best, units):
         best = max(best, noted_best(store, vector, filters, units))
     # the words are read only where the cosine is low too: either signal alone silenced own questions
     words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)
