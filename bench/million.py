@@ -3,6 +3,7 @@
     python bench/million.py [--records 200000] [--chunks 10] [--encoder onnx-int8] [--workdir DIR]
                             [--out bench/results/million.json]
     python bench/million.py --query-store DIR/store-100000 [--queries 200]
+    python bench/million.py --ids-table 1000000
 
 
 The real ingest path (`Engine.ingest`, the int8 ONNX encoder a new store gets, every text distinct so
@@ -19,6 +20,10 @@ and without it (each query asked once untimed first, so both read its vector fro
 and in turns, each first every other query, so both see the same load), whether their answers agree,
 and the pieces: the query embedding, the memories' vector search (50 candidates, refined, with and
 without their texts), the full-text searches, the sleeping turns' search and the bound.
+
+`--ids-table N` times a read of 5 records by id in a DuckDB table of N synthetic records (ids as
+bench/query.py's copies spell them, a 160-character text) written as `IN (SELECT unnest(?))` and as
+`db.in_ids` writes it (the ids as parameters): what a query's reads by id cost as the store grows.
 
 Issue #38 asks for 1M records at >= 1,000 records/s on 2 cores; a 1M run takes ~20 minutes of both
 cores at best, so a shorter `--records` measures the trend and the note extrapolates from it.
@@ -166,6 +171,47 @@ def measure_query(store: Path, count: int) -> dict[str, Any]:
     }
 
 
+def measure_ids(rows: int, folder: Path) -> dict[str, Any]:
+    """p50/p95 of reading 5 records by id, 40 times, each way (see the docstring)."""
+    import duckdb
+
+    from expengine.store.db import in_ids
+
+    con = duckdb.connect(str(folder / "ids.duckdb"))
+    con.execute("CREATE TABLE records (id VARCHAR PRIMARY KEY, text VARCHAR NOT NULL)")
+    con.execute(
+        "INSERT INTO records SELECT 'sb-' || lpad((i % 3890)::VARCHAR, 6, '0') || '~r' || (i // 3890)::VARCHAR, "
+        "'some text of record ' || i::VARCHAR || repeat(' filler', 20) FROM range(?) t(i)",
+        [rows],
+    )
+    con.execute("CHECKPOINT")
+    ids = [i for (i,) in con.execute("SELECT id FROM records USING SAMPLE 200 ROWS").fetchall()]
+
+    def timed(read: Any) -> dict[str, float]:
+        out = []
+        for start in range(0, len(ids), 5):
+            started = time.perf_counter()
+            read(ids[start : start + 5])
+            out.append((time.perf_counter() - started) * 1000)
+        return _ms(out)
+
+    def spelled(some: list[str]) -> None:
+        where, params = in_ids("id", some)
+        con.execute(f"SELECT id, text FROM records WHERE {where}", params).fetchall()
+
+    joined = timed(
+        lambda some: con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [some]).fetchall()
+    )
+    out = {
+        "rows": rows,
+        "unnest_ms": joined,
+        "in_ids_ms": timed(spelled),
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+    con.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
@@ -175,7 +221,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "million.json")
     parser.add_argument("--query-store", type=Path, help="time the query path on this bench/query.py store instead")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ids-table", type=int, help="time reads by id in a DuckDB table of this many rows instead")
     args = parser.parse_args(argv)
+    if args.ids_table:
+        with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
+            ids = {"machine": machine(), "argv": sys.argv[1:], **measure_ids(args.ids_table, Path(tmp))}
+        write_json(args.out, ids)
+        print(ids)
+        return
     if args.query_store:
         timed = {"machine": machine(), "argv": sys.argv[1:], **measure_query(args.query_store, args.queries)}
         write_json(args.out, timed)

@@ -63,6 +63,7 @@ from ..errors import InputError
 from ..models.mixed import encoder_of
 from ..operations import QueryArgs
 from ..store import query_log
+from ..store.db import in_ids
 from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use
@@ -98,17 +99,18 @@ def record_shown(store: "Store", result: QueryResult) -> None:
     unit_ids, memory_ids = shown_ids(result.hits)
     with store.transaction():
         if memory_ids:
+            shown, ids = in_ids("id", memory_ids)  # a filter on the scan, not a join over every record
             woken = [
                 i
                 for (i,) in store.con.execute(
-                    "SELECT id FROM records WHERE id IN (SELECT unnest(?)) AND state = 'dormant'", [memory_ids]
+                    f"SELECT id FROM records WHERE {shown} AND state = 'dormant'", ids
                 ).fetchall()
             ]
             set_state(store, woken, "active", reason="shown by a query", now=now)
             store.con.execute(
                 "UPDATE records SET weight = GREATEST(weight, ?) + ?, access_count = access_count + 1, "
-                "last_access = ? WHERE id IN (SELECT unnest(?)) AND state <> 'archived'",
-                [cfg.theta_dormant, cfg.delta_access, now, memory_ids],
+                f"last_access = ? WHERE {shown} AND state <> 'archived'",
+                [cfg.theta_dormant, cfg.delta_access, now, *ids],
             )
         record_use(store, unit_ids, delta=cfg.delta_access, now=now)
         query_log.record(
