@@ -1,10 +1,10 @@
-"""Ingest at scale on one box: the rate at the start against the rate at the end, and the memory it holds.
+"""One box on the way to 1M records: ingest into one growing store (the rate at the start against the end,
+and the memory it holds), the query path's pieces, and reads by id.
 
     python bench/million.py [--records 200000] [--chunks 10] [--encoder onnx-int8] [--workdir DIR]
                             [--out bench/results/million.json]
-    python bench/million.py --query-store DIR/store-100000 [--queries 200]
-    python bench/million.py --ids-table 1000000
-
+    python bench/million.py --query-store DIR/store-100000 [--queries 200]   # million-query.json
+    python bench/million.py --ids-table 1000000                              # million-ids.json
 
 The real ingest path (`Engine.ingest`, the int8 ONNX encoder a new store gets, every text distinct so
 every one is embedded) into ONE store, `--chunks` files of bench/fleet.py's short synthetic records
@@ -218,11 +218,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--encoder", default="onnx-int8")
     parser.add_argument("--workdir", type=Path, help="keep the store here (default: a temp folder)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "million.json")
+    parser.add_argument(
+        "--out", type=Path, help="default bench/results/million.json, million-query.json or million-ids.json"
+    )
     parser.add_argument("--query-store", type=Path, help="time the query path on this bench/query.py store instead")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ids-table", type=int, help="time reads by id in a DuckDB table of this many rows instead")
     args = parser.parse_args(argv)
+    mode = "-ids" if args.ids_table else "-query" if args.query_store else ""
+    args.out = args.out or RESULTS / f"million{mode}.json"
     if args.ids_table:
         with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
             ids = {"machine": machine(), "argv": sys.argv[1:], **measure_ids(args.ids_table, Path(tmp))}
