@@ -212,6 +212,44 @@ def _noted(units: Rows) -> frozenset[str]:
     )
 
 
+# what the bound (`noted_could_reach`) leaves for the stored numbers and the search's own arithmetic
+NOTED_MARGIN = 0.01
+
+
+def _noted_vectors(store: "Store", units: Rows) -> np.ndarray:
+    """The stored vectors of the turns live notes stand for, unit length, one row each (any state: a
+    superset of what `noted_best` searches), read once per version of the unit memo."""
+
+    noted = units.derived("noted turns", _noted)  # not inside `read`: `derived` holds the memo's lock
+
+    def read(_: Rows) -> np.ndarray:
+        found = store.index.vectors(MEMORIES, sorted(noted))
+        if not found:
+            return np.zeros((0, 0), dtype=np.float32)
+        matrix = np.stack(list(found.values()))
+        return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+    return units.derived("noted vectors", read)
+
+
+def noted_could_reach(store: "Store", vector: np.ndarray, best: float, units: Rows | None) -> bool:
+    """Whether `noted_best` could raise `best`: False when no noted turn at all (whatever its state or
+    filters) comes within `NOTED_MARGIN` of it, so the search of the sleeping turns (an ANN search as
+    costly as the query's own, at 100k memories) is skipped and the answer is the same. The bound is
+    the exact cosine to every noted turn's stored vector, in memory; the search's cosines are at most
+    that. Only with the unit memo (`units`) and a best at or above 0 (below, `noted_best`'s 0.0 for
+    "none found" counts)."""
+    if units is None or best < 0:
+        return True
+    vectors = _noted_vectors(store, units)
+    if not len(vectors):
+        return False
+    query = np.asarray(vector, dtype=np.float32)
+    query = query / max(float(np.linalg.norm(query)), 1e-12)
+    # einsum, not `@`: a matrix-vector product on BLAS threads spins on busy cores (held_vectors.py)
+    return float(np.einsum("ij,j->i", vectors, query).max()) >= best - NOTED_MARGIN
+
+
 def noted_best(store: "Store", vector: np.ndarray, filters: Filters, units: Rows | None = None) -> float:
     """The best cosine similarity of a sleeping turn that a live note stands for (0 when none). A note
     rewrites its turn ("我喜欢爵士乐" → "用户喜欢爵士乐"), so a question worded like the turn can sit below

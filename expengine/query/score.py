@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..clock import utcnow
-from ..store.db import json_ids
+from ..store.db import in_ids, json_ids
 from ..store.index import UNITS
 from ..store.row_memo import Rows
 from ..store.users import visible, visible_unit
@@ -69,7 +69,8 @@ def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, d
     wanted = {i for ids in sources.values() for i in ids}
     if not wanted:
         return {}
-    ts = dict(store.con.execute("SELECT id, ts FROM records WHERE id IN (SELECT unnest(?))", [list(wanted)]).fetchall())
+    where, params = in_ids("id", list(wanted))
+    ts = dict(store.con.execute(f"SELECT id, ts FROM records WHERE {where}", params).fetchall())
     return {uid: _newest(ts, ids) for uid, ids in sources.items()}
 
 
@@ -77,7 +78,8 @@ def record_texts(store: "Store", ids: list[str]) -> dict[str, str]:
     """id → text from DuckDB, for the few records whose text did not come with a LanceDB read."""
     if not ids:
         return {}
-    return dict(store.con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall())
+    where, params = in_ids("id", ids)
+    return dict(store.con.execute(f"SELECT id, text FROM records WHERE {where}", params).fetchall())
 
 
 def rank(

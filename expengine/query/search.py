@@ -63,6 +63,7 @@ from ..errors import InputError
 from ..models.mixed import encoder_of
 from ..operations import QueryArgs
 from ..store import query_log
+from ..store.db import in_ids
 from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use
@@ -73,7 +74,7 @@ from .lexical import lexical_evidence
 from .projects import project_units
 from .render import render_prompt
 from .repeats import fold_repeats, unit_length
-from .retrieve import Retrieved, embed_query, nearest, noted_best, retrieve
+from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
 from .score import rank, top_with_unit_slot
 
 if TYPE_CHECKING:
@@ -98,17 +99,18 @@ def record_shown(store: "Store", result: QueryResult) -> None:
     unit_ids, memory_ids = shown_ids(result.hits)
     with store.transaction():
         if memory_ids:
+            shown, ids = in_ids("id", memory_ids)  # a filter on the scan, not a join over every record
             woken = [
                 i
                 for (i,) in store.con.execute(
-                    "SELECT id FROM records WHERE id IN (SELECT unnest(?)) AND state = 'dormant'", [memory_ids]
+                    f"SELECT id FROM records WHERE {shown} AND state = 'dormant'", ids
                 ).fetchall()
             ]
             set_state(store, woken, "active", reason="shown by a query", now=now)
             store.con.execute(
                 "UPDATE records SET weight = GREATEST(weight, ?) + ?, access_count = access_count + 1, "
-                "last_access = ? WHERE id IN (SELECT unnest(?)) AND state <> 'archived'",
-                [cfg.theta_dormant, cfg.delta_access, now, memory_ids],
+                f"last_access = ? WHERE {shown} AND state <> 'archived'",
+                [cfg.theta_dormant, cfg.delta_access, now, *ids],
             )
         record_use(store, unit_ids, delta=cfg.delta_access, now=now)
         query_log.record(
@@ -184,7 +186,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
     # project the store has rules for (a short task title is far from every record, yet about that project)
     judged = floor > 0 and filters.search_memories and not projected
-    if judged and best < floor:
+    if judged and best < floor and noted_could_reach(store, vector, best, units):
         best = max(best, noted_best(store, vector, filters, units))
     # the words are read only where the cosine is low too: either signal alone silenced own questions
     words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)

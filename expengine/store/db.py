@@ -11,7 +11,7 @@ import struct
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
@@ -43,6 +43,21 @@ BLOCK_SIZE = 16384
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
 log = logging.getLogger("expengine.store")
+
+
+# `in_ids` spells a list up to this long out as parameters; a longer one goes through unnest
+IN_LIST_MAX = 1000
+
+
+def in_ids(column: str, ids: list[str]) -> tuple[str, list[Any]]:
+    """`column IN (...)` for a few ids, and its parameters: DuckDB looks a list of parameters up, while
+    `IN (SELECT unnest(?))` is a hash join over the whole table (5 ids of 1M records: p50 1.2 ms
+    against 21, `bench/million.py --ids-table`). The same rows either way; FALSE for none."""
+    if not ids:
+        return "FALSE", []
+    if len(ids) > IN_LIST_MAX:
+        return f"{column} IN (SELECT unnest(?))", [ids]
+    return f"{column} IN ({', '.join('?' * len(ids))})", list(ids)
 
 
 def json_ids(value: str | None) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from .db import DB_FILE, json_ids
+from .db import DB_FILE, in_ids, json_ids
 from .vocabulary import UNIT_EMBEDDED_TEXT
 
 # what `query.score.rank` reads of a record (its text comes from LanceDB)
@@ -146,7 +146,8 @@ class RowMemo:
         """The rows of `ids` from DuckDB, as `lookup` gives them."""
         if not ids:
             return []
-        return self.read_where(con, f"{self.columns[0]} IN (SELECT unnest(?))", [ids])
+        where, params = in_ids(self.columns[0], ids)
+        return self.read_where(con, where, params)
 
     def read_where(self, con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> list[Any]:
         """The rows matching the SQL condition `where`, from DuckDB, as `lookup` gives them."""
