@@ -62,6 +62,7 @@ MIXED = {
         "aider": "aider/OpenCoder/.aider.chat.history.md",
     },
 }
+AGENTS = ("claude-code", "codex", "gemini-cli", "aider", "openhands", "swe-agent")
 _WORKING_IN = "I'm currently working in the directory: "
 
 
@@ -80,7 +81,9 @@ def mixed_projects(data: Path, out: Path) -> list[Path]:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 lines = [json.loads(line) for line in text.splitlines() if line.strip()]
                 target.write_text("".join(json.dumps(_with_cwd(line, str(folder))) + "\n" for line in lines))
-            elif source.suffix == ".md":  # a `/chat share` export: its preamble names the working folder
+            elif (
+                agent == "gemini-cli" and source.suffix == ".md"
+            ):  # a `/chat share` export: its preamble names the working folder
                 target = out / "gemini" / project / source.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 old = text.split(_WORKING_IN, 1)[1].split("\n", 1)[0].strip()
@@ -107,18 +110,18 @@ def runners(engine: Any) -> dict[str, tuple[str, int, list[str], list[str]]]:
     files it was seen in, and those agents."""
     rows = engine.store.con.execute(
         "SELECT json_extract_string(meta, '$.repo'), tool_name, CASE WHEN json_valid(tool_args) THEN json_extract_string(tool_args, '$.command') END, "
-        "source_file, agent FROM records WHERE kind = 'tool_call' AND json_extract_string(meta, '$.repo') IS NOT NULL"
+        "source_file FROM records WHERE kind = 'tool_call' AND json_extract_string(meta, '$.repo') IS NOT NULL"
     ).fetchall()
     seen: dict[str, Counter[str]] = {}
     files: dict[tuple[str, str], set[str]] = {}
     agents: dict[tuple[str, str], set[str]] = {}
-    for repo, program, command, source, agent in rows:
+    for repo, program, command, source in rows:
         head = " ".join(str(command or "").split()[:3])  # `go test ./...`, not a commit message about tests
         if program in ("git", "echo", "cat", "grep") or not any(w in head for w in TEST_WORDS):
             continue
         seen.setdefault(repo, Counter())[program] += 1
         files.setdefault((repo, program), set()).add(Path(source or "").name)
-        agents.setdefault((repo, program), set()).add(str(agent))
+        agents.setdefault((repo, program), set()).add(agent_of(source))
     return {
         repo: (program, n, sorted(files[(repo, program)]), sorted(agents[(repo, program)]))
         for repo, counts in seen.items()
@@ -126,13 +129,22 @@ def runners(engine: Any) -> dict[str, tuple[str, int, list[str], list[str]]]:
     }
 
 
+def agent_of(source: str | None) -> str:
+    """The agent that wrote a file: its folder in the wild data, or its entry in MIXED."""
+    path = Path(source or "")
+    names = {Path(relative).name: agent for sessions in MIXED.values() for agent, relative in sessions.items()}
+    return next((part for part in path.parts if part in AGENTS), None) or names.get(path.name, "?")
+
+
 def project_agents(engine: Any) -> dict[str, list[str]]:
     """Per project: the agents whose records name it."""
     rows = engine.store.con.execute(
-        "SELECT json_extract_string(meta, '$.repo') AS repo, list(DISTINCT agent ORDER BY agent) FROM records "
-        "WHERE repo IS NOT NULL GROUP BY repo"
+        "SELECT DISTINCT json_extract_string(meta, '$.repo') AS repo, source_file FROM records WHERE repo IS NOT NULL"
     ).fetchall()
-    return {repo: list(names) for repo, names in rows}
+    found: dict[str, set[str]] = {}
+    for repo, source in rows:
+        found.setdefault(repo, set()).add(agent_of(source))
+    return {repo: sorted(agents) for repo, agents in found.items()}
 
 
 def check(engine: Any) -> dict[str, Any]:
