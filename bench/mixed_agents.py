@@ -48,19 +48,22 @@ def wild_files(data: Path) -> list[Path]:
     )
 
 
-# two made-up projects, each given real sessions of three agents: (folder in the wild data, the path its
-# reader takes the project from) per agent. `alpha`'s tests ran in Claude Code, `beta`'s in Gemini CLI.
+# two made-up projects, each given real sessions of three agents: (agent, file in the wild data). A
+# project's test rule needs its command in two runs: `alpha`'s tests ran in two Claude Code sessions,
+# `beta`'s in two Gemini CLI ones; the other agents' sessions there ran none.
 MIXED = {
-    "alpha": {
-        "claude-code": "claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
-        "gemini-cli": "gemini-cli/codemie/session-2025-12-01T21-45-5b959dae.json",
-        "aider": "aider/Monochromatic/.aider.chat.history.md",
-    },
-    "beta": {
-        "claude-code": "claude-code/codemie/session-196820da.jsonl",
-        "gemini-cli": "gemini-cli/go-ai-agent-v2/agent-chat-share.md",
-        "aider": "aider/OpenCoder/.aider.chat.history.md",
-    },
+    "alpha": [
+        ("claude-code", "claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"),
+        ("claude-code", "claude-code/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+        ("gemini-cli", "gemini-cli/codemie/session-2025-12-01T21-45-5b959dae.json"),
+        ("aider", "aider/Monochromatic/.aider.chat.history.md"),
+    ],
+    "beta": [
+        ("claude-code", "claude-code/codemie/session-196820da.jsonl"),
+        ("gemini-cli", "gemini-cli/go-ai-agent-v2/agent-chat-share.md"),
+        ("gemini-cli", "gemini-cli/go-ai-agent-v2/current.md"),
+        ("aider", "aider/OpenCoder/.aider.chat.history.md"),
+    ],
 }
 AGENTS = ("claude-code", "codex", "gemini-cli", "aider", "openhands", "swe-agent")
 _WORKING_IN = "I'm currently working in the directory: "
@@ -73,7 +76,7 @@ def mixed_projects(data: Path, out: Path) -> list[Path]:
     for project, sessions in MIXED.items():
         folder = out / "work" / project
         (folder / ".git").mkdir(parents=True, exist_ok=True)
-        for agent, relative in sessions.items():
+        for agent, relative in sessions:
             source = data / relative
             text = source.read_text(encoding="utf-8")
             if agent == "claude-code":
@@ -132,7 +135,7 @@ def runners(engine: Any) -> dict[str, tuple[str, int, list[str], list[str]]]:
 def agent_of(source: str | None) -> str:
     """The agent that wrote a file: its folder in the wild data, or its entry in MIXED."""
     path = Path(source or "")
-    names = {Path(relative).name: agent for sessions in MIXED.values() for agent, relative in sessions.items()}
+    names = {Path(relative).name: agent for sessions in MIXED.values() for agent, relative in sessions}
     return next((part for part in path.parts if part in AGENTS), None) or names.get(path.name, "?")
 
 
@@ -165,6 +168,7 @@ def check(engine: Any) -> dict[str, Any]:
             "runner_agents": agents,
             "project_agents": mixed.get(repo, []),
             "first": first[:200],
+            "answer": [line[:200] for line in answer[:4]],
             "names_runner": program in first,
             "names_other": sorted(p for p in others - {program} if p and f" {p} " in f" {first} "),
             "build": build,
