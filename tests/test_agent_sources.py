@@ -161,7 +161,8 @@ def test_a_run_with_nothing_new_to_store_loads_neither_lance_nor_the_encoder(hom
     path = session_file(home, [claude_line(n) for n in range(4)])
     store = tmp_path / "store"
     first, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
-    assert first["ingest"]["stored"] > 0 and {"lancedb", "onnxruntime"} <= set(loaded)
+    # the records go into DuckDB only: LanceDB's half waits for the next open that heals (below, `stats`)
+    assert first["ingest"]["stored"] > 0 and "onnxruntime" in loaded and not {"lance", "lancedb"} & set(loaded)
     again, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
     assert again["by_reason"] == {"unchanged": 1} and again["bytes_read"] == 0 and loaded == [], loaded
 
@@ -174,7 +175,26 @@ def test_a_run_with_nothing_new_to_store_loads_neither_lance_nor_the_encoder(hom
 
     with path.open("a") as f:
         f.write(claude_line(4)[20:] + "\n")
-    grown, _ = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    grown, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
     assert grown["bytes_read"] == len(claude_line(4)) + 1 and grown["ingest"]["duplicates"] == 0
+    assert not {"lance", "lancedb"} & set(loaded), loaded  # the first run's pending rows are left pending too
     stats, _ = cli_modules(store, "stats")
-    assert stats["raw"] == first["ingest"]["stored"] + grown["ingest"]["stored"]
+    assert stats["raw"] == first["ingest"]["stored"] + grown["ingest"]["stored"] == stats["indexed_memories"]
+
+
+def test_an_ingest_that_leaves_lancedb_to_the_next_open_is_found_by_the_next_query(
+    home: Path, tmp_path: Path, make_engine
+):
+    """`ingest --from-agents` defers the LanceDB append: the next query heals it first, so both its
+    vector and its full-text search find what the ingest stored, and nothing is left pending."""
+    session_file(home, [claude_line(0, "the flaky checkout test needs TZ=UTC before pytest"), claude_line(1)])
+    store = tmp_path / "store"
+    first, loaded = cli_modules(store, "ingest", "--from-agents", "claude-code")
+    assert first["ingest"]["stored"] >= 2 and "lancedb" not in loaded
+    found, loaded = cli_modules(store, "query", "flaky checkout test timezone", "--no-touch")
+    assert "lancedb" in loaded  # this open appended the pending rows
+    assert any("TZ=UTC" in hit["text"] for hit in found["hits"]), found["hits"]
+    engine = make_engine(store=store)
+    assert engine.store.con.execute("SELECT count(*) FROM pending_index").fetchall()[0][0] == 0
+    assert engine.store.index.count("memories") == first["ingest"]["stored"]
+    assert "TZ=UTC" in engine.query("TZ=UTC", k=1, touch=False).hits[0].text

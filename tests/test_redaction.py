@@ -191,3 +191,14 @@ def test_chinese_secrets_never_stored(make_engine, write_jsonl):
     (content,) = engine.store.con.execute("SELECT content FROM records WHERE id = 'cn1'").fetchone()
     assert content == ("我的手机号是[REDACTED:CN_MOBILE]，身份证号[REDACTED:CN_ID]，密码是[REDACTED:PASSWORD]。")
     assert Redactor()("身份证号110105194912310021")[1] == 0  # a wrong check character is not an identity number
+
+
+def test_a_secret_found_by_its_cue_is_redacted_where_it_is_repeated_bare():
+    """A real session's log line: `Bearer X is not valid, it should be X` (bench/wild.py found the second X
+    stored); a later text repeating X is redacted too, and an unrelated long word is not."""
+    redactor = Redactor()
+    text, n = redactor("user_id=Bearer dev-codemie-user is not valid, it should be dev-codemie-user. 127.0.0.1")
+    assert text is not None and "dev-codemie-user" not in text and n == 2
+    later, n = redactor("retrying with dev-codemie-user; authentication configuration unchanged")
+    assert later == "retrying with [REDACTED:TOKEN]; authentication configuration unchanged" and n == 1
+    assert redactor.counts == {"TOKEN": 3}

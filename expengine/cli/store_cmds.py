@@ -88,7 +88,7 @@ def _from_agents(ctx: typer.Context, tools: list[str], roots: list[str], *, stri
 
     chosen = check_tools(tools)  # a usage mistake leaves no store folder behind
     with open_engine(ctx) as engine:
-        result = engine.ingest_agents(chosen, roots, strict=strict)
+        result = engine.ingest_agents(chosen, roots, strict=strict, defer_index=True)
     if as_json:
         emit_json(result)
         return

@@ -94,7 +94,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
 
     # --- opening the store per operation -------------------------------------------------------
     @contextmanager
-    def session(self) -> Iterator[Store]:
+    def session(self, *, heal: bool = True) -> Iterator[Store]:
         """The open store for the block: lock, open (healing an interrupted index write), close, unlock."""
         with self._guard, private_files(), store_errors(self.store_dir):
             if self._store is not None:
@@ -127,7 +127,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
                 self._encoder_written = settle_encoder(store, check=not self._reembedding)
                 self.embedder = store.embedder  # on `auto`, the encoder of the store's vectors from now on
                 if not store.read_only:
-                    _heal(store)
+                    _heal(store, pending=heal)
                 yield store
             finally:
                 if not self._held:
@@ -387,10 +387,10 @@ def _remember_encoder(store: Store) -> None:
         record_encoder(store)
 
 
-def _heal(store: Store) -> None:
+def _heal(store: Store, *, pending: bool = True) -> None:
     """Finish the LanceDB half of any write that a crash interrupted, a restore's rebuild of LanceDB, and
     the scrub of a killed `forget`."""
-    if not rebuild_if_pending(store):
+    if not rebuild_if_pending(store) and pending:  # not `pending`: an ingest that defers LanceDB's half too
         heal_pending(store)
     if (store.dir / SCRUB_PENDING).exists():
         from ..lifecycle.purge import finish_forget

@@ -13,13 +13,14 @@ if TYPE_CHECKING:
 class AgentLogs:
     if TYPE_CHECKING:
 
-        def session(self) -> ContextManager["Store"]: ...
+        def session(self, *, heal: bool = True) -> ContextManager["Store"]: ...
 
     def sources(self, tools: list[str] | None = None, roots: list[str] | None = None) -> list["SourceRow"]:
-        """Agent log locations on this machine, per tool and folder, with what is not yet ingested."""
+        """Agent log locations on this machine, per tool and folder, with what is not yet ingested (it reads
+        the cursors only, so it leaves an index append an ingest deferred to the next open that heals)."""
         from ..ingest.agents import list_sources
 
-        with self.session() as store:
+        with self.session(heal=False) as store:
             return list_sources(store, tools, roots)
 
     @staticmethod
@@ -31,10 +32,19 @@ class AgentLogs:
         return list_sources(None, tools, roots)
 
     def ingest_agents(
-        self, tools: list[str] | None = None, roots: list[str] | None = None, *, strict: bool = False
+        self,
+        tools: list[str] | None = None,
+        roots: list[str] | None = None,
+        *,
+        strict: bool = False,
+        defer_index: bool = False,
     ) -> "AgentsResult":
-        """Ingest what every agent's logs gained since the last run (all of them the first time)."""
+        """Ingest what every agent's logs gained since the last run (all of them the first time). With
+        `defer_index` (a one-shot process: the CLI's cron run), the records go into DuckDB only and the
+        next open of the store that heals (the nightly `compact`, or the first query) appends them to
+        LanceDB; this process then loads neither lance nor lancedb, so its peak memory is the encoder's
+        and DuckDB's. A process that keeps the store open (a server) must not defer: it would not heal."""
         from ..ingest.agents import ingest_agents
 
-        with self.session() as store:
-            return ingest_agents(store, tools, roots, strict=strict)
+        with self.session(heal=not defer_index) as store:
+            return ingest_agents(store, tools, roots, strict=strict, defer_index=defer_index)

@@ -97,9 +97,15 @@ def list_sources(store: "Store | None", tools: list[str] | None, roots: list[str
 
 
 def ingest_agents(
-    store: "Store", tools: list[str] | None, roots: list[str] | None, *, strict: bool = False
+    store: "Store",
+    tools: list[str] | None,
+    roots: list[str] | None,
+    *,
+    strict: bool = False,
+    defer_index: bool = False,
 ) -> AgentsResult:
-    """Read what each source gained since the last run, store it, then move the cursors on."""
+    """Read what each source gained since the last run, store it, then move the cursors on (`defer_index`:
+    as `ingest`'s)."""
     known = cursor_table.load(store)
     plans = _plans(find_sources(tools, roots), known)
     result = AgentsResult(sources=len(plans))
@@ -117,7 +123,7 @@ def ingest_agents(
         yield from read_plan(store, todo[name], now, moved, read_bytes)
 
     if todo:
-        result.ingest = ingest(store, list(todo), strict=strict, reader=reader)
+        result.ingest = ingest(store, list(todo), strict=strict, reader=reader, defer_index=defer_index)
     cursor_table.save(store, list(moved.values()), now=now)
     result.bytes_read = sum(read_bytes.values())
     return result

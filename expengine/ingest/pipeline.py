@@ -87,12 +87,15 @@ def ingest(
     on_progress: Callable[[int], None] | None = None,
     preread: dict[str, list[Item]] | None = None,
     reader: Callable[[str], Iterable[Item]] | None = None,
+    defer_index: bool = False,
 ) -> IngestResult:
     """Read `paths` as `fmt`, then `outcomes` (evaluation reports that grade those runs), and store it all.
     With `preread` (file -> its items, read and validated elsewhere: a fleet's routing stage), those
     items are stored instead of reading `paths`, through the same redaction, checks and writes. With
     `reader`, each of `paths` (files or folders, not expanded) is read by it instead of `read_items`.
-    `user_field`: the dotted path of each event's user, where the log keeps it elsewhere (`meta.customer`)."""
+    `user_field`: the dotted path of each event's user, where the log keeps it elsewhere (`meta.customer`).
+    `defer_index`: store in DuckDB only (the vectors cached there) and leave the LanceDB append, with its
+    full-text index, to the next open that heals: neither lance nor lancedb is loaded (a cron's ingest)."""
     import time
 
     started = time.perf_counter()
@@ -124,7 +127,7 @@ def ingest(
         if on_progress:
             on_progress(events)
 
-    writer = BatchWriter(store, written)
+    writer = BatchWriter(store, written, index=not defer_index)
 
     def flush() -> None:
         nonlocal batch_chars
@@ -177,7 +180,7 @@ def ingest(
         writer.drain()
     finally:
         writer.close()
-    if result.stored:
+    if result.stored and not defer_index:
         store.index.refresh_text_index(MEMORIES)
     result.redacted_by_kind = dict(redactor.counts)
     total = sum(words.values(), Counter())

@@ -284,12 +284,20 @@ _KINDS: list[_Kind] = [
 ]
 
 
+# personal data is not remembered: a card or phone number is matched by its shape wherever it is repeated
+_PERSONAL = frozenset({"CARD", "CN_MOBILE", "PHONE", "EMAIL", "IBAN", "CN_ID", "SSN"})
+SEEN_MIN, SEEN_MAX = 12, 1000  # a remembered secret's shortest length; how many one Redactor remembers
+
+
 @dataclass
 class Redactor:
-    """Replaces each secret with `[REDACTED:KIND]` and counts what it replaced."""
+    """Replaces each secret with `[REDACTED:KIND]` and counts what it replaced. A key or token found
+    once by its cue (`Bearer X`, `api_key=X`) is also replaced where the same text, or a later one,
+    repeats it bare ("…, it should be X"): `seen`, up to SEEN_MAX values."""
 
     enabled: bool = True
     counts: dict[str, int] = field(default_factory=dict)
+    seen: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __call__(self, text: str | None) -> tuple[str | None, int]:
         if not self.enabled or not text:
@@ -308,10 +316,17 @@ class Redactor:
                         return match.group(0)
                 replaced += 1
                 self.counts[kind.label] = self.counts.get(kind.label, 0) + 1
+                if kind.label not in _PERSONAL and len(found) >= SEEN_MIN and len(self.seen) < SEEN_MAX:
+                    self.seen[found] = kind.label
                 whole, start = match.group(0), match.start(kind.group) - match.start()
                 return whole[:start] + f"[REDACTED:{kind.label}]" + whole[start + len(found) :]
 
             text = kind.pattern.sub(sub, text)
+        for found, label in self.seen.items():
+            if found in text:
+                replaced += text.count(found)
+                self.counts[label] = self.counts.get(label, 0) + text.count(found)
+                text = text.replace(found, f"[REDACTED:{label}]")
         return text, replaced
 
     def value(self, value: Any) -> tuple[Any, int]:

@@ -32,8 +32,8 @@ class BatchWriter:
     runs after each batch is written: how many events it held, how many rows it stored, and what the
     embedding cache did (progress, the counts, the kill tests' pause)."""
 
-    def __init__(self, store: "Store", after_write: Callable[[int, int, EmbedCounts], None]):
-        self.store, self.after_write = store, after_write
+    def __init__(self, store: "Store", after_write: Callable[[int, int, EmbedCounts], None], *, index: bool = True):
+        self.store, self.after_write, self.index = store, after_write, index
         self._pool: ThreadPoolExecutor | None = None
         self._cache: EmbeddingCache | None = None
         self._pending: tuple[list[dict], int, Future] | None = None
@@ -65,7 +65,7 @@ class BatchWriter:
         if pending is not None:
             rows, events, future = pending
             vectors, counts = future.result()
-            write_batch(self.store, rows, vectors)
+            write_batch(self.store, rows, vectors, index=self.index)
             self.after_write(events, len(rows), counts)
 
     def close(self) -> None:
@@ -79,9 +79,10 @@ class BatchWriter:
         self._pending = None
 
 
-def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray) -> None:
+def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray, *, index: bool = True) -> None:
     """One batch into DuckDB (records, goals, feedback; `pending_index` marks them until LanceDB has
-    them; the encoder's record, with the first batch), then into LanceDB."""
+    them; the encoder's record, with the first batch), then into LanceDB. Without `index`, LanceDB's
+    half is left to the next open that heals (`heal_pending`, from the vectors the cache keeps)."""
     con = store.con
     with store.transaction():
         table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
@@ -104,6 +105,8 @@ def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray) -> None:
                 source=r["id"],
                 missing_ok=True,
             )
+    if not index:
+        return
     store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
     con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
 
