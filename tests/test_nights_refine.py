@@ -1,0 +1,113 @@
+"""Refinement's whole-store passes read only the runs that changed (lifecycle/refine/runs_read.py).
+
+The intents pass (every goal's run) and the environment pass (every coding session's commands) keep
+what they distilled from each run between cycles; a night re-reads the records of the runs it touched.
+Same result as a whole read: the runs and commands are equal, and a store whose kept runs are dropped
+before every cycle (so it reads everything) ends with the same units."""
+
+from __future__ import annotations
+
+import json
+
+from test_error_fixes import SETTINGS, _trajectory
+from test_nights import NIGHT, START, thirds
+
+from expengine.lifecycle.refine.runs_read import ReadCount, intent_runs, project_commands
+
+LOGS = ("coding_assistant.jsonl", "support_bot.jsonl")
+
+
+def swe_night(tmp_path, night: int) -> tuple[str, str]:
+    """The night's coding runs: two django and two sympy tasks, each a failing script fixed the same way."""
+    runs = tmp_path / f"swe{night}"
+    resolved = []
+    for n in range(2):
+        for repo, program in (
+            ("django__django", "cat <<'EOF' > repro.py"),
+            ("sympy__sympy", "grep -rn Settings sympy"),
+        ):
+            instance = f"{repo}-{1000 + 10 * night + n}"
+            steps = [
+                ("cd /testbed && python reproduce.py", 1, SETTINGS.format(n=n, line=n + 4, setting=f"SETTING_{n}")),
+                (program, 0, "done"),
+                ("python reproduce.py", 0, "ok"),
+            ]
+            (runs / instance).mkdir(parents=True)
+            task = f"Task {night}.{n}: the validator rejects names with trailing spaces"
+            (runs / instance / f"{instance}.traj.json").write_text(json.dumps(_trajectory(instance, task, steps)))
+            if n or night % 2:
+                resolved.append(instance)
+    report = tmp_path / f"swe{night}.json"
+    report.write_text(json.dumps({"resolved_ids": resolved, "unresolved_ids": []}))
+    return str(runs), str(report)
+
+
+def ingest_night(engine, tmp_path, paths: list[str], night: int) -> None:
+    engine.ingest(paths)
+    runs, report = swe_night(tmp_path, night)
+    engine.ingest([runs], fmt="swe-agent", outcomes=[report])
+
+
+def live_units(engine) -> list[tuple]:
+    return sorted(
+        engine.store.con.execute(
+            "SELECT kind, cluster_key, coalesce(condition, ''), coalesce(action, ''), coalesce(statement, ''), status, "
+            "source_ids FROM units"
+        ).fetchall()
+    )
+
+
+def read_both(store) -> tuple:
+    status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
+    kept, whole = ReadCount(), ReadCount()
+    runs = intent_runs(store, status, kept, full=False, dry_run=True)
+    runs_whole = intent_runs(store, status, whole, full=True, dry_run=True)
+    commands = project_commands(store, kept, full=False, dry_run=True)
+    commands_whole = project_commands(store, whole, full=True, dry_run=True)
+    return (runs, commands, kept), (runs_whole, commands_whole, whole)
+
+
+def test_kept_runs_equal_a_whole_read_and_reading_follows_the_night(make_engine, tmp_path):
+    nights = thirds(tmp_path, LOGS)
+    engine = make_engine(overrides={"llm.mode": "template"})
+    for n, paths in enumerate(nights, start=1):
+        ingest_night(engine, tmp_path, paths, n)
+        (runs, commands, kept), (runs_whole, commands_whole, whole) = read_both(engine.store)
+        assert runs == runs_whole and commands == commands_whole
+        assert runs and commands
+        report = engine.compact(now=START + NIGHT * n)
+        refine = report.steps["refine"]
+        if n == 1:
+            assert refine["run_records_read"] == whole.records
+            continue
+        # only the runs the night touched (a new record, an outcome, a message swept into chatter) are read
+        assert 0 < refine["run_records_read"] < whole.records, (refine["run_records_read"], whole.records)
+        assert 0 < kept.records < whole.records and kept.runs < whole.runs
+    (runs, commands, kept), (runs_whole, commands_whole, whole) = read_both(engine.store)
+    assert runs == runs_whole and commands == commands_whole
+    assert kept.records == 0, "nothing changed since the cycle: nothing is read again"
+
+
+def test_kept_runs_give_the_units_a_whole_read_gives(make_engine, tmp_path):
+    nights = thirds(tmp_path, LOGS)
+    kept = make_engine(tmp_path / "kept", overrides={"llm.mode": "template"})
+    whole = make_engine(tmp_path / "whole", overrides={"llm.mode": "template"})
+    for n, paths in enumerate(nights, start=1):
+        for engine, folder in ((kept, tmp_path / "k"), (whole, tmp_path / "w")):
+            ingest_night(engine, folder, paths, n)
+        whole.store.con.execute("DELETE FROM derived_runs")  # as if never kept: every run is read
+        kept.compact(now=START + NIGHT * n)
+        whole.compact(now=START + NIGHT * n)
+    assert live_units(kept) == live_units(whole)
+
+
+def test_forget_drops_the_kept_runs(make_engine, tmp_path):
+    nights = thirds(tmp_path, ("support_bot.jsonl",))
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest(nights[0])
+    engine.compact(now=START + NIGHT)
+    con = engine.store.con
+    assert con.execute("SELECT count(*) FROM derived_runs").fetchall()[0][0] > 0
+    (session,) = con.execute("SELECT session FROM records WHERE goal_id IS NOT NULL ORDER BY id LIMIT 1").fetchall()[0]
+    engine.forget(sessions=[session])
+    assert engine.store.con.execute("SELECT count(*) FROM derived_runs").fetchall()[0][0] == 0
