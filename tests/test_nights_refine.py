@@ -111,3 +111,32 @@ def test_forget_drops_the_kept_runs(make_engine, tmp_path):
     (session,) = con.execute("SELECT session FROM records WHERE goal_id IS NOT NULL ORDER BY id LIMIT 1").fetchall()[0]
     engine.forget(sessions=[session])
     assert engine.store.con.execute("SELECT count(*) FROM derived_runs").fetchall()[0][0] == 0
+
+
+def whole_hot_text(con) -> tuple[int, int]:
+    from expengine.textutil import approx_tokens
+
+    rows = con.execute("SELECT state, text FROM records").fetchall()
+    return sum(approx_tokens(t) for s, t in rows if s == "active"), sum(approx_tokens(t) for _, t in rows)
+
+
+def test_the_hot_text_figures_sum_kept_token_counts_and_count_only_new_records(make_engine, tmp_path):
+    from expengine.store.stats import hot_text
+
+    nights = thirds(tmp_path, ("support_bot.jsonl",))
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest(nights[0])
+    report = engine.compact(now=START + NIGHT)
+    kept = engine.store.con.execute("SELECT count(*) FROM record_tokens").fetchall()[0][0]
+    assert kept == report.after.raw
+    assert (report.after.active_tokens, report.after.raw_tokens) == whole_hot_text(engine.store.con)
+    engine.ingest(nights[1])  # counted, not kept, until the next cycle's last count
+    figures = hot_text(engine.store)
+    assert (figures["active_tokens"], figures["raw_tokens"]) == whole_hot_text(engine.store.con)
+    assert engine.store.con.execute("SELECT count(*) FROM record_tokens").fetchall()[0][0] == kept
+    (session,) = engine.store.con.execute("SELECT session FROM records WHERE session IS NOT NULL LIMIT 1").fetchall()[0]
+    engine.forget(sessions=[session])
+    assert (
+        engine.store.con.execute("SELECT count(*) FROM record_tokens r ANTI JOIN records USING (id)").fetchall()[0][0]
+        == 0
+    )

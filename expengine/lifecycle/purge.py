@@ -238,7 +238,7 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
         con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM forget_ids)")
-        forget_derived(con)  # runs distilled from the forgotten records: rebuilt by the next cycle
+        forget_derived(con)  # what was distilled from the forgotten records: rebuilt by the next cycle
         con.execute("UPDATE records SET merged_into = NULL WHERE merged_into IN (SELECT id FROM forget_ids)")
     secret_words = _words(w for row in forgotten for w in row[:6])
     hashes = {text_hash(row[0]) for row in forgotten}

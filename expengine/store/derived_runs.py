@@ -50,7 +50,10 @@ def store_runs(store: "Store", pass_: str, fresh: dict[str, tuple[str, str]], cu
 
 
 def forget_derived(con: Any) -> None:
-    """Drop every pass's distillations (a forgotten run's words must not stay in them); a snapshot taken
-    before m019 has none."""
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'derived_runs'").fetchall()[0][0]:
+    """Drop every pass's distillations (a forgotten run's words must not stay in them) and the token counts
+    of the records in the `forget_ids` view; a snapshot taken before m019 has neither table."""
+    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "derived_runs" in tables:
         con.execute("DELETE FROM derived_runs")
+    if "record_tokens" in tables:
+        con.execute("DELETE FROM record_tokens WHERE id IN (SELECT id FROM forget_ids)")

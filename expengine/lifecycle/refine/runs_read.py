@@ -76,7 +76,7 @@ def project_commands(
         if key in by_session or key in stale:
             records = by_session.get(key, [])
             when = {r["id"]: r["ts"].isoformat() for r in records}
-            payload = [
+            payload: list[Any] = [
                 [agent, repo, [[when[c.call_id], *asdict(c).values()] for c in calls]]
                 for (agent, repo), calls in project_calls(records).items()
             ]
