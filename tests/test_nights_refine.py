@@ -140,3 +140,66 @@ def test_the_hot_text_figures_sum_kept_token_counts_and_count_only_new_records(m
         engine.store.con.execute("SELECT count(*) FROM record_tokens r ANTI JOIN records USING (id)").fetchall()[0][0]
         == 0
     )
+
+
+def whole_people(store, agents: set[str]) -> tuple[dict, dict]:
+    """The speakers and names as a whole read of the agents' messages gives them (notes before keeping)."""
+    import re
+    from collections import defaultdict
+
+    from expengine.lifecycle.notes.people import _nickname
+    from expengine.lifecycle.notes.statements import split_speaker
+
+    rows = store.con.execute(
+        "SELECT coalesce(session, agent), agent || coalesce(chr(31) || user, ''), content FROM records "
+        "WHERE kind = 'message' AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
+        [sorted(agents)],
+    ).fetchall()
+    uses: dict = defaultdict(dict)
+    in_session: dict = defaultdict(list)
+    for session, agent, content in rows:
+        label = split_speaker(content or "")[0]
+        if label:
+            uses[agent][label] = uses[agent].get(label, 0) + 1
+            if label not in in_session[session]:
+                in_session[session].append(label)
+    agent_of = {session: agent for session, agent, _ in rows}
+    dialogue = {agent for agent, counted in uses.items() if sum(counted.values()) >= 2}
+    speakers = {s: labels for s, labels in in_session.items() if agent_of[s] in dialogue}
+    names: dict = defaultdict(set)
+    for agent in dialogue:
+        for label in uses[agent]:
+            for word in label.lower().split():
+                names[agent].update({word, word[:3]} if len(word) > 3 else {word})
+    capital = re.compile(r"\b[A-Z][a-z]{2,}\b")
+    said = {
+        (agent, w.lower()) for _, agent, content in rows if agent in dialogue for w in capital.findall(content or "")
+    }
+    for agent, word in said:
+        if any(_nickname(word, name) for name in names[agent]):
+            names[agent].add(word)
+    return speakers, dict(names)
+
+
+def test_the_speakers_kept_per_session_equal_a_whole_read(make_engine, tmp_path, write_jsonl):
+    from test_notes import TURNS
+
+    from expengine.lifecycle.notes.people import people
+
+    later = [  # night 3: more of session s1, a user's own session of the agent, another agent's dialogue
+        {**TURNS[0], "id": "conv-26:D1:30", "ts": "2023-05-27T10:00:00", "content": "Melanie: Caro, see you soon!"},
+        {**TURNS[1], "id": "conv-26:D3:1", "ts": "2023-05-27T10:00:01", "session": "s3", "user": "u1"},
+        {**TURNS[2], "id": "conv-26:D3:2", "ts": "2023-05-27T10:00:02", "session": "s3", "user": "u1"},
+        {**TURNS[3], "id": "conv-27:D1:1", "agent": "conv-27", "ts": "2023-05-27T10:00:03"},
+    ]
+    nights = [[t for t in TURNS if t["session"] == "s1"], [t for t in TURNS if t["session"] == "s2"], later]
+    engine = make_engine(overrides={"llm.mode": "template"})
+    for n, turns in enumerate(nights):
+        engine.ingest([str(write_jsonl(f"night{n}.jsonl", turns))])
+        agents = {a for (a,) in engine.store.con.execute("SELECT DISTINCT agent FROM records").fetchall()}
+        expected = whole_people(engine.store, agents)
+        assert people(engine.store, agents, keep=False) == expected
+        assert people(engine.store, agents, keep=True, full=True) == expected  # what a cycle keeps
+        assert people(engine.store, {"conv-26"}, keep=True) == whole_people(engine.store, {"conv-26"})
+    speakers, names = expected
+    assert speakers["s2"] == ["Melanie", "Caroline"] and "caro" in names["conv-26"], (speakers, names)

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
     from .store import Store
 
 
-def fingerprints(store: "Store", key_sql: str, where: str) -> dict[str, str]:
-    """Group key (`key_sql`, over the records matching `where`) → its fingerprint."""
+def fingerprints(store: "Store", key_sql: str, where: str, params: list[Any] | None = None) -> dict[str, str]:
+    """Group key (`key_sql`, over the records matching `where` with `params`) → its fingerprint."""
     rows = store.con.execute(
         f"SELECT {key_sql} AS run_key, count(*), max(ingested_at), "
         "sum(hash(id || chr(31) || coalesce(category, ''))) "
-        f"FROM records WHERE {where} GROUP BY run_key"
+        f"FROM records WHERE {where} GROUP BY run_key",
+        params or [],
     ).fetchall()
     return {key: f"{count}:{newest.isoformat()}:{digest}" for key, count, newest, digest in rows}
 
