@@ -1,9 +1,11 @@
-"""Refinement's whole-store passes read only the runs that changed (lifecycle/refine/runs_read.py).
+"""Whole-store passes that read only what changed: refinement's intents and environment passes
+(lifecycle/refine/runs_read.py), notes' speakers and names (lifecycle/notes/people.py) and the cycle's
+token figures (store/stats.hot_text).
 
-The intents pass (every goal's run) and the environment pass (every coding session's commands) keep
-what they distilled from each run between cycles; a night re-reads the records of the runs it touched.
-Same result as a whole read: the runs and commands are equal, and a store whose kept runs are dropped
-before every cycle (so it reads everything) ends with the same units."""
+Each keeps what it distilled per run or session with the fingerprint of its records and reads again only
+the ones that changed. Same result as a whole read: the runs, commands, speakers and figures are equal;
+a store whose kept runs are dropped before every cycle (so it reads everything) ends with the same
+units; and a night reads fewer records than the store holds (nothing at all when nothing changed)."""
 
 from __future__ import annotations
 
