@@ -79,12 +79,24 @@ def refine_clusters(
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
+    statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall()) if changed else {}
     looked_at: list[tuple[str, str]] = []
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
+        _refine_one(
+            store,
+            cluster,
+            model,
+            budget,
+            report,
+            run_id=run_id,
+            dry_run=dry_run,
+            now=clock,
+            wordings=wordings,
+            statuses=statuses,
+        )
         looked_at.append((cluster.key, cluster.signature))
     if not dry_run:
         mark_refined(store, looked_at, [c.key for c in clusters])
@@ -111,6 +123,7 @@ def _refine_one(
     dry_run: bool,
     now: dt.datetime,
     wordings: dict[str, Wording],
+    statuses: dict[str, str],
 ) -> None:
     previous = units.cluster_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
@@ -127,7 +140,7 @@ def _refine_one(
     mined = mine_cluster(
         records,
         context=context,
-        goal_status=goal_status(store, records),
+        goal_status=goal_status(records, statuses),
         agent_wording=agent_wording(store, cluster.agent, wordings),
     )
     conversational = store.config.refine.digest and all(
