@@ -25,15 +25,16 @@ from ...clock import utcnow
 from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
-from ...store.records import fetch_records, select_records
+from ...store.records import select_records
 from ...store.refined import mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
 from .ground import check_digest, check_fact, check_rule, source_text
-from .inputs import ClusterInput, agent_wording, goal_status, load_clusters, session_context
+from .inputs import ClusterInput, agent_wording, goal_status, load_clusters
 from .mine import mine_cluster
 from .model_wording import Budget, load_llm, word_with_model
+from .reads import ClusterReads
 from .report import RefineReport
 from .retire import retire_covered_tool_rules, retire_stale_intents
 from .runs_read import ReadCount, intent_runs, project_commands
@@ -80,6 +81,7 @@ def refine_clusters(
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall()) if changed else {}
+    reads = ClusterReads(store, changed)
     looked_at: list[tuple[str, str]] = []
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
@@ -96,6 +98,7 @@ def refine_clusters(
             now=clock,
             wordings=wordings,
             statuses=statuses,
+            reads=reads,
         )
         looked_at.append((cluster.key, cluster.signature))
     if not dry_run:
@@ -124,6 +127,7 @@ def _refine_one(
     now: dt.datetime,
     wordings: dict[str, Wording],
     statuses: dict[str, str],
+    reads: ClusterReads,
 ) -> None:
     previous = units.cluster_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
@@ -132,11 +136,11 @@ def _refine_one(
             units.set_signature(store, cluster.signature, cluster_key=cluster.key)
         report.clusters_unchanged += 1
         return
-    records = [r for r in fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
+    records = [r for r in reads.fetch(cluster.member_ids + previous) if r["category"] != "chatter"]
     if len(records) < store.config.refine.min_support:
         report.clusters_not_concrete += 1
         return
-    context = session_context(store, records)
+    context = reads.session_context(records)
     mined = mine_cluster(
         records,
         context=context,
