@@ -61,7 +61,7 @@ def plan_incremental(
     report: Any,
 ) -> tuple[list[dict[str, Any]], Plan, list[str]] | None:
     """New records join their nearest cluster; those clusters, and the partition's share of the sweep
-    (the clusters clustered longest ago; its share of all clusters), are planned again. None: the partition drifted (more than
+    (the clusters clustered longest ago), are planned again. None: the partition drifted (more than
     `cycle.drift_share` of its new records far from every centroid), so it is clustered afresh.
     `report` is the step's ClusterReport, whose drift counts this adds to."""
     cfg = store.config.cycle
@@ -80,11 +80,7 @@ def plan_incremental(
             return None
         for i, nearest in enumerate(sims.argmax(axis=1)):
             joined.setdefault(keys[int(nearest)], []).append(i)
-    # the sweep is `sweep_rows` members' worth of clusters a cycle, shared among the partitions by their
-    # clusters (per partition it would revisit a store of many users' partitions whole every night)
-    total = store.con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]
-    share = len(stored) / max(1, total)
-    sweep = max(1, round(cfg.sweep_rows / max(1, store.config.cluster.members_per_cluster) * share))
+    sweep = max(1, cfg.sweep_rows // max(1, store.config.cluster.members_per_cluster))
     oldest = store.con.execute(
         "SELECT cluster_key FROM clusters WHERE agent = ? AND user IS NOT DISTINCT FROM ? ORDER BY updated, cluster_key LIMIT ?",
         [agent, user, sweep],
