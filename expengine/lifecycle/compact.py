@@ -72,7 +72,8 @@ class CompactReport(Result):
     seconds: float = 0.0
 
 
-def counts(store: "Store") -> Counts:
+def counts(store: "Store", *, keep: bool = False) -> Counts:
+    """The store's figures; `keep`: remember the records' token counts (a real cycle's last count)."""
     con = store.con
     states = dict(con.execute("SELECT state, count(*) FROM records GROUP BY state").fetchall())
     return Counts(
@@ -83,7 +84,7 @@ def counts(store: "Store") -> Counts:
         clusters=int(con.execute("SELECT count(*) FROM clusters").fetchall()[0][0]),
         merged=int(con.execute("SELECT count(*) FROM records WHERE merged_into IS NOT NULL").fetchall()[0][0]),
         units=int(con.execute("SELECT count(*) FROM units WHERE status = 'active'").fetchall()[0][0]),
-        **hot_text(store),
+        **hot_text(store, keep=keep),
     )
 
 
@@ -159,7 +160,7 @@ def compact(
             [utcnow(), json.dumps({"error": str(exc) or type(exc).__name__}), run_id],
         )
         raise
-    report.after = counts(store)
+    report.after = counts(store, keep=True)
     report.status = "completed"
     report.seconds = round(time.perf_counter() - started, 3)
     store.con.execute(

@@ -21,6 +21,7 @@ from ..errors import InputError, NotFoundError
 from ..results import Result
 from ..store import query_log, units
 from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
+from ..store.derived_runs import forget_derived
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
 from ..store.state import set_state
@@ -237,6 +238,7 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
         con.execute("DELETE FROM history WHERE item_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM cluster_members WHERE record_id IN (SELECT id FROM forget_ids)")
         con.execute("DELETE FROM pending_index WHERE id IN (SELECT id FROM forget_ids)")
+        forget_derived(con)  # what was distilled from the forgotten records: rebuilt by the next cycle
         con.execute("UPDATE records SET merged_into = NULL WHERE merged_into IN (SELECT id FROM forget_ids)")
     secret_words = _words(w for row in forgotten for w in row[:6])
     hashes = {text_hash(row[0]) for row in forgotten}

@@ -340,3 +340,18 @@ def m018_refined_clusters(con: duckdb.DuckDBPyConnection) -> None:
     """Per cluster, the signature refinement last looked at and got no unit from (too few concrete
     members), so it is not refined again every cycle until its members change."""
     con.execute("CREATE TABLE refined_clusters (cluster_key VARCHAR PRIMARY KEY, signature VARCHAR NOT NULL)")
+
+
+@migration
+def m019_derived_runs(con: duckdb.DuckDBPyConnection) -> None:
+    """Per (pass, run), what refinement's whole-store passes distilled from the run's records (an intent's
+    run, a project's commands) with the fingerprint of those records, so a night re-reads only the runs
+    whose records or outcome changed (store/derived_runs.py); derived, and dropped by `forget`. And each
+    record's token count."""
+    con.execute(
+        "CREATE TABLE derived_runs (pass VARCHAR NOT NULL, run_key VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, "
+        "payload VARCHAR NOT NULL, PRIMARY KEY (pass, run_key))"
+    )
+    # each record's token count (textutil.approx_tokens of its text), so a cycle's hot-text figures sum a
+    # column instead of reading every record's text (store/stats.hot_text)
+    con.execute("CREATE TABLE record_tokens (id VARCHAR PRIMARY KEY, tokens INTEGER NOT NULL)")

@@ -40,13 +40,30 @@ class Stats(Result):
     embedder: str = ""
 
 
-def hot_text(store: "Store") -> dict[str, Any]:
-    """Tokens a default query can return (active memories' and active units' text) against all raw text."""
+def hot_text(store: "Store", *, keep: bool = False) -> dict[str, Any]:
+    """Tokens a default query can return (active memories' and active units' text) against all raw text.
+    Each record's count is kept (`record_tokens`) once `keep` stores it (a cycle's last count), so only
+    the records counted for the first time have their text read: the night's, not the store's."""
     con = store.con
+    fresh = con.execute(
+        "SELECT r.id, r.state, r.text FROM records r WHERE NOT EXISTS (SELECT 1 FROM record_tokens t WHERE t.id = r.id)"
+    ).fetchall()
+    counted = [(record_id, state, approx_tokens(text)) for record_id, state, text in fresh]
+    if keep and counted:
+        con.execute(
+            "INSERT OR REPLACE INTO record_tokens SELECT * FROM (SELECT unnest(?), unnest(?))",
+            [[c[0] for c in counted], [c[2] for c in counted]],
+        )
+        counted = []
     memory, raw = (
-        sum(approx_tokens(t) for (t,) in con.execute(sql).fetchall())
-        for sql in ("SELECT text FROM records WHERE state = 'active'", "SELECT text FROM records")
+        int(con.execute(sql).fetchall()[0][0])
+        for sql in (
+            "SELECT coalesce(sum(t.tokens), 0) FROM records r JOIN record_tokens t USING (id) WHERE r.state = 'active'",
+            "SELECT coalesce(sum(t.tokens), 0) FROM records r JOIN record_tokens t USING (id)",
+        )
     )
+    memory += sum(tokens for _, state, tokens in counted if state == "active")
+    raw += sum(tokens for _, _, tokens in counted)
     units = sum(approx_tokens(t) for (t,) in con.execute("SELECT text FROM units WHERE status = 'active'").fetchall())
     hot = memory + units
     return {

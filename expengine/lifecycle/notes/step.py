@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from ..cycle import Skipped
 from . import units
 from .consolidate import Pending, consolidate
 from .merge import Book, Note, slot, words_of
+from .people import people
 from .reword import rewording
 from .statements import TurnNotes, split_speaker, turn_notes
 from .subjects import ROLE_NAMES, Person
@@ -116,49 +116,6 @@ def _pending_turns(store: "Store", changed: tuple[str, list[Any]] = ("TRUE", [])
     ]
 
 
-def _people(store: "Store", turns: list[Turn]) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """Per session, its speakers in order of appearance; per agent (and user: `_of_user`), every name
-    word (and three-letter short form) its speakers go by. Labels ("Caroline: …") name speakers once at
-    least two of the agent's messages open with one (a lone "Note: …" is no dialogue)."""
-    rows = store.con.execute(
-        "SELECT coalesce(session, agent), agent || coalesce(chr(31) || user, ''), content FROM records "
-        "WHERE kind = 'message' AND agent IN (SELECT unnest(?)) ORDER BY ts, id",
-        [sorted({t.agent for t in turns})],
-    ).fetchall()
-    uses: dict[str, dict[str, int]] = defaultdict(dict)
-    in_session: dict[str, list[str]] = defaultdict(list)
-    for session, agent, content in rows:
-        label = split_speaker(content or "")[0]
-        if label:
-            uses[agent][label] = uses[agent].get(label, 0) + 1
-            if label not in in_session[session]:
-                in_session[session].append(label)
-    agent_of = {session: agent for session, agent, _ in rows}
-    dialogue = {agent for agent, counted in uses.items() if sum(counted.values()) >= 2}
-    speakers = {s: labels for s, labels in in_session.items() if agent_of[s] in dialogue}
-    names: dict[str, set[str]] = defaultdict(set)
-    for agent in dialogue:
-        for label in uses[agent]:
-            for word in label.lower().split():
-                names[agent].update({word, word[:3]} if len(word) > 3 else {word})
-    said = {
-        (agent, w.lower()) for _, agent, content in rows if agent in dialogue for w in _CAPITAL.findall(content or "")
-    }
-    for agent, word in said:
-        if any(_nickname(word, name) for name in names[agent]):
-            names[agent].add(word)
-    return speakers, names
-
-
-_CAPITAL = re.compile(r"\b[A-Z][a-z]{2,}\b")
-
-
-def _nickname(word: str, name: str) -> bool:
-    """ "Caro" for Caroline, "Mell" for Melanie: a short form a speaker is called by (its first letters,
-    the last one maybe doubled)."""
-    return len(name) > len(word) and (name.startswith(word) or (word[-1] == word[-2] and name.startswith(word[:-1])))
-
-
 def _person(turn: Turn, speakers: dict[str, list[str]]) -> Person | None:
     """Who "I" and "you" are in this turn; None when neither a speaker label nor a known role says it."""
     label = split_speaker(turn.content)[0]
@@ -236,7 +193,7 @@ def write_notes(
     if not turns:
         report.seconds = round(time.monotonic() - started, 3)
         return report
-    speakers, names = _people(store, turns)
+    speakers, names = people(store, {t.agent for t in turns}, keep=not dry_run)
     reword = rewording(store, llm, max_llm_calls)
     books: dict[str, Book] = {}
     touched: list[str] = []

@@ -25,17 +25,19 @@ from ...clock import utcnow
 from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
-from ...store.records import fetch_records, select_records
+from ...store.records import select_records
 from ...store.refined import mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
 from .ground import check_digest, check_fact, check_rule, source_text
-from .inputs import ClusterInput, agent_wording, goal_status, load_clusters, session_context
+from .inputs import ClusterInput, agent_wording, goal_status, load_clusters
 from .mine import mine_cluster
 from .model_wording import Budget, load_llm, word_with_model
+from .reads import ClusterReads
 from .report import RefineReport
 from .retire import retire_covered_tool_rules, retire_stale_intents
+from .runs_read import ReadCount, intent_runs, project_commands
 from .sources import archive_sources, sleep_covered_sources
 from .templates import DIGEST_ATTRIBUTE, Draft, digest_draft, template_drafts
 from .wording import Wording
@@ -78,19 +80,37 @@ def refine_clusters(
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
+    statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall()) if changed else {}
+    reads = ClusterReads(store, changed)
     looked_at: list[tuple[str, str]] = []
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
-        _refine_one(store, cluster, model, budget, report, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
+        _refine_one(
+            store,
+            cluster,
+            model,
+            budget,
+            report,
+            run_id=run_id,
+            dry_run=dry_run,
+            now=clock,
+            wordings=wordings,
+            statuses=statuses,
+            reads=reads,
+        )
         looked_at.append((cluster.key, cluster.signature))
     if not dry_run:
         mark_refined(store, looked_at, [c.key for c in clusters])
+    count = ReadCount()
     if store.config.lessons.enabled and budget.time_left():
-        _refine_intents(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings)
+        _refine_intents(
+            store, report, stored, count, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings, full=full
+        )
     if budget.time_left():
-        _refine_environments(store, report, stored, run_id=run_id, dry_run=dry_run, now=clock)
+        _refine_environments(store, report, stored, count, run_id=run_id, dry_run=dry_run, now=clock, full=full)
+    report.runs_read, report.run_records_read = count.runs, count.records
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
@@ -106,6 +126,8 @@ def _refine_one(
     dry_run: bool,
     now: dt.datetime,
     wordings: dict[str, Wording],
+    statuses: dict[str, str],
+    reads: ClusterReads,
 ) -> None:
     previous = units.cluster_sources(store, cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
@@ -114,15 +136,15 @@ def _refine_one(
             units.set_signature(store, cluster.signature, cluster_key=cluster.key)
         report.clusters_unchanged += 1
         return
-    records = [r for r in fetch_records(store, cluster.member_ids + previous) if r["category"] != "chatter"]
+    records = [r for r in reads.fetch(cluster.member_ids + previous) if r["category"] != "chatter"]
     if len(records) < store.config.refine.min_support:
         report.clusters_not_concrete += 1
         return
-    context = session_context(store, records)
+    context = reads.session_context(records)
     mined = mine_cluster(
         records,
         context=context,
-        goal_status=goal_status(store, records),
+        goal_status=goal_status(records, statuses),
         agent_wording=agent_wording(store, cluster.agent, wordings),
     )
     conversational = store.config.refine.digest and all(
@@ -174,22 +196,23 @@ def _refine_intents(
     store: "Store",
     report: RefineReport,
     stored: dict[str, set[str]],
+    count: ReadCount,
     *,
     run_id: str | None,
     dry_run: bool,
     now: dt.datetime,
     wordings: dict[str, Wording],
+    full: bool,
 ) -> None:
     """Rules keyed by the situation (intents.py) and lessons from outcomes (lessons.py), per agent, over
-    every run (goal) in the store whatever its records' state; an intent is rewritten only when its
-    runs or their outcomes changed, and intents that no longer exist give way to the new ones."""
-    from .intents import build_runs
+    every run (goal) in the store whatever its records' state (only the runs that changed are read again:
+    runs_read.py); an intent is rewritten only when its runs or their outcomes changed, and intents that
+    no longer exist give way to the new ones."""
     from .lessons import intent_drafts
 
-    records = select_records(store, "goal_id IS NOT NULL")
     status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
     by_agent: dict[str, list[Any]] = defaultdict(list)
-    for run in build_runs(records, status):
+    for run in intent_runs(store, status, count, full=full, dry_run=dry_run):
         by_agent[run.agent].append(run)
     for agent, runs in by_agent.items():
         vectors = store.embeddings.encode([r.request for r in runs], indexed=True)
@@ -227,17 +250,19 @@ def _refine_environments(
     store: "Store",
     report: RefineReport,
     stored: dict[str, set[str]],
+    count: ReadCount,
     *,
     run_id: str | None,
     dry_run: bool,
     now: dt.datetime,
+    full: bool,
 ) -> None:
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
-    whatever their records' state; rewritten only when the project's commands or results changed."""
-    from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, environment_drafts, project_calls, settled_ids
+    whatever their records' state (only the sessions that changed are read again: runs_read.py);
+    rewritten only when the project's commands or results changed."""
+    from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, environment_drafts, settled_ids
     from .fixes import fix_drafts, shared_fix_drafts
 
-    records = select_records(store, "kind IN ('tool_call', 'tool_result') AND tool_name IS NOT NULL")
     status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
     # a run ends with an outcome, or by falling silent: a coding assistant's session rarely reports one
     silent = store.con.execute(
@@ -247,7 +272,7 @@ def _refine_environments(
     ended = {g for g, s in status.items() if s != "open"} | {s for (s,) in silent}
     resolved = {g for g, s in status.items() if s == "succeeded"}
     min_runs = min(store.config.refine.min_support, PROJECT_MIN_RUNS)
-    by_project = project_calls(records)
+    by_project = project_commands(store, count, full=full, dry_run=dry_run)
     for (agent, repo), calls in sorted(by_project.items()):
         cluster = _calls_cluster(f"environment:{repo}", agent, calls, resolved)
         if cluster.signature in stored.get(cluster.key, set()):

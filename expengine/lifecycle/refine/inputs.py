@@ -97,9 +97,6 @@ def agent_wording(store: "Store", agent: str, known: dict[str, Wording]) -> Word
     return known[agent]
 
 
-def goal_status(store: "Store", records: list[dict[str, Any]]) -> dict[str, str]:
-    goals = sorted({r["goal_id"] for r in records if r.get("goal_id")})
-    if not goals:
-        return {}
-    found = store.con.execute("SELECT goal_id, status FROM goals WHERE goal_id IN (SELECT unnest(?))", [goals])
-    return dict(found.fetchall())
+def goal_status(records: list[dict[str, Any]], statuses: dict[str, str]) -> dict[str, str]:
+    """The records' goals' statuses, from every goal's (read once a pass: refinement changes none)."""
+    return {g: statuses[g] for g in sorted({r["goal_id"] for r in records if r.get("goal_id")}) if g in statuses}

@@ -33,6 +33,8 @@ class RefineReport(Result):
     llm_error: str | None = None
     archiving: int = 0  # process sources marked dormant, archived by purge after the observation window
     dormant: int = 0
+    runs_read: int = 0  # runs (goals, sessions) whose records the whole-store passes read again
+    run_records_read: int = 0  # and those records: the night's, not the store's
     seconds: float = 0.0
     units: list[dict[str, Any]] = field(default_factory=list)
 
