@@ -153,6 +153,7 @@ def _shown(
         note_evidence_floor=cfg.note_evidence_floor,
         vectors=vectors if cfg.repeat_similarity <= 1 else None,
         repeat_similarity=cfg.repeat_similarity,
+        once=cfg.say_once,
     )
 
 
@@ -173,7 +174,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     filters = make_filters(args)
     # the units' columns this query reads, in memory while the files are unchanged (read once: one version)
     units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
-    found = retrieve(store, text, lambda: embed_query(store, text), filters)
+    found = retrieve(store, text, lambda: embed_query(store, text), filters, args.k)
     fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters, units, project=args.project)
     fused.update(projected)

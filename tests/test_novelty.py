@@ -1,0 +1,108 @@
+"""A prompt says each thing once inside its lines too: a statement the lines above already say is left
+out of a line ("…" where it stood), its tokens go to the next hit, and the hit keeps its whole text."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from expengine.query.hits import Hit, ScoreParts
+from expengine.query.novelty import ELLIPSIS, untold, words
+from expengine.query.render import render_prompt
+from expengine.textutil import approx_tokens
+
+JOB = "Losing their job was tough but it gave them the push to start the dance studio"
+
+
+def _note(n: int, text: str) -> Hit:
+    return Hit(
+        id=f"n{n}",
+        type="unit",
+        text=text,
+        score=1.0 - n / 100,
+        parts=ScoreParts(similarity=1.0, weight=0.5, recency=0.0, utility=0.0),
+        source_ids=[f"t{n}"],
+        kind="note",
+        state="active",
+        agent="conv",
+        category="fact",
+        ts=dt.datetime(2023, 4, n + 1),
+    )
+
+
+def test_a_statement_said_above_is_left_out_of_the_line():
+    told = words(f"- [16 March 2023] Jon: {JOB}; Gina's success inspires Jon")
+    assert untold(f"Jon is determined to make this studio work; {JOB}", told) == (
+        f"Jon is determined to make this studio work; {ELLIPSIS}"
+    )
+    # a sentence, under its speaker's label, as well as a note's clause
+    assert untold(f"Jon: {JOB}. Investors said no twice.", told) == f"Jon: {ELLIPSIS} Investors said no twice."
+    # nothing said above: the text as it was; everything said above: its first statement stays
+    assert untold("Jon bought a red car; it was cheap", told) == "Jon bought a red car; it was cheap"
+    assert untold(f"{JOB}; Gina's success inspires Jon", told) == f"{JOB}; {ELLIPSIS}"
+    # one statement alone is never cut (it is the line), nor one of a single word
+    assert untold(JOB, told) == JOB
+    assert untold(f"Jon went home. {JOB}", set()) == f"Jon went home. {JOB}"
+
+
+def test_the_freed_tokens_go_to_the_next_hit():
+    hits = [
+        _note(1, f"Jon opened a dance studio; {JOB}"),
+        _note(2, f"Jon met two investors on Friday; {JOB}"),
+        _note(3, "Gina's online clothing store sold out of scarves in its first week"),
+    ]
+    whole, _ = render_prompt(hits, budget=None, once=False)
+    budget = approx_tokens(whole) - 5  # all three fit only when the repeated clause is left out
+    cut, kept = render_prompt(hits, budget=budget, once=False)
+    assert [h.id for h in kept] == ["n1", "n2"]
+    prompt, kept = render_prompt(hits, budget=budget)
+    assert [h.id for h in kept] == ["n1", "n2", "n3"], prompt
+    assert prompt.count("Losing their job") == 1 and f"Jon met two investors on Friday; {ELLIPSIS}" in prompt
+    assert kept[1].text == f"Jon met two investors on Friday; {JOB}"  # the hit keeps its whole text
+    assert approx_tokens(prompt) <= budget
+
+
+def test_queries_say_a_repeated_statement_once_and_can_turn_it_off(make_engine, write_jsonl):
+    events = [
+        {
+            "id": f"r{n}",
+            "ts": f"2026-04-0{n + 1}T10:00:00Z",
+            "kind": "observation",
+            "agent": "companion",
+            "session": f"s{n}",
+            "content": text,
+        }
+        for n, text in enumerate(
+            (
+                "The user adopted a dog named Biscuit. The user walks Biscuit every morning at seven.",
+                "The user walks Biscuit every morning at seven. Biscuit is scared of thunderstorms.",
+            )
+        )
+    ]
+    path = write_jsonl("dog.jsonl", events)
+    on = make_engine(overrides={"llm.mode": "template"})
+    on.ingest([path], fmt="native")
+    prompt = on.query("when does the user walk Biscuit", k=2, touch=False, budget=200).prompt
+    assert prompt.count("walks Biscuit every morning") == 1 and ELLIPSIS in prompt, prompt
+    on.close()
+    off = make_engine(overrides={"llm.mode": "template", "query.say_once": "false"})
+    prompt = off.query("when does the user walk Biscuit", k=2, touch=False, budget=200).prompt
+    assert prompt.count("walks Biscuit every morning") == 2 and ELLIPSIS not in prompt, prompt
+
+
+def test_a_query_for_more_hits_than_the_candidates_gets_them(make_engine, write_jsonl):
+    events = [
+        {
+            "id": f"r{n}",
+            "ts": f"2026-04-{n + 1:02d}T10:00:00Z",
+            "kind": "observation",
+            "agent": "companion",
+            "session": f"s{n}",
+            "content": f"The user planted {name} in the garden this spring.",
+        }
+        for n, name in enumerate(("tomatoes", "basil", "roses", "tulips", "carrots", "mint", "peppers", "lettuce"))
+    ]
+    engine = make_engine(overrides={"llm.mode": "template", "query.candidates": "3"})
+    engine.ingest([write_jsonl("garden.jsonl", events)], fmt="native")
+    # each search returns k rows when k is above query.candidates
+    assert len(engine.query("what did the user plant in the garden", k=8, touch=False).hits) == 8
+    assert len(engine.query("what did the user plant in the garden", k=2, touch=False).hits) == 2
