@@ -106,3 +106,15 @@ def test_a_query_for_more_hits_than_the_candidates_gets_them(make_engine, write_
     # each search returns k rows when k is above query.candidates
     assert len(engine.query("what did the user plant in the garden", k=8, touch=False).hits) == 8
     assert len(engine.query("what did the user plant in the garden", k=2, touch=False).hits) == 2
+
+
+def test_a_hit_that_does_not_fit_leaves_its_room_to_a_shorter_one_below():
+    hits = [
+        _note(1, "Jon opened a dance studio downtown"),
+        _note(2, "Jon met two investors on Friday, and " + "they asked about the studio's rent and its classes " * 3),
+        _note(3, "Gina sold out of scarves"),
+    ]
+    first, _ = render_prompt(hits[:1], budget=None)
+    budget = approx_tokens(first) + approx_tokens("- [4 April 2023] Gina sold out of scarves") + 3
+    prompt, kept = render_prompt(hits, budget=budget)
+    assert [h.id for h in kept] == ["n1", "n3"] and approx_tokens(prompt) <= budget, prompt
