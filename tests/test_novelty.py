@@ -35,10 +35,12 @@ def test_a_statement_said_above_is_left_out_of_the_line():
         f"Jon is determined to make this studio work; {ELLIPSIS}"
     )
     # a sentence, under its speaker's label, as well as a note's clause
-    assert untold(f"Jon: {JOB}. Investors said no twice.", told) == f"Jon: {ELLIPSIS} Investors said no twice."
-    # nothing said above: the text as it was; everything said above: its first statement stays
+    said = f"Jon: {JOB}. Investors said no to the studio twice."
+    assert untold(said, told) == f"Jon: {ELLIPSIS} Investors said no to the studio twice."
+    # nothing said above, or everything, or too little left (a remnant reads like every other): as it was
     assert untold("Jon bought a red car; it was cheap", told) == "Jon bought a red car; it was cheap"
-    assert untold(f"{JOB}; Gina's success inspires Jon", told) == f"{JOB}; {ELLIPSIS}"
+    assert untold(f"{JOB}; Gina's success inspires Jon", told) == f"{JOB}; Gina's success inspires Jon"
+    assert untold(f"Jon: Wow, thanks! {JOB}.", told) == f"Jon: Wow, thanks! {JOB}."
     # one statement alone is never cut (it is the line), nor one of a single word
     assert untold(JOB, told) == JOB
     assert untold(f"Jon went home. {JOB}", set()) == f"Jon went home. {JOB}"

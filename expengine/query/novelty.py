@@ -6,8 +6,9 @@ Whole-line repeats fold (`repeats.py`); what is left are lines that say one new 
 already said. While the prompt is written, a line's statements (its sentences, and a note's clauses
 joined by "; ") most of whose words are in the lines above (`OLD_SHARE` of its distinct lowercase
 words, `MIN_OLD_WORDS` at least; a "Speaker: " label aside) are left out of it, with "…" where they
-stood, and the tokens they took go to the next hit. A line all of whose statements are said above
-keeps its first (a hit keeps its line and its ids; its date may be what is new). The hit keeps its
+stood, and the tokens they took go to the next hit. A line that would keep fewer than
+`MIN_KEPT_WORDS` words stays whole: remnants such as "Thanks, Mel! …" or a statement alone would
+read like each other and like the line they repeat. The hit keeps its
 whole text (`--json`, `show`): only its prompt line is shorter. `--set query.say_once=false` turns
 this off.
 """
@@ -22,6 +23,7 @@ ELLIPSIS = "…"
 # at 1,000)
 OLD_SHARE = 0.8
 MIN_OLD_WORDS = 2
+MIN_KEPT_WORDS = 5
 _LABEL = re.compile(r"^\s*([^:\n]{1,40}:\s)")
 _STATEMENT_END = re.compile(r"((?<=[.!?])\s+(?=\S)|;\s+)")  # a note's statements are joined by "; "
 _WORD = re.compile(r"\w+")
@@ -47,10 +49,9 @@ def untold(text: str, told: set[str]) -> str:
     if len(parts) < 2:
         return flat
     old = [len(w) >= MIN_OLD_WORDS and len(w & told) >= OLD_SHARE * len(w) for w in map(words, parts)]
-    if not any(old):
-        return flat
-    if all(old):
-        old[0] = False
+    kept = [w for part, is_old in zip(parts, old) if not is_old for w in words(part)]
+    if not any(old) or len(kept) < MIN_KEPT_WORDS:
+        return flat  # a remnant ("Thanks! …") would be a line like every other remnant
     out: list[str] = []
     for part, is_old in zip(parts, old):
         if not is_old:
