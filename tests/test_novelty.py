@@ -91,25 +91,6 @@ def test_queries_say_a_repeated_statement_once_and_can_turn_it_off(make_engine, 
     assert prompt.count("walks Biscuit every morning") == 2 and ELLIPSIS not in prompt, prompt
 
 
-def test_a_query_for_more_hits_than_the_candidates_gets_them(make_engine, write_jsonl):
-    events = [
-        {
-            "id": f"r{n}",
-            "ts": f"2026-04-{n + 1:02d}T10:00:00Z",
-            "kind": "observation",
-            "agent": "companion",
-            "session": f"s{n}",
-            "content": f"The user planted {name} in the garden this spring.",
-        }
-        for n, name in enumerate(("tomatoes", "basil", "roses", "tulips", "carrots", "mint", "peppers", "lettuce"))
-    ]
-    engine = make_engine(overrides={"llm.mode": "template", "query.candidates": "3"})
-    engine.ingest([write_jsonl("garden.jsonl", events)], fmt="native")
-    # each search returns k rows when k is above query.candidates
-    assert len(engine.query("what did the user plant in the garden", k=8, touch=False).hits) == 8
-    assert len(engine.query("what did the user plant in the garden", k=2, touch=False).hits) == 2
-
-
 def test_a_hit_that_does_not_fit_leaves_its_room_to_a_shorter_one_below():
     hits = [
         _note(1, "Jon opened a dance studio downtown"),

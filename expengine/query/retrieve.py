@@ -156,17 +156,15 @@ def _results(jobs: list[tuple[str, Any]], texts: dict[str, str]) -> list[tuple[f
     return found
 
 
-def retrieve(store: "Store", text: str, vector: Any, filters: Filters, k: int = 0) -> Retrieved:
+def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
     """(type, id) → similarity in 0..1, from vector and full-text search over both tables; the query
     vector; the best cosine similarity of any candidate (what `query.min_similarity` judges: fused
     ranks say which is best, never whether anything is close); the memory candidates' texts; and the
     vector candidates' cosines (what breaks a tie of fused ranks, `score.rank`).
     `vector` is the vector or a callable that computes it: the full-text searches start first, so they
-    run while the query is being embedded. Each search returns `query.candidates` rows, or `k` (the hits
-    asked for) where that is more: a list shorter than the answer would leave its lower hits to
-    whichever list reached them, not to the best of both."""
+    run while the query is being embedded."""
     with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
-        return _retrieve(store, text, vector, filters, max(store.config.query.candidates, k))
+        return _retrieve(store, text, vector, filters, store.config.query.candidates)
 
 
 def _retrieve(store: "Store", text: str, vector: Any, filters: Filters, limit: int) -> Retrieved:

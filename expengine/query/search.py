@@ -174,7 +174,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     filters = make_filters(args)
     # the units' columns this query reads, in memory while the files are unchanged (read once: one version)
     units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
-    found = retrieve(store, text, lambda: embed_query(store, text), filters, args.k)
+    found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters, units, project=args.project)
     fused.update(projected)
