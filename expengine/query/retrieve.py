@@ -164,10 +164,11 @@ def retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrie
     `vector` is the vector or a callable that computes it: the full-text searches start first, so they
     run while the query is being embedded."""
     with store.index.files.reading():  # a cycle in the server's writer thread waits to delete old files
-        return _retrieve(store, text, vector, filters, store.config.query.candidates)
+        return _retrieve(store, text, vector, filters)
 
 
-def _retrieve(store: "Store", text: str, vector: Any, filters: Filters, limit: int) -> Retrieved:
+def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retrieved:
+    limit = store.config.query.candidates
     tables = [
         (t, name, where)
         for t, name, where, wanted in (
