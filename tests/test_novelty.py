@@ -68,7 +68,8 @@ def test_queries_say_a_repeated_statement_once_and_can_turn_it_off(make_engine, 
         {
             "id": f"r{n}",
             "ts": f"2026-04-0{n + 1}T10:00:00Z",
-            "kind": "observation",
+            "kind": "message",
+            "role": "user",
             "agent": "companion",
             "session": f"s{n}",
             "content": text,
@@ -101,3 +102,15 @@ def test_a_hit_that_does_not_fit_leaves_its_room_to_a_shorter_one_below():
     budget = approx_tokens(first) + approx_tokens("- [4 April 2023] Gina sold out of scarves") + 3
     prompt, kept = render_prompt(hits, budget=budget)
     assert [h.id for h in kept] == ["n1", "n3"] and approx_tokens(prompt) <= budget, prompt
+
+
+def test_rules_keep_their_wording():
+    said = "Expected: get_weather returns the forecast for the city and the date asked"
+    rules = [
+        _note(1, f"For a weather request: call get_weather. {said}."),
+        _note(2, f"To plan a trip: call get_weather. {said}."),
+    ]
+    for rule in rules:
+        rule.kind = "rule"
+    prompt, _ = render_prompt(rules, budget=None)
+    assert prompt.count(said) == 2 and ELLIPSIS not in prompt

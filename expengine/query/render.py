@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 HEADER = "Relevant experience (from past runs; verify before relying on it):"
 MAX_LINE_CHARS = 400
 EVIDENCE_LINES_PER_UNIT = 3
+# the kinds whose lines leave out what was said above (`novelty.py`): notes and a conversation's turns
+TALK = frozenset({"note", "message"})
 # A source counts as quoted when the unit's line holds at least this share of its words, in order
 # from its start (templates clip long quotes at a word), and at least MIN_QUOTED_WORDS of them.
 QUOTED_SHARE = 0.75
@@ -162,7 +164,8 @@ def render_prompt(
             used += _fold(owner, hit, lines, at[id(owner)], room=room, text=shows[id(owner)])
             in_prompt.update(hit.source_ids)
             continue
-        shows[id(hit)] = untold(hit.text, told) if once else hit.text
+        talk = once and hit.kind in TALK  # what people said; rules and tool records keep their wording
+        shows[id(hit)] = untold(hit.text, told) if talk else hit.text
         line = hit_line(hit, shows[id(hit)])
         cost = approx_tokens(line)
         if hit.reserved:
@@ -185,7 +188,7 @@ def render_prompt(
             if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt or said.repeated(evidence.text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
-                extra = evidence_line(evidence, untold(evidence.text, told) if once else None)
+                extra = evidence_line(evidence, untold(evidence.text, told) if talk else None)
                 extra_cost = approx_tokens(extra)
                 if budget is not None and used + extra_cost + set_aside > budget:
                     continue
