@@ -86,7 +86,7 @@ class QueryArgs:
         max_length=NAME_CHARS,
     )
     budget: Optional[int] = arg(
-        "Leave out the hits that would take the prompt text past this many tokens.", ge=1, le=MAX_BUDGET
+        "Stop adding hits when the prompt text would pass this many tokens.", ge=1, le=MAX_BUDGET
     )
     include_dormant: bool = arg("Search dormant memories too.", default=False)
     expand: Optional[bool] = arg("Show a unit's sources most relevant to the query (default: on).")

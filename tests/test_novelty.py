@@ -92,18 +92,6 @@ def test_queries_say_a_repeated_statement_once_and_can_turn_it_off(make_engine, 
     assert prompt.count("walks Biscuit every morning") == 2 and ELLIPSIS not in prompt, prompt
 
 
-def test_a_hit_that_does_not_fit_leaves_its_room_to_a_shorter_one_below():
-    hits = [
-        _note(1, "Jon opened a dance studio downtown"),
-        _note(2, "Jon met two investors on Friday, and " + "they asked about the studio's rent and its classes " * 3),
-        _note(3, "Gina sold out of scarves"),
-    ]
-    first, _ = render_prompt(hits[:1], budget=None)
-    budget = approx_tokens(first) + approx_tokens("- [4 April 2023] Gina sold out of scarves") + 3
-    prompt, kept = render_prompt(hits, budget=budget)
-    assert [h.id for h in kept] == ["n1", "n3"] and approx_tokens(prompt) <= budget, prompt
-
-
 def test_rules_keep_their_wording():
     said = "Expected: get_weather returns the forecast for the city and the date asked"
     rules = [

@@ -128,8 +128,8 @@ def render_prompt(
 ) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
-    Hits are added in rank order; one that would pass `budget` tokens (`textutil.approx_tokens` of
-    the whole text, header included) is left out and the next that fits takes its room. A `reserved`
+    Hits are added in rank order until the next one would pass `budget` tokens
+    (`textutil.approx_tokens` of the whole text, header included); then adding stops. A `reserved`
     hit (the rule slot) has its line's tokens set aside first, so neither the hits above it nor their
     evidence lines can use them. Under a unit come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit and reach
     `evidence_floor` (cosine similarity to the query: an unrelated source only spends budget; a note's
@@ -171,7 +171,9 @@ def render_prompt(
         if hit.reserved:
             set_aside -= cost
         if budget is not None and used + cost + set_aside > budget:
-            continue  # the room left goes to a shorter hit below (and the reserved rule's is kept)
+            if set_aside:
+                continue  # a lower hit that does not fit leaves room for the reserved rule below
+            break
         at[id(hit)] = len(lines)
         lines.append(line)
         used += cost
