@@ -201,6 +201,9 @@ class QueryConfig:
     # hits whose vectors' cosine reaches this (or whose text holds another's) are one prompt line, "said
     # N times", and their slots go to the next distinct hits (query/repeats.py); above 1: never
     repeat_similarity: float = 0.9
+    # a line's statements whose words the lines above already hold are left out of it, "…" in their place
+    # (query/novelty.py): the budget goes to what is new
+    say_once: bool = True
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192

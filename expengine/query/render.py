@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..textutil import approx_tokens
+from .novelty import untold, words
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 HEADER = "Relevant experience (from past runs; verify before relying on it):"
 MAX_LINE_CHARS = 400
 EVIDENCE_LINES_PER_UNIT = 3
+# the kinds whose lines leave out what was said above (`novelty.py`): notes and a conversation's turns
+TALK = frozenset({"note", "message"})
 # A source counts as quoted when the unit's line holds at least this share of its words, in order
 # from its start (templates clip long quotes at a word), and at least MIN_QUOTED_WORDS of them.
 QUOTED_SHARE = 0.75
@@ -56,18 +59,19 @@ def said(hit: "Hit") -> str:
     return f" ({count}, {span})"
 
 
-def hit_line(hit: "Hit") -> str:
+def hit_line(hit: "Hit", text: str | None = None) -> str:
+    """A hit's prompt line, showing `text` in place of its own (a shortened one, `novelty.untold`)."""
     if hit.type == "unit" and hit.kind == "note" and hit.ts:
         label = day(hit.ts)  # "[7 May 2023] Caroline went to …": the day the fact is about
     elif hit.type == "unit":
         label = hit.kind
     else:
         label = ", ".join(x for x in (hit.kind, day(hit.ts) if hit.ts else None) if x)
-    return f"- [{label}] {_clip(hit.text)}{said(hit)}"
+    return f"- [{label}] {_clip(hit.text if text is None else text)}{said(hit)}"
 
 
-def evidence_line(evidence: "Evidence") -> str:
-    return f"  - evidence ({evidence.state}): {_clip(evidence.text)}"
+def evidence_line(evidence: "Evidence", text: str | None = None) -> str:
+    return f"  - evidence ({evidence.state}): {_clip(evidence.text if text is None else text)}"
 
 
 def lowercase_words(text: str) -> list[str]:
@@ -120,6 +124,7 @@ def render_prompt(
     note_evidence_floor: float | None = None,
     vectors: dict[str, np.ndarray] | None = None,
     repeat_similarity: float = 0.9,
+    once: bool = True,
 ) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
@@ -138,6 +143,7 @@ def render_prompt(
     Given `vectors` (unit length, by text), a line that would repeat one shown above (cosine at least
     `repeat_similarity`) is not added either: a memory hit goes under that line's hit as one of its
     `repeats` (its count updated where the budget allows), a source is marked `quoted`.
+    With `once`, a line leaves out its statements that the lines above already say (`novelty.py`).
     """
     lines = [HEADER]
     used = approx_tokens(HEADER)
@@ -147,15 +153,20 @@ def render_prompt(
     set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
     said = _Lines(vectors, repeat_similarity)
     at: dict[int, int] = {}  # id(hit) → its line's index
+    told: set[str] = set()  # the words of the lines shown (`once`: a statement said in them is left out)
+    shows: dict[int, str] = {}  # id(hit) → the text its line shows
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
             continue
         owner = said.repeated(hit.text) if hit.type == "memory" else None
         if owner is not None:
-            used += _fold(owner, hit, lines, at[id(owner)], room=None if budget is None else budget - used - set_aside)
+            room = None if budget is None else budget - used - set_aside
+            used += _fold(owner, hit, lines, at[id(owner)], room=room, text=shows[id(owner)])
             in_prompt.update(hit.source_ids)
             continue
-        line = hit_line(hit)
+        talk = once and hit.kind in TALK  # what people said; rules and tool records keep their wording
+        shows[id(hit)] = untold(hit.text, told) if talk else hit.text
+        line = hit_line(hit, shows[id(hit)])
         cost = approx_tokens(line)
         if hit.reserved:
             set_aside -= cost
@@ -166,6 +177,7 @@ def render_prompt(
         at[id(hit)] = len(lines)
         lines.append(line)
         used += cost
+        told |= words(line)
         said.add(hit.text, hit)
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
@@ -178,12 +190,13 @@ def render_prompt(
             if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt or said.repeated(evidence.text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
-                extra = evidence_line(evidence)
+                extra = evidence_line(evidence, untold(evidence.text, told) if talk else None)
                 extra_cost = approx_tokens(extra)
                 if budget is not None and used + extra_cost + set_aside > budget:
                     continue
                 lines.append(extra)
                 used += extra_cost
+                told |= words(extra)
                 evidence_lines += 1
                 texts_in_prompt.add(evidence.text)
                 said.add(evidence.text, hit)
@@ -196,13 +209,13 @@ def render_prompt(
     return ("\n".join(lines) if kept else ""), kept
 
 
-def _fold(owner: "Hit", hit: "Hit", lines: list[str], line_at: int, room: int | None) -> int:
+def _fold(owner: "Hit", hit: "Hit", lines: list[str], line_at: int, room: int | None, text: str) -> int:
     """Put `hit` under `owner` as a repeat and show the new count on `owner`'s line when it fits in
     `room` tokens (None: no budget); the tokens that took."""
     from .hits import Repeat
 
     owner.repeats.append(Repeat.of(hit))
-    line = hit_line(owner)
+    line = hit_line(owner, text)
     extra = approx_tokens(line) - approx_tokens(lines[line_at])
     if room is not None and extra > room:
         return 0

@@ -155,6 +155,7 @@ def _shown(
         note_evidence_floor=cfg.note_evidence_floor,
         vectors=vectors if cfg.repeat_similarity <= 1 else None,
         repeat_similarity=cfg.repeat_similarity,
+        once=cfg.say_once,
     )
 
 
