@@ -11,7 +11,7 @@ from typing import Any, Callable
 import duckdb
 
 from ..store import query_log
-from ..store.db import json_meta
+from ..store.db import in_ids, json_meta
 
 
 def _quotes(value: Any, words: set[str], find: Callable[[str], set[str]]) -> bool:
@@ -40,9 +40,8 @@ def user_forget_rows(
     of `users` and the run-report examples quoting words that only the forgotten records had."""
 
     def rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[Any, list[str]]:
-        said = [
-            t for (t,) in con.execute("SELECT text FROM records WHERE id IN (SELECT unnest(?))", [targets]).fetchall()
-        ]
+        where, params = in_ids("id", targets)
+        said = [t for (t,) in con.execute(f"SELECT text FROM records WHERE {where}", params).fetchall()]
         result, emptied = forget_rows(con, targets)
         kept = words_of(
             [t for (t,) in con.execute("SELECT text FROM records UNION ALL SELECT text FROM units").fetchall()]

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..errors import InputError, NotFoundError
 from ..results import Result
 from ..store import query_log, units
-from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, json_ids, utcnow
+from ..store.db import DB_FILE, SCRUB_PENDING, arrow_view, in_ids, json_ids, utcnow
 from ..store.derived_runs import forget_derived
 from ..store.index import MEMORIES, UNITS
 from ..store.scrub import rewrite_database, scrub_index
@@ -134,9 +134,8 @@ def select_records(
     params: list[Any] = []
     if ids:
         wanted = list(dict.fromkeys(ids))
-        found = {
-            r[0] for r in con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [wanted]).fetchall()
-        }
+        named, named_ids = in_ids("id", wanted)
+        found = {r[0] for r in con.execute(f"SELECT id FROM records WHERE {named}", named_ids).fetchall()}
         missing = [i for i in wanted if i not in found]
         if missing:
             more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -255,8 +254,8 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
         if not gone & set(cited):
             continue
         left = [s for s in cited if s not in gone]
-        sources_left = "SELECT text FROM records WHERE id IN (SELECT unnest(?))"
-        kept_words = _words(t for (t,) in con.execute(sources_left, [left]).fetchall()) if left else set()
+        where, params = in_ids("id", left)
+        kept_words = _words(t for (t,) in con.execute(f"SELECT text FROM records WHERE {where}", params).fetchall())
         if not left or (_words([text]) & secret_words) - kept_words:
             emptied.append(uid)
             hashes.add(text_hash(con.execute("SELECT text FROM units WHERE id = ?", [uid]).fetchall()[0][0]))
@@ -265,11 +264,9 @@ def forget_rows(con: duckdb.DuckDBPyConnection, targets: list[str]) -> tuple[For
             result.units_updated += 1
     result.history += units.delete(con, emptied)
     result.units_deleted = len(emptied)
+    still, still_params = in_ids("session", sorted(sessions))
     sessions_left = {
-        s
-        for (s,) in con.execute(
-            "SELECT DISTINCT session FROM records WHERE session IN (SELECT unnest(?))", [sessions]
-        ).fetchall()
+        s for (s,) in con.execute(f"SELECT DISTINCT session FROM records WHERE {still}", still_params).fetchall()
     }
     reports = [
         (run_id, json.loads(r))
@@ -324,9 +321,10 @@ def forget(
     if not targets:
         return ForgetResult(dry_run=dry_run)
     con = store.con
+    shown, shown_ids = in_ids("id", targets)
     preview = examples(
         con.execute(
-            "SELECT id, agent, session, ts, text FROM records WHERE id IN (SELECT unnest(?)) ORDER BY id", [targets]
+            f"SELECT id, agent, session, ts, text FROM records WHERE {shown} ORDER BY id", shown_ids
         ).fetchall(),
         lambda r: {"id": r[0], "agent": r[1], "session": r[2], "ts": r[3].isoformat() if r[3] else None, "text": r[4]},
         limit=PREVIEW,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store.db import json_ids
+from ..store.db import in_ids, json_ids
 from ..store.index import MEMORIES
 from ..store.vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 from .hits import Evidence, Hit
@@ -36,8 +36,9 @@ def cached_texts(store: "Store") -> list[str]:
         for (ids,) in store.con.execute(f"SELECT source_ids FROM units WHERE {LIVE_SQL}").fetchall()
         for i in json_ids(ids)
     }
+    where, params = in_ids("id", sorted(sources))
     archived = store.con.execute(
-        f"SELECT text FROM records WHERE NOT {INDEXED_RECORDS_SQL} AND id IN (SELECT unnest(?))", [sorted(sources)]
+        f"SELECT text FROM records WHERE NOT {INDEXED_RECORDS_SQL} AND {where}", params
     ).fetchall()
     return [t for (t,) in rules + archived]
 

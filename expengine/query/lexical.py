@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ..store.db import in_ids
 from ..store.users import visible_sql
 from ..store.vocabulary import LIVE_SQL
 from ..textutil import HAN, grams
@@ -44,10 +45,11 @@ def lexical_evidence(store: "Store", text: str, nearest: list[tuple[str, str]], 
     if whole <= 0:
         return 1.0
     ids = {t: [i for kind, i in nearest if kind == t] for t in ("memory", "unit")}
+    memories, memory_ids = in_ids("id", ids["memory"])
+    unit_rows, unit_ids = in_ids("id", ids["unit"])
     candidates = store.con.execute(
-        "SELECT text FROM records WHERE id IN (SELECT unnest(?)) UNION ALL SELECT text FROM units "
-        "WHERE id IN (SELECT unnest(?))",
-        [ids["memory"], ids["unit"]],
+        f"SELECT text FROM records WHERE {memories} UNION ALL SELECT text FROM units WHERE {unit_rows}",
+        [*memory_ids, *unit_ids],
     ).fetchall()
     if not any(HAN.search(t or "") for (t,) in candidates):
         return 1.0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import utcnow
 from ..errors import NotFoundError
-from ..store.db import json_ids
+from ..store.db import in_ids, json_ids
 from .score import memory_source_ids, newest_source_ts, recency, score_parts
 
 if TYPE_CHECKING:
@@ -95,10 +95,11 @@ def show(store: "Store", item_id: str) -> ShowResult:
     source_ids = json_ids(unit["source_ids"])
     sources = []
     if source_ids:
+        where, params = in_ids("id", source_ids)
         found = {
             i: {"id": i, "state": s, "kind": k, "text": t}
             for i, s, k, t in store.con.execute(
-                "SELECT id, state, kind, text FROM records WHERE id IN (SELECT unnest(?))", [source_ids]
+                f"SELECT id, state, kind, text FROM records WHERE {where}", params
             ).fetchall()
         }
         sources = [found.get(i, {"id": i, "state": "missing", "kind": None, "text": None}) for i in source_ids]

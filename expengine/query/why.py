@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..results import Result
 from ..store import units
+from ..store.db import in_ids
 from ..store.state import set_state
 
 if TYPE_CHECKING:
@@ -60,10 +61,9 @@ _UNITS = (
 
 
 def _latest_change(store: "Store", ids: list[str]) -> dict[str, tuple]:
+    where, params = in_ids("item_id", ids)
     rows = store.con.execute(
-        "SELECT item_id, happened_at, action, detail, run_id FROM history WHERE item_id IN (SELECT unnest(?)) "
-        "ORDER BY happened_at",
-        [ids],
+        f"SELECT item_id, happened_at, action, detail, run_id FROM history WHERE {where} ORDER BY happened_at", params
     ).fetchall()
     return {r[0]: r[1:] for r in rows}  # the last row per item wins
 
@@ -114,17 +114,20 @@ def _revive(store: "Store", items: list[SetAside]) -> None:
     unit_ids = [i.id for i in items if i.type == "unit"]
     with store.transaction():
         set_state(store, records, "active", reason=reason)
+        revived, revived_ids = in_ids("id", records)
         store.con.execute(  # as a woken unit: the next cycle must not put it straight back to sleep
-            "UPDATE records SET weight = GREATEST(weight, ?) WHERE id IN (SELECT unnest(?)) AND state = 'active'",
-            [store.config.decay.theta_dormant, records],
+            f"UPDATE records SET weight = GREATEST(weight, ?) WHERE {revived} AND state = 'active'",
+            [store.config.decay.theta_dormant, *revived_ids],
         )
         units.set_status(store, unit_ids, "active", reason=reason)
+    revived, revived_ids = in_ids("id", records)
+    woken, woken_ids = in_ids("id", unit_ids)
     now_active = {
         r[0]
         for r in store.con.execute(
-            "SELECT id FROM records WHERE id IN (SELECT unnest(?)) AND state = 'active' UNION ALL "
-            "SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND status = 'active'",
-            [records, unit_ids],
+            f"SELECT id FROM records WHERE {revived} AND state = 'active' UNION ALL "
+            f"SELECT id FROM units WHERE {woken} AND status = 'active'",
+            [*revived_ids, *woken_ids],
         ).fetchall()
     }
     for item in items:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
-from .db import arrow_view
+from .db import arrow_view, in_ids
 from .filters import sql_str
 from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_blobs
 from .vocabulary import INDEXED_RECORDS_SQL
@@ -183,11 +183,11 @@ class EmbeddingCache:
                 [t for t, r in zip(texts, routed) if r]
             )
         model, by_hash = self.name, {text_hash(t): t for t in texts}
+        cached, hashes = in_ids("text_hash", list(by_hash))
         held = {
             h
             for (h,) in self.con.execute(
-                "SELECT text_hash FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-                [model, list(by_hash)],
+                f"SELECT text_hash FROM embeddings WHERE model = ? AND {cached}", [model, *hashes]
             ).fetchall()
         }
         missing = {h: t for h, t in by_hash.items() if h not in held}
@@ -206,10 +206,10 @@ class EmbeddingCache:
         return len(fresh)
 
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        """The vectors DuckDB holds for `hashes` (one scan of the cache table), kept in the memo."""
+        """The vectors DuckDB holds for `hashes`, kept in the memo."""
+        cached, params = in_ids("text_hash", hashes)
         rows = self.con.execute(
-            "SELECT text_hash, vector, float16 FROM embeddings WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-            [model, hashes],
+            f"SELECT text_hash, vector, float16 FROM embeddings WHERE model = ? AND {cached}", [model, *params]
         ).fetchall()
         if not rows:
             return {}
@@ -284,10 +284,8 @@ class EmbeddingCache:
 
         if not self._indexes(model):
             return {}
-        rows = self.con.execute(
-            f"SELECT id, text FROM records WHERE {INDEXED_SQL} AND text IN (SELECT unnest(?))",
-            [list(dict.fromkeys(texts.values()))],
-        ).fetchall()
+        said, params = in_ids("text", list(dict.fromkeys(texts.values())))
+        rows = self.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} AND {said}", params).fetchall()
         vectors = self.index.vectors(MEMORIES, [i for i, _ in rows]) if rows and self.index is not None else {}
         by_text = {t: vectors[i] for i, t in rows if i in vectors}
         found = {h: as_stored(by_text[t]) for h, t in texts.items() if t in by_text}
@@ -346,7 +344,8 @@ class EmbeddingCache:
         if not ids or not self._indexes(model) or self.index is None:
             return
         vectors = self.index.vectors(MEMORIES, ids)
-        texts = self.con.execute("SELECT id, text FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+        where, params = in_ids("id", ids)
+        texts = self.con.execute(f"SELECT id, text FROM records WHERE {where}", params).fetchall()
         kept = {text_hash(t): vectors[i] for i, t in texts if i in vectors}
         if kept:
             self._write(model, kept, archived=True)

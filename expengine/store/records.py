@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .db import in_ids
+
 if TYPE_CHECKING:
     from .store import Store
 
@@ -46,7 +48,7 @@ def fetch_records(store: "Store", ids: list[str]) -> list[dict[str, Any]]:
     """The records with these ids, whatever their state, oldest first."""
     if not ids:
         return []
-    return select_records(store, "id IN (SELECT unnest(?))", [list(dict.fromkeys(ids))])
+    return select_records(store, *in_ids("id", list(dict.fromkeys(ids))))
 
 
 def list_rejects(store: "Store", *, limit: int) -> list[dict[str, Any]]:
