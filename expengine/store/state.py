@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from .db import utcnow
+from .db import in_ids, utcnow
 from .index import MEMORIES
 from .vocabulary import ARCHIVE_AFTER_WINDOW, INDEXED_RECORDS_SQL, OBSERVED_SQL
 
@@ -39,22 +39,23 @@ def set_state(
     # succeeded goal) too: left as they were, they would stay indexed and in the cycle, where archiving
     # at once (`refine.observe_sources` off) takes them out
     moving = f"NOT {OBSERVED_SQL}" if marking else "state <> ?"
+    named, named_params = in_ids("id", list(dict.fromkeys(ids)))
     previous = dict(
         con.execute(
-            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE id IN (SELECT unnest(?)) AND {moving} "
-            "AND (NOT pinned OR ? = 'active')",
-            [list(ids), *([] if marking else [state]), state],
+            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE {named} AND {moving} AND (NOT pinned OR ? = 'active')",
+            [*named_params, *([] if marking else [state]), state],
         ).fetchall()
     )
     changed = list(previous)
     if not changed:
         return 0
     now = now or utcnow()
+    where, params = in_ids("id", changed)
     con.execute(
-        """UPDATE records SET state = ?, state_reason = ?,
+        f"""UPDATE records SET state = ?, state_reason = ?,
                marked_at = CASE WHEN ? = 'dormant' THEN ? ELSE marked_at END
-           WHERE id IN (SELECT unnest(?))""",
-        [state, reason, state, now, changed],
+           WHERE {where}""",
+        [state, reason, state, now, *params],
     )
     con.execute("INSERT INTO history SELECT unnest(?), ?, ?, ?, ?", [changed, now, f"state:{state}", reason, run_id])
     if state == "archived" or marking:

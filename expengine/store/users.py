@@ -9,7 +9,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .db import json_ids
+from .db import in_ids, json_ids
 from .filters import sql_str
 
 if TYPE_CHECKING:
@@ -21,9 +21,9 @@ def owner_of(con: "duckdb.DuckDBPyConnection", source_ids: list[str]) -> str | N
     name no user's record, or more than one user's."""
     if not source_ids:
         return None
+    where, params = in_ids("id", list(dict.fromkeys(source_ids)))
     found = con.execute(
-        "SELECT DISTINCT user FROM records WHERE id IN (SELECT unnest(?)) AND user IS NOT NULL LIMIT 2",
-        [list(source_ids)],
+        f"SELECT DISTINCT user FROM records WHERE {where} AND user IS NOT NULL LIMIT 2", params
     ).fetchall()
     return found[0][0] if len(found) == 1 else None
 
