@@ -2,7 +2,7 @@
 
     python bench/nights.py [--nights 10] [--swe-runs 10] [--tau-runs 10] [--log-lines 300]
                            [--from-store PATH] [--full-every 0] [--out bench/results/nights.json]
-                           [--keep PATH] [--first-night N] [--profile PATH]
+                           [--keep PATH] [--first-night N] [--profile PATH] [--set KEY=VALUE ...]
 
 Every night ingests the same amount of new real data through the Python API, with fresh ids: the next
 `--swe-runs` shared SWE-bench runs (their sb-cli grades as outcomes), the next `--tau-runs` tau-bench
@@ -15,6 +15,7 @@ included: what a loaded shared machine's wall clock blurs), how clustering ran, 
 `--from-store PATH` starts from a copy of an existing store (the synthetic variant: a bulk store of
 synthetic memories, e.g. from bench/scale.py), so the nights add real data to a large store.
 `--full-every N` runs `compact --full` every N-th night instead (0: never), the baseline to compare.
+`--set KEY=VALUE` overrides a config value for every night (e.g. `--set cycle.sweep_rows=400`).
 `--first-night N` numbers the nights from N, with the data and clock the nights before it left off at:
 with `--from-store` a store `--keep` kept after night N-1 runs its next night (to profile one late night:
 `--first-night 13 --nights 1 --from-store KEPT --profile night13.prof`, cProfile of each `compact`).
@@ -131,6 +132,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS / "nights.json")
     parser.add_argument("--keep", type=Path, help="copy the last night's store here (to profile a cycle on it)")
     parser.add_argument("--first-night", type=int, default=1, help="number the nights from N (after a kept store)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--profile", type=Path, help="cProfile each night's compact into this file (the last kept)")
     return parser.parse_args(argv)
 
@@ -159,8 +161,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_at_start": os.getloadavg()[0],
         "per_night": {"swe_runs": args.swe_runs, "tau_runs": args.tau_runs, "log_lines": args.log_lines},
         "from_store": str(args.from_store) if args.from_store else None,
+        "overrides": args.overrides,
         "nights": [],
     }
+    overrides: dict[str, Any] = dict(TEMPLATE_ONLY)
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set needs KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
     with tempfile.TemporaryDirectory(prefix="bench-nights-") as tmp:
         store = Path(tmp) / "store"
         if args.from_store:
@@ -175,7 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             folder = Path(tmp) / f"night{night}"
             parts = write_night(folder, night, swe, tau, logs, grades, args)
             full = bool(args.full_every) and night % args.full_every == 0
-            with Engine(store=store, overrides=TEMPLATE_ONLY) as engine:
+            with Engine(store=store, overrides=overrides) as engine:
                 started = time.perf_counter()
                 new = ingest_night(engine, parts)
                 ingest_s = time.perf_counter() - started

@@ -78,7 +78,7 @@ def content_words(text: str | None) -> frozenset[str]:
 def identifiers(words: frozenset[str]) -> frozenset[str]:
     """Tokens with digits (ids, dates, amounts, flight numbers): MiniLM barely sees them, yet they are
     often the one unique fact, so a memory is never merged or pruned into one that lacks its identifiers."""
-    return frozenset(w for w in words if any(c.isdigit() for c in w))
+    return frozenset(w for w in words if not w.isalpha() and any(c.isdigit() for c in w))  # a letter is no digit
 
 
 def choose_k(n: int, store: "Store") -> int:
