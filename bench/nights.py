@@ -2,7 +2,7 @@
 
     python bench/nights.py [--nights 10] [--swe-runs 10] [--tau-runs 10] [--log-lines 300]
                            [--from-store PATH] [--full-every 0] [--out bench/results/nights.json]
-                           [--keep PATH]
+                           [--keep PATH] [--first-night N] [--profile PATH] [--set KEY=VALUE ...]
 
 Every night ingests the same amount of new real data through the Python API, with fresh ids: the next
 `--swe-runs` shared SWE-bench runs (their sb-cli grades as outcomes), the next `--tau-runs` tau-bench
@@ -15,6 +15,10 @@ included: what a loaded shared machine's wall clock blurs), how clustering ran, 
 `--from-store PATH` starts from a copy of an existing store (the synthetic variant: a bulk store of
 synthetic memories, e.g. from bench/scale.py), so the nights add real data to a large store.
 `--full-every N` runs `compact --full` every N-th night instead (0: never), the baseline to compare.
+`--set KEY=VALUE` overrides a config value for every night (e.g. `--set cycle.sweep_rows=400`).
+`--first-night N` numbers the nights from N, with the data and clock the nights before it left off at:
+with `--from-store` a store `--keep` kept after night N-1 runs its next night (to profile one late night:
+`--first-night 13 --nights 1 --from-store KEPT --profile night13.prof`, cProfile of each `compact`).
 
 Target (issue #38): the last night's cycle at most 1.3x the second night's, with the store many times
 larger. Seconds are the machine's under its load (printed); the ratio is the figure.
@@ -23,6 +27,7 @@ larger. Seconds are the machine's under its load (printed); the ratio is the fig
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime as dt
 import json
 import os
@@ -126,6 +131,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--full-every", type=int, default=0, help="compact --full every N-th night (0: never)")
     parser.add_argument("--out", type=Path, default=RESULTS / "nights.json")
     parser.add_argument("--keep", type=Path, help="copy the last night's store here (to profile a cycle on it)")
+    parser.add_argument("--first-night", type=int, default=1, help="number the nights from N (after a kept store)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--profile", type=Path, help="cProfile each night's compact into this file (the last kept)")
     return parser.parse_args(argv)
 
 
@@ -153,23 +161,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_at_start": os.getloadavg()[0],
         "per_night": {"swe_runs": args.swe_runs, "tau_runs": args.tau_runs, "log_lines": args.log_lines},
         "from_store": str(args.from_store) if args.from_store else None,
+        "overrides": args.overrides,
         "nights": [],
     }
+    overrides: dict[str, Any] = dict(TEMPLATE_ONLY)
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set needs KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
     with tempfile.TemporaryDirectory(prefix="bench-nights-") as tmp:
         store = Path(tmp) / "store"
         if args.from_store:
             shutil.copytree(args.from_store, store)
-        for night in range(1, args.nights + 1):
+        before = args.first_night - 1  # the data the nights before --first-night took
+        swe.position, tau.position, logs.position = (
+            before * args.swe_runs,
+            before * args.tau_runs,
+            before * args.log_lines,
+        )
+        for night in range(args.first_night, args.first_night + args.nights):
             folder = Path(tmp) / f"night{night}"
             parts = write_night(folder, night, swe, tau, logs, grades, args)
             full = bool(args.full_every) and night % args.full_every == 0
-            with Engine(store=store, overrides=TEMPLATE_ONLY) as engine:
+            with Engine(store=store, overrides=overrides) as engine:
                 started = time.perf_counter()
                 new = ingest_night(engine, parts)
                 ingest_s = time.perf_counter() - started
+                profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU seconds, as reported
                 cpu = time.process_time()
+                if profiler:
+                    profiler.enable()
                 cycle = engine.compact(now=START + NIGHT * night, full=full)
                 cycle_cpu = time.process_time() - cpu
+                if profiler:
+                    profiler.disable()
+                    profiler.dump_stats(args.profile)
                 raw = cycle.after.raw if cycle.after else None
             shutil.rmtree(folder)
             row = {
@@ -181,6 +208,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "cycle_cpu_s": round(cycle_cpu, 2),
                 "steps_s": {name: step.get("seconds") for name, step in cycle.steps.items()},
                 "clustering": cycle.clustering,
+                "clusters": {
+                    key: cycle.steps.get(step, {}).get(key)
+                    for step, key in (
+                        ("clusters", "partitions_incremental"),
+                        ("clusters", "clusters_replanned"),
+                        ("refine", "clusters_total"),
+                        ("refine", "clusters_unchanged"),
+                        ("refine", "clusters_refined"),
+                    )
+                },
                 "units": cycle.after.units if cycle.after else None,
                 "active": cycle.after.active if cycle.after else None,
                 "peak_rss_mib": peak_rss_mib(),

@@ -205,3 +205,59 @@ def test_the_speakers_kept_per_session_equal_a_whole_read(make_engine, tmp_path,
         assert people(engine.store, {"conv-26"}, keep=True) == whole_people(engine.store, {"conv-26"})
     speakers, names = expected
     assert speakers["s2"] == ["Melanie", "Caroline"] and "caro" in names["conv-26"], (speakers, names)
+
+
+class PerClusterReads:
+    """What a refinement pass read before `ClusterReads`: every cluster's units, members and sessions'
+    tool use from the database, at the moment the cluster is refined."""
+
+    def __init__(self, store, clusters) -> None:
+        self.store = store
+
+    def cluster_sources(self, key: str) -> list[str]:
+        from expengine.store.db import json_ids
+        from expengine.store.units import LIVE_SQL
+
+        rows = self.store.con.execute(f"SELECT source_ids FROM units WHERE {LIVE_SQL} AND cluster_key = ?", [key])
+        return [i for (source_ids,) in rows.fetchall() for i in json_ids(source_ids)]
+
+    def units_changed(self, ids: set[str]) -> None:
+        pass
+
+    def fetch(self, ids: list[str]) -> list[dict]:
+        from expengine.store.records import fetch_records
+
+        return fetch_records(self.store, ids)
+
+    def session_context(self, records: list[dict]) -> list[dict]:
+        from expengine.lifecycle.refine.inputs import session_context
+
+        return session_context(self.store, records)
+
+
+def record_states(engine) -> list[tuple]:
+    return sorted(engine.store.con.execute("SELECT id, state, coalesce(state_reason, '') FROM records").fetchall())
+
+
+def test_reads_once_a_pass_give_what_reads_per_cluster_give(make_engine, tmp_path, monkeypatch):
+    """The changed clusters' units, records and tool use read once a pass (refine/reads.py), and the
+    units a cluster's write changed read again, give the units and record states of reading them from
+    the database cluster by cluster."""
+    import expengine.lifecycle.refine as refine
+    from expengine.lifecycle.refine.reads import ClusterReads
+
+    nights = thirds(tmp_path, LOGS)
+    once = make_engine(tmp_path / "once", overrides={"llm.mode": "template"})
+    each = make_engine(tmp_path / "each", overrides={"llm.mode": "template"})
+    refined = 0
+    for n, paths in enumerate(nights, start=1):
+        for engine, folder in ((once, tmp_path / "o"), (each, tmp_path / "e")):
+            ingest_night(engine, folder, paths, n)
+        monkeypatch.setattr(refine, "ClusterReads", ClusterReads)
+        report = once.compact(now=START + NIGHT * n)
+        monkeypatch.setattr(refine, "ClusterReads", PerClusterReads)
+        each.compact(now=START + NIGHT * n)
+        refined += report.steps["refine"]["clusters_refined"]
+        assert live_units(once) == live_units(each)
+        assert record_states(once) == record_states(each)
+    assert refined > 0

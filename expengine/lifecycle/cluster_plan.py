@@ -78,7 +78,7 @@ def content_words(text: str | None) -> frozenset[str]:
 def identifiers(words: frozenset[str]) -> frozenset[str]:
     """Tokens with digits (ids, dates, amounts, flight numbers): MiniLM barely sees them, yet they are
     often the one unique fact, so a memory is never merged or pruned into one that lacks its identifiers."""
-    return frozenset(w for w in words if any(c.isdigit() for c in w))
+    return frozenset(w for w in words if not w.isalpha() and any(c.isdigit() for c in w))  # a letter is no digit
 
 
 def choose_k(n: int, store: "Store") -> int:
@@ -172,12 +172,13 @@ def plan_groups(
     cfg = store.config.cluster
     plan = Plan()
     words = [content_words(r["text"]) for r in rows]
+    marks = [identifiers(w) for w in words]  # once a row: a cluster compares every pair of its members
     fixed = np.array([bool(r["pinned"] or r["protected"]) for r in rows], dtype=bool)
     unit_best = (
         (vectors @ unit_vectors.T).max(axis=1) if len(unit_vectors) else np.full(len(rows), -1.0, dtype=np.float32)
     )
     for members, centroid in groups:
-        _plan_cluster(plan, cfg, rows, members, vectors, centroid, words, fixed, unit_best)
+        _plan_cluster(plan, cfg, rows, members, vectors, centroid, words, marks, fixed, unit_best)
     return plan
 
 
@@ -189,6 +190,7 @@ def _plan_cluster(
     vectors: np.ndarray,
     centroid: np.ndarray,
     words: list[frozenset[str]],
+    marks: list[frozenset[str]],
     fixed: np.ndarray,
     unit_best: np.ndarray,
 ) -> None:
@@ -203,10 +205,8 @@ def _plan_cluster(
         if absorbed[a]:
             continue
         group = np.flatnonzero((sims[a] >= threshold) & ~absorbed & ~local_fixed)
-        survivor_ids = identifiers(words[members[a]])
-        group = np.array(
-            [j for j in group if j != a and identifiers(words[members[j]]) <= survivor_ids], dtype=np.int64
-        )
+        survivor_ids = marks[members[a]]
+        group = np.array([j for j in group if j != a and marks[members[j]] <= survivor_ids], dtype=np.int64)
         if group.size:
             absorbed[group] = True
             plan.merges[rows[members[a]]["id"]] = [rows[members[j]]["id"] for j in group]
@@ -217,7 +217,7 @@ def _plan_cluster(
         kept_words: set[str] = set()
         for j in distinct:
             row, i = rows[members[j]], int(members[j])
-            unique_identifiers = not identifiers(words[i]) <= kept_words
+            unique_identifiers = not marks[i] <= kept_words
             stands_for_others = row["id"] in plan.merges or row["merged_ids"] not in (None, "[]")
             reason = None
             if not (local_fixed[j] or stands_for_others):

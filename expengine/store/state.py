@@ -39,12 +39,11 @@ def set_state(
     # succeeded goal) too: left as they were, they would stay indexed and in the cycle, where archiving
     # at once (`refine.observe_sources` off) takes them out
     moving = f"NOT {OBSERVED_SQL}" if marking else "state <> ?"
-    wanted, wanted_params = in_ids("id", list(ids))
+    named, named_params = in_ids("id", list(dict.fromkeys(ids)))
     previous = dict(
         con.execute(
-            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE {wanted} AND {moving} "
-            "AND (NOT pinned OR ? = 'active')",
-            [*wanted_params, *([] if marking else [state]), state],
+            f"SELECT id, NOT {INDEXED_RECORDS_SQL} FROM records WHERE {named} AND {moving} AND (NOT pinned OR ? = 'active')",
+            [*named_params, *([] if marking else [state]), state],
         ).fetchall()
     )
     changed = list(previous)

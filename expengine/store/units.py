@@ -4,7 +4,7 @@ Every write to `units` goes through here: `insert` and `merge` (refinement's wri
 producer of units: the kind is the caller's), `set_status` (supersede, quarantine, restore: DuckDB,
 the history entry and LanceDB together), `set_signature`, the use and feedback counters, and
 `forget`'s source removal. Reads that writers share (the field list, an agent's live units, cluster
-signatures and sources) live here too; listing and tracing are in unit_reads.py, and the query path
+signatures) live here too; listing and tracing are in unit_reads.py, and the query path
 keeps its own fast SELECTs.
 
 Records have a `state` (active → dormant → archived: how present a memory is) and units a `status`
@@ -143,16 +143,6 @@ def stored_signatures(store: "Store") -> dict[str, set[str]]:
     ).fetchall():
         stored[key].add(signature)
     return stored
-
-
-def cluster_sources(store: "Store", cluster_key: str) -> list[str]:
-    """Sources of the cluster's live units: archived sources leave the cluster but stay evidence."""
-    ids: list[str] = []
-    for (source_ids,) in store.con.execute(
-        f"SELECT source_ids FROM units WHERE {LIVE_SQL} AND cluster_key = ?", [cluster_key]
-    ).fetchall():
-        ids.extend(json_ids(source_ids))
-    return ids
 
 
 # --- writes ------------------------------------------------------------------------------------------

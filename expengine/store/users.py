@@ -21,7 +21,7 @@ def owner_of(con: "duckdb.DuckDBPyConnection", source_ids: list[str]) -> str | N
     name no user's record, or more than one user's."""
     if not source_ids:
         return None
-    where, params = in_ids("id", list(source_ids))
+    where, params = in_ids("id", list(dict.fromkeys(source_ids)))
     found = con.execute(
         f"SELECT DISTINCT user FROM records WHERE {where} AND user IS NOT NULL LIMIT 2", params
     ).fetchall()

@@ -129,7 +129,7 @@ def _refine_one(
     statuses: dict[str, str],
     reads: ClusterReads,
 ) -> None:
-    previous = units.cluster_sources(store, cluster.key)
+    previous = reads.cluster_sources(cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
         # only archived sources left the cluster: the evidence is the same, so keep the units
         if not dry_run:
@@ -155,7 +155,7 @@ def _refine_one(
     timeless = {r["id"] for r in records if TIME_ASSUMED in json_meta(r.get("meta"))}
     for draft in drafts:
         draft.dated = not set(draft.source_ids) <= timeless
-    vocabulary = source_text(mined, context)
+    vocabulary = source_text(mined, context) if drafts else ""  # only drafts are checked against it
     grounded = []
     for draft in drafts:
         reasons = (
@@ -179,7 +179,9 @@ def _refine_one(
         report.clusters_not_concrete += 1
         return
     pairs = list({row["id"]: (draft, row) for draft in grounded for row in [unit_row(draft, cluster, now)]}.values())
-    written = write_units(store, cluster, pairs, report, run_id, dry_run, now)
+    touched: set[str] = set()
+    written = write_units(store, cluster, pairs, report, run_id, dry_run, now, touched)
+    reads.units_changed(touched)
     report.clusters_refined += 1
     cfg = store.config.refine
     for row in written:

@@ -161,10 +161,12 @@ def write_units(
     run_id: str | None,
     dry_run: bool,
     now: dt.datetime,
+    touched: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
     pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
-    written or merged (the units whose sources changed)."""
+    written or merged (the units whose sources changed); `touched` gets the ids of every unit inserted,
+    merged into or superseded."""
     steps = _plan(store, cluster, pairs, report)
     report.units_unchanged += sum(1 for s in steps if s.action == "keep")
     written = [s.row for s in steps if s.action != "keep"]
@@ -211,5 +213,7 @@ def write_units(
     report.units_written += sum(1 for s in steps if s.action == "insert")
     report.units_merged += sum(1 for s in steps if s.action == "merge")
     report.units_superseded += len(removed)
+    if touched is not None:
+        touched.update([row["id"] for row in written], removed)
     units.index_journalled(store, added)
     return written
