@@ -747,3 +747,58 @@ def old_format_snapshot(store_dir: Path, snapshot_id: str, *, reason: str = "old
     )
     (folder / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     return folder
+
+
+# a Django script run before settings are configured: the error coding runs in tests fail with and fix
+DJANGO_SETTINGS_ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "/testbed/reproduce_{n}.py", line {line}, in <module>\n'
+    "    from django.contrib.auth.models import User\n"
+    "django.core.exceptions.ImproperlyConfigured: Requested setting {setting}, but settings are not configured. "
+    "You must either define the environment variable DJANGO_SETTINGS_MODULE or call settings.configure() "
+    "before accessing settings."
+)
+
+
+def swe_trajectory(instance: str, task: str, steps: list[tuple[str, int, str]]) -> dict:
+    """A mini-swe-agent run: the task, then per step a THOUGHT with one bash block and its observation."""
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": f"<pr_description>\n{task}\n</pr_description>"},
+    ]
+    for command, code, output in steps:
+        messages.append({"role": "assistant", "content": f"THOUGHT: next step.\n\n```bash\n{command}\n```"})
+        messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"})
+    return {"trajectory_format": "mini-swe-agent-1", "instance_id": instance, "messages": messages}
+
+
+def swe_script_fixes(
+    runs: Path, report: Path, *, first: int, count: int, task: str, test_step: bool, resolved: Any
+) -> tuple[str, str]:
+    """`count` django and sympy runs (instances `first`, `first` + 1, …), each a script that fails before
+    settings are configured and is fixed the project's way (django: a repro script, sympy: a grep), with
+    their sb-cli report (`resolved(n)`: whether run n passed); `task` and `test_step` shape each run."""
+    passed = []
+    for n in range(count):
+        for repo, program, tests in (
+            ("django__django", "cat <<'EOF' > repro.py", "./tests/runtests.py auth_tests"),
+            ("sympy__sympy", "grep -rn Settings sympy", "bin/test sympy/core"),
+        ):
+            instance = f"{repo}-{first + n}"
+            steps = [
+                (
+                    "cd /testbed && python reproduce.py",
+                    1,
+                    DJANGO_SETTINGS_ERROR.format(n=n, line=n + 4, setting=f"SETTING_{n}"),
+                ),
+                (program, 0, "done"),
+                ("python reproduce.py", 0, "ok"),
+                *([(tests, 0, "OK")] if test_step else []),
+            ]
+            (runs / instance).mkdir(parents=True)
+            trajectory = swe_trajectory(instance, task.format(n=n), steps)
+            (runs / instance / f"{instance}.traj.json").write_text(json.dumps(trajectory))
+            if resolved(n):
+                passed.append(instance)
+    report.write_text(json.dumps({"resolved_ids": passed, "unresolved_ids": []}))
+    return str(runs), str(report)

@@ -7,17 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import DJANGO_SETTINGS_ERROR as SETTINGS
+from helpers import swe_script_fixes
 
 from expengine.textutil import ERROR_TAIL_CHARS, error_key
-
-SETTINGS = (
-    "Traceback (most recent call last):\n"
-    '  File "/testbed/reproduce_{n}.py", line {line}, in <module>\n'
-    "    from django.contrib.auth.models import User\n"
-    "django.core.exceptions.ImproperlyConfigured: Requested setting {setting}, but settings are not configured. "
-    "You must either define the environment variable DJANGO_SETTINGS_MODULE or call settings.configure() "
-    "before accessing settings."
-)
 
 
 @pytest.mark.parametrize(
@@ -104,42 +97,19 @@ def test_a_next_command_keeps_its_program_flags_and_placeholders_only(command: s
     assert command_form(command, program) == form
 
 
-def _trajectory(instance: str, task: str, steps: list[tuple[str, int, str]]) -> dict:
-    """A mini-swe-agent run: the task, then per step a THOUGHT with one bash block and its observation."""
-    messages = [
-        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
-        {"role": "user", "content": f"<pr_description>\n{task}\n</pr_description>"},
-    ]
-    for command, code, output in steps:
-        messages.append({"role": "assistant", "content": f"THOUGHT: next step.\n\n```bash\n{command}\n```"})
-        messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"})
-    return {"trajectory_format": "mini-swe-agent-1", "instance_id": instance, "messages": messages}
-
-
 @pytest.mark.slow
 def test_a_projects_fix_rule_is_mined_and_found_by_its_next_error_query_only(make_engine, tmp_path: Path) -> None:
-    runs = tmp_path / "trajs"
-    resolved = []
-    for n in range(4):
-        for repo, program in (
-            ("django__django", "cat <<'EOF' > repro.py"),
-            ("sympy__sympy", "grep -rn Settings sympy"),
-        ):
-            instance = f"{repo}-{1000 + n}"
-            steps = [
-                ("cd /testbed && python reproduce.py", 1, SETTINGS.format(n=n, line=n + 4, setting=f"SETTING_{n}")),
-                (program, 0, "done"),
-                ("python reproduce.py", 0, "ok"),
-                ("./tests/runtests.py auth_tests" if repo == "django__django" else "bin/test sympy/core", 0, "OK"),
-            ]
-            (runs / instance).mkdir(parents=True)
-            task = f"Task {n}: the validator rejects names with trailing spaces"
-            (runs / instance / f"{instance}.traj.json").write_text(json.dumps(_trajectory(instance, task, steps)))
-            resolved.append(instance)
-    report = tmp_path / "report.json"
-    report.write_text(json.dumps({"resolved_ids": resolved, "unresolved_ids": []}))
+    runs, report = swe_script_fixes(
+        tmp_path / "trajs",
+        tmp_path / "report.json",
+        first=1000,
+        count=4,
+        task="Task {n}: the validator rejects names with trailing spaces",
+        test_step=True,
+        resolved=lambda n: True,
+    )
     engine = make_engine()
-    engine.ingest([str(runs)], fmt="swe-agent", outcomes=[str(report)])
+    engine.ingest([runs], fmt="swe-agent", outcomes=[report])
     engine.compact()
     rules = {u["subject"]: u for u in engine.units(status="active") if u["category"] == "recovery"}
     assert set(rules) == {"django/django", "sympy/sympy", None}, rules

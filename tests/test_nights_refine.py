@@ -9,9 +9,7 @@ units; and a night reads fewer records than the store holds (nothing at all when
 
 from __future__ import annotations
 
-import json
-
-from test_error_fixes import SETTINGS, _trajectory
+from helpers import swe_script_fixes
 from test_nights import NIGHT, START, thirds
 
 from expengine.lifecycle.refine.runs_read import ReadCount, intent_runs, project_commands
@@ -21,27 +19,15 @@ LOGS = ("coding_assistant.jsonl", "support_bot.jsonl")
 
 def swe_night(tmp_path, night: int) -> tuple[str, str]:
     """The night's coding runs: two django and two sympy tasks, each a failing script fixed the same way."""
-    runs = tmp_path / f"swe{night}"
-    resolved = []
-    for n in range(2):
-        for repo, program in (
-            ("django__django", "cat <<'EOF' > repro.py"),
-            ("sympy__sympy", "grep -rn Settings sympy"),
-        ):
-            instance = f"{repo}-{1000 + 10 * night + n}"
-            steps = [
-                ("cd /testbed && python reproduce.py", 1, SETTINGS.format(n=n, line=n + 4, setting=f"SETTING_{n}")),
-                (program, 0, "done"),
-                ("python reproduce.py", 0, "ok"),
-            ]
-            (runs / instance).mkdir(parents=True)
-            task = f"Task {night}.{n}: the validator rejects names with trailing spaces"
-            (runs / instance / f"{instance}.traj.json").write_text(json.dumps(_trajectory(instance, task, steps)))
-            if n or night % 2:
-                resolved.append(instance)
-    report = tmp_path / f"swe{night}.json"
-    report.write_text(json.dumps({"resolved_ids": resolved, "unresolved_ids": []}))
-    return str(runs), str(report)
+    return swe_script_fixes(
+        tmp_path / f"swe{night}",
+        tmp_path / f"swe{night}.json",
+        first=1000 + 10 * night,
+        count=2,
+        task=f"Task {night}.{{n}}: the validator rejects names with trailing spaces",
+        test_step=False,
+        resolved=lambda n: bool(n or night % 2),
+    )
 
 
 def ingest_night(engine, tmp_path, paths: list[str], night: int) -> None:

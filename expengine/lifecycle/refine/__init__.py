@@ -80,7 +80,7 @@ def refine_clusters(
     report.clusters_unchanged = len(clusters) - len(changed)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
-    statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall()) if changed else {}
+    statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
     reads = ClusterReads(store, changed)
     looked_at: list[tuple[str, str]] = []
     for position, cluster in enumerate(changed):
@@ -106,10 +106,21 @@ def refine_clusters(
     count = ReadCount()
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(
-            store, report, stored, count, run_id=run_id, dry_run=dry_run, now=clock, wordings=wordings, full=full
+            store,
+            report,
+            stored,
+            count,
+            statuses,
+            run_id=run_id,
+            dry_run=dry_run,
+            now=clock,
+            wordings=wordings,
+            full=full,
         )
     if budget.time_left():
-        _refine_environments(store, report, stored, count, run_id=run_id, dry_run=dry_run, now=clock, full=full)
+        _refine_environments(
+            store, report, stored, count, statuses, run_id=run_id, dry_run=dry_run, now=clock, full=full
+        )
     report.runs_read, report.run_records_read = count.runs, count.records
     report.seconds = round(time.monotonic() - started, 3)
     return report
@@ -199,6 +210,7 @@ def _refine_intents(
     report: RefineReport,
     stored: dict[str, set[str]],
     count: ReadCount,
+    status: dict[str, str],
     *,
     run_id: str | None,
     dry_run: bool,
@@ -212,7 +224,6 @@ def _refine_intents(
     no longer exist give way to the new ones."""
     from .lessons import intent_drafts
 
-    status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
     by_agent: dict[str, list[Any]] = defaultdict(list)
     for run in intent_runs(store, status, count, full=full, dry_run=dry_run):
         by_agent[run.agent].append(run)
@@ -253,6 +264,7 @@ def _refine_environments(
     report: RefineReport,
     stored: dict[str, set[str]],
     count: ReadCount,
+    status: dict[str, str],
     *,
     run_id: str | None,
     dry_run: bool,
@@ -265,7 +277,6 @@ def _refine_environments(
     from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, environment_drafts, settled_ids
     from .fixes import fix_drafts, shared_fix_drafts
 
-    status = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())
     # a run ends with an outcome, or by falling silent: a coding assistant's session rarely reports one
     silent = store.con.execute(
         "SELECT session FROM records WHERE session IS NOT NULL GROUP BY session HAVING max(ts) < ?",
