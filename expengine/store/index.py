@@ -11,15 +11,17 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from .file_guard import FileGuard
 from .filters import lance_in
 from .held_vectors import HeldTables, HeldVectors
 from .lance_rows import ADDED_COLUMNS, as_table_vectors
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MEMORIES = "memories"
 UNITS = "units"
