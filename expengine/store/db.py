@@ -335,10 +335,9 @@ def _migrate(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
 
 
 def insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]], tail: str = "") -> None:
-    """`INSERT INTO table` the rows that `columns` (name -> its values, all of one length) hold side by side:
-    DuckDB unnests the lists together, so no Arrow table is built (building one makes pyarrow import
-    pandas, 35 MB, and its compute module, 9 MB, in a cron's ingest). `tail`: what follows the SELECT
-    (`ON CONFLICT DO NOTHING`)."""
+    """`INSERT INTO table` the rows `columns` (name -> its values, all of one length) hold side by side, unnested
+    together: no Arrow table is built (building one made pyarrow import pandas, 35 MB, and its compute
+    module, 9 MB, in a cron's ingest). `tail`: what follows the SELECT (`ON CONFLICT DO NOTHING`)."""
     names = ", ".join(f'"{name}"' for name in columns)
     unnested = ", ".join(f'unnest(?) AS "{name}"' for name in columns)
     con.execute(f"INSERT INTO {table} ({names}) SELECT * FROM (SELECT {unnested}) {tail}", list(columns.values()))
