@@ -12,9 +12,10 @@ unique, so every record is really embedded. Three runs of the CLI, each its own 
 2. again with nothing new: its time and the bytes it read (targets: under 2 s, under 1 MB);
 3. after `--grow` JSONL files gained a few lines each: the bytes it read (only those lines).
 
-Peak memory is each process's maximum resident set (`/usr/bin/time`; target: under 300 MB); `baseline`
-is the same command on a home of one line (the libraries, the store and the encoder loaded, one record
-written), so each run's peak less it is what reading the home added. `read_only` is the readers alone
+Peak memory is each process's maximum resident set and `cpu_s` its user + system CPU seconds
+(`/usr/bin/time`; target: under 300 MB); `baseline` is the same command on a home of one line (the
+libraries, the store and the encoder loaded, one record written), so each run's peak less it is what
+reading the home added. `read_only` is the readers alone
 (every source read into events, nothing stored): their own MB/s.
 """
 
@@ -397,7 +398,7 @@ def run(store: Path, home: Path, env: dict[str, str]) -> dict[str, Any]:
     cmd = [
         "/usr/bin/time",
         "-f",
-        "%M",
+        "%M %U %S",
         "-o",
         str(peak_file),
         sys.executable,
@@ -417,7 +418,8 @@ def run(store: Path, home: Path, env: dict[str, str]) -> dict[str, Any]:
     if done.returncode:
         raise SystemExit(f"ingest failed ({done.returncode}): {done.stderr[-800:]}")
     result = json.loads(done.stdout)
-    peak = int(peak_file.read_text().split()[-1]) / 1024
+    peak_kb, user_s, system_s = peak_file.read_text().split()[-3:]
+    peak = int(peak_kb) / 1024
     ingest = result["ingest"]
     return {
         "wall_s": round(wall, 2),
@@ -432,6 +434,7 @@ def run(store: Path, home: Path, env: dict[str, str]) -> dict[str, Any]:
         "rejected": ingest["rejected"],
         "skipped": ingest.get("skipped", {}),
         "peak_rss_mb": round(peak, 1),
+        "cpu_s": round(float(user_s) + float(system_s), 2),
     }
 
 

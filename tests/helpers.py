@@ -686,18 +686,34 @@ def moto_server(log: Path, *, bucket: str) -> Iterator[Any]:
 
 # `python -c` it: runs the CLI as `python -m expengine` does, then prints on stderr (JSON, its last line)
 # which of these heavy modules the process holds
-CLI_THEN_MODULES = """
+HEAVY_MODULES = (
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "onnx",
+    "lancedb",
+    "lance",
+    "onnxruntime",
+    "lance_namespace_urllib3_client.api",
+    "lance_namespace_urllib3_client.api_client",
+)
+
+
+def cli_then_modules(modules: tuple[str, ...] = HEAVY_MODULES) -> str:
+    """A `python -c` program: the CLI with the arguments given, then (on stderr, as JSON) which of `modules` it loaded."""
+    return f"""
 import runpy, sys, json
 sys.argv = ["expengine", *sys.argv[1:]]
 try:
     runpy.run_module("expengine", run_name="__main__")
 except SystemExit as done:
     assert not done.code, done.code
-held = [m for m in ("torch", "sentence_transformers", "transformers", "onnx", "lancedb", "lance", "onnxruntime",
-                    "lance_namespace_urllib3_client.api", "lance_namespace_urllib3_client.api_client")
-        if m in sys.modules]
+held = [m for m in {modules!r} if m in sys.modules]
 print(json.dumps(held), file=sys.stderr)
 """
+
+
+CLI_THEN_MODULES = cli_then_modules()
 
 
 def run_offline_python(*args: str) -> subprocess.CompletedProcess[str]:

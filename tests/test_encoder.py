@@ -14,6 +14,7 @@ import pytest
 from helpers import BOOKING, CHATTER, REFUND, run_offline_python
 
 from expengine.errors import ModelError
+from expengine.models.onnx import weights_file
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -127,6 +128,8 @@ def test_models_prepare_exports_once_into_the_cache_dir(tmp_path):
     assert [Path(p).name for p in paths] == ["model.onnx", "model-int8.onnx"]
     assert Path(fp32).is_relative_to(tmp_path / "cache") and Path(fp32).stat().st_size > 10_000_000
     assert 0 < Path(int8).stat().st_size < Path(fp32).stat().st_size  # int8 MatMul weights; the embeddings stay fp32
+    # the int8 weights lie beside the graph, so ONNX Runtime maps them (only the word embeddings used are held)
+    assert weights_file(Path(int8)).stat().st_size > 10 * Path(int8).stat().st_size
     written = [Path(p).stat().st_mtime_ns for p in paths]
     again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert json.loads(again.stdout)["onnx"] == paths and [Path(p).stat().st_mtime_ns for p in paths] == written
@@ -136,3 +139,22 @@ def test_models_prepare_exports_once_into_the_cache_dir(tmp_path):
     assert json.loads(done.stdout)["onnx"] == [fp32], done.stderr[-2000:]
     with_int8 = subprocess.run([*fp32_only, "--int8"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert json.loads(with_int8.stdout)["onnx"] == paths, with_int8.stderr[-2000:]
+
+
+def test_an_int8_model_cached_whole_is_made_again_with_its_weights_beside_it(tmp_path, monkeypatch):
+    """A cache from before the weights moved out: the next use quantises again, to the same weights."""
+    import onnx
+
+    from expengine.models.embedder import default_embedder_path
+    from expengine.models.onnx import export
+
+    monkeypatch.setenv("EXPENGINE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = Path(default_embedder_path())
+    int8 = export(folder, int8=True)
+    graph = onnx.load(str(int8))
+    weights = {t.name: onnx.numpy_helper.to_array(t) for t in graph.graph.initializer}
+    onnx.save_model(graph, str(int8))  # the weights inside the graph, as cached before
+    weights_file(int8).unlink()
+    assert export(folder, int8=True) == int8 and weights_file(int8).exists()
+    again = onnx.load(str(int8))
+    assert all(np.array_equal(onnx.numpy_helper.to_array(t), weights[t.name]) for t in again.graph.initializer)

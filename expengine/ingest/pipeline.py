@@ -40,6 +40,10 @@ BATCH = 2048
 # while the next one is read, then copied into Arrow, DuckDB and LanceDB, so 2,048 long tool results took
 # half a GB on top of the libraries (`bench/sources.py`, 500 KB sessions)
 BATCH_CHARS = 4_000_000
+# the bound of an ingest that leaves LanceDB to the next open (a cron's `ingest --from-agents`): its batches
+# make no LanceDB fragment each, so small ones cost no more CPU, and each one held is memory at its peak
+# (200 agent sessions, 22 MB: 4M characters a batch peaked ~20 MB higher, `bench/sources.py`)
+DEFERRED_BATCH_CHARS = 1_000_000
 
 
 @dataclass
@@ -107,7 +111,7 @@ def ingest(
     seen: set[str] = set()
     words: dict[str, Counter[str]] = {}
     batch: list[Item] = []
-    batch_chars = 0
+    batch_chars, max_chars = 0, DEFERRED_BATCH_CHARS if defer_index else BATCH_CHARS
 
     read: dict[str, Any] = {
         "fmt": fmt,
@@ -172,7 +176,7 @@ def ingest(
                 count_scripts([text], counts)
                 batch.append(item)
                 batch_chars += len(text)
-                if len(batch) >= BATCH or batch_chars >= BATCH_CHARS:
+                if len(batch) >= BATCH or batch_chars >= max_chars:
                     flush()
             result.file_warnings.extend(file_warnings(name, file_format, tally, read))
         if batch:

@@ -10,9 +10,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-import pyarrow as pa
 
-from ..store.db import DB_ALIAS, arrow_view
+from ..store.db import DB_ALIAS, insert_columns
 from ..store.embeddings import EmbedCounts, EmbeddingCache
 from ..store.index import MEMORIES
 from ..store.lance_rows import memory_rows
@@ -85,11 +84,9 @@ def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray, *, index
     half is left to the next open that heals (`heal_pending`, from the vectors the cache keeps)."""
     con = store.con
     with store.transaction():
-        table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "feedback_text"} for r in fresh])
-        columns = ", ".join(table.column_names)
-        with arrow_view(con, "incoming", table):
-            con.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM incoming")
-            con.execute("INSERT INTO pending_index SELECT id, 'memory' FROM incoming ON CONFLICT DO NOTHING")
+        insert_columns(con, "records", {k: [r[k] for r in fresh] for k in fresh[0] if k != "feedback_text"})
+        ids = [r["id"] for r in fresh]
+        con.execute("INSERT INTO pending_index SELECT unnest(?), 'memory' ON CONFLICT DO NOTHING", [ids])
         for r in fresh:
             _track_goal(store, r)
         record_batch_encoder(store)
@@ -108,7 +105,7 @@ def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray, *, index
     if not index:
         return
     store.index.add(MEMORIES, memory_rows(fresh, vectors, store.embeddings.dim), replace=False)
-    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [[r["id"] for r in fresh]])
+    con.execute("DELETE FROM pending_index WHERE id IN (SELECT unnest(?))", [ids])
 
 
 def _track_goal(store: "Store", r: dict[str, Any]) -> None:

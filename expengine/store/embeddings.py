@@ -13,17 +13,16 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
-from .db import arrow_view, in_ids
+from .db import in_ids, insert_columns
 from .filters import sql_str
-from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_blobs
+from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_bytes
 from .vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
@@ -253,19 +252,14 @@ class EmbeddingCache:
     def _write(self, model: str, vectors: dict[str, np.ndarray], *, archived: bool = False) -> None:
         """Cache `vectors` (hash -> vector); `archived`: as `ARCHIVED_TYPE` bytes, in place of a text's
         float32 row (its memory's vector is LanceDB's float16 one from now on)."""
-        newvec = pa.table(
-            {
-                "text_hash": list(vectors),
-                "model": [model] * len(vectors),
-                "vector": vector_blobs(np.stack(list(vectors.values())), ARCHIVED_TYPE if archived else STORED_TYPE),
-            }
-        )
+        rows: dict[str, list[Any]] = {
+            "text_hash": list(vectors),
+            "model": [model] * len(vectors),
+            "vector": vector_bytes(np.stack(list(vectors.values())), ARCHIVED_TYPE if archived else STORED_TYPE),
+            "float16": [archived] * len(vectors),
+        }
         conflict = "DO UPDATE SET vector = excluded.vector, float16 = true" if archived else "DO NOTHING"
-        with arrow_view(self.con, "newvec", newvec):
-            self.con.execute(
-                "INSERT INTO embeddings (text_hash, model, vector, float16) "
-                f"SELECT text_hash, model, vector, {archived} FROM newvec ON CONFLICT {conflict}"
-            )
+        insert_columns(self.con, "embeddings", rows, f"ON CONFLICT {conflict}")
 
     def _indexes(self, model: str) -> bool:
         """Whether LanceDB's memory vectors are this model's: the encoder the store recorded as the one

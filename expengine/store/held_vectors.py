@@ -6,7 +6,6 @@ import threading
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 
 class HeldVectors:
@@ -17,6 +16,8 @@ class HeldVectors:
     one is searched approximately, and is large)."""
 
     def __init__(self, dataset: Any, files: Any):
+        import pyarrow as pa
+
         self.dataset, self.files = dataset, files  # the kept dataset read, and its version files then
         rows = dataset.to_table(columns=[c for c in dataset.schema.names if c != "text"])
         column = rows.column("vector").combine_chunks()

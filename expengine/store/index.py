@@ -11,15 +11,17 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from .file_guard import FileGuard
 from .filters import lance_in
 from .held_vectors import HeldTables, HeldVectors
 from .lance_rows import ADDED_COLUMNS, as_table_vectors
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MEMORIES = "memories"
 UNITS = "units"
@@ -63,8 +65,7 @@ class Index:
     only the tables whose version files changed meanwhile."""
 
     def __init__(self, location: str | Path, storage_options: dict[str, str] | None = None):
-        """`location`: a local folder, or an object-storage URI (`s3://bucket/prefix`) reached with
-        `storage_options` (see `storage_options`)."""
+        """`location`: a local folder, or an object-storage URI (`s3://bucket/x`) reached with `storage_options`."""
         self.uri = str(location)
         self.remote = "://" in self.uri
         self.path = Path(location)  # the local folder (of a local index only)
@@ -320,9 +321,8 @@ class Index:
             self._written(name)
 
     def refresh_text_index(self, name: str, *, rebuild: bool = False) -> None:
-        """Add the rows written since to the native full-text index (LanceDB's own, so it works offline),
-        or build it where it is missing or `rebuild` is asked (a scrub, whose deleted rows' words must
-        leave the index files too)."""
+        """Add the rows written since to the native full-text index (LanceDB's own, so it works offline), or
+        build it where it is missing or `rebuild` is asked (a scrub, whose deleted rows' words must leave)."""
         table = self.table(name)
         if table is not None and table.count_rows() > 0:
             current = self._index_columns(table).get("text")

@@ -4,18 +4,29 @@ options that reach an index on object storage."""
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # the stored vectors' numbers: half floats halve the LanceDB folder and the snapshots' share of it (a
 # unit vector's cosine to its float16 copy is 0.9999+; Lance searches float16 columns as it does float32
-# ones). Tables made before keep float32: `Index.add` casts new rows to the table's own type.
-VECTOR_TYPE = pa.float16()
+# ones). Tables made before keep float32: `Index.add` casts new rows to the table's own type. pyarrow is
+# imported where it is used: a cron's ingest, which leaves LanceDB to the next open, never loads it
+VECTOR_TYPE = np.float16
+
+
+def _vector(dim: int) -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.list_(pa.from_numpy_dtype(VECTOR_TYPE), dim)
 
 
 def memory_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema(
         [
             ("id", pa.string()),
@@ -29,12 +40,14 @@ def memory_schema(dim: int) -> pa.Schema:
             ("state", pa.string()),
             ("user", pa.string()),
             ("text", pa.string()),
-            ("vector", pa.list_(VECTOR_TYPE, dim)),
+            ("vector", _vector(dim)),
         ]
     )
 
 
 def unit_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema(
         [
             ("id", pa.string()),
@@ -45,7 +58,7 @@ def unit_schema(dim: int) -> pa.Schema:
             ("ts", pa.timestamp("us")),
             ("user", pa.string()),
             ("text", pa.string()),
-            ("vector", pa.list_(VECTOR_TYPE, dim)),
+            ("vector", _vector(dim)),
         ]
     )
 
@@ -77,6 +90,8 @@ def memory_rows(rows: Iterable[dict], vectors: np.ndarray, dim: int) -> pa.Table
 def with_vectors(rows: list[dict], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
     """`rows` (every column of `schema` but the last, `vector`) with `vectors` as that column, converted
     from a NumPy array in one go (not number by number from Python lists)."""
+    import pyarrow as pa
+
     field = schema.field("vector")
     table = pa.Table.from_pylist(rows, schema=pa.schema(list(schema)[:-1]))
     flat = np.asarray(vectors, dtype=np.float16 if field.type.value_type == pa.float16() else np.float32).reshape(-1)
@@ -91,6 +106,8 @@ ADDED_COLUMNS = {"user": "CAST(NULL AS STRING)"}
 def as_table_vectors(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """`rows` with their vectors in the number type of the table they go into (float32 in a table made
     before `VECTOR_TYPE` was float16)."""
+    import pyarrow as pa
+
     wanted = schema.field("vector").type
     at = rows.schema.get_field_index("vector")
     if rows.schema.field(at).type == wanted:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from .db import REINDEX_PENDING
 from .index import MEMORIES, UNITS
 from .lance_rows import ADDED_COLUMNS, memory_rows, unit_schema, with_vectors
 from .vocabulary import INDEXED_RECORDS_SQL, LIVE_SQL, UNIT_EMBEDDED_TEXT
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .store import Store
 
 CHUNK = 2000  # rows read, embedded and written at a time

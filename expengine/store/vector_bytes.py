@@ -4,8 +4,12 @@ convert a store's cache import no store code."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # the cached vectors' numbers on disk: float16 halved the cache but moved compaction's choices (tau-bench
 # gold tools 86.3% -> 75.8%, rules-only lift 0.526 -> 0.449), so they stay float32
@@ -17,10 +21,18 @@ ARCHIVED_TYPE = np.float16
 
 def vector_blobs(vectors: np.ndarray, dtype: type[np.floating] = STORED_TYPE) -> pa.Array:
     """Vectors as the cache stores them: one byte string of `dtype` numbers per row, converted in one go."""
+    import pyarrow as pa
+
     rows: np.ndarray = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).astype(dtype))
     width = rows.shape[1] * rows.itemsize if rows.ndim == 2 else 0
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(rows), [None, pa.py_buffer(rows.tobytes())])
     return fixed.cast(pa.binary())
+
+
+def vector_bytes(vectors: np.ndarray, dtype: type[np.floating] = STORED_TYPE) -> list[bytes]:
+    """The same byte strings as a list, for an insert that builds no Arrow array (`db.insert_columns`)."""
+    rows: np.ndarray = np.asarray(vectors, dtype=np.float32).astype(dtype)
+    return [row.tobytes() for row in rows]
 
 
 def blob_vectors(blobs: list[bytes], halves: list[bool] | None = None) -> np.ndarray:
