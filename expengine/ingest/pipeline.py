@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..clock import utcnow
 from ..errors import RejectedLinesError
 from ..results import Result
+from ..store.db import in_ids
 from ..store.embeddings import EmbedCounts
 from ..store.index import MEMORIES
 from ..store.journal import journal_ingest
@@ -210,10 +211,9 @@ def _record_file(store: "Store", name: str, now: dt.datetime) -> None:
 def _graded_sessions_only(store: "Store", items: list[Item], result: IngestResult) -> list[Item]:
     """A report's outcomes for the sessions the store holds; the others are counted, not stored."""
     sessions = list({i.event.session for i in items if i.event is not None and i.event.session})
+    graded, params = in_ids("session", sessions)
     last = dict(
-        store.con.execute(
-            "SELECT session, max(ts) FROM records WHERE session IN (SELECT unnest(?)) GROUP BY session", [sessions]
-        ).fetchall()
+        store.con.execute(f"SELECT session, max(ts) FROM records WHERE {graded} GROUP BY session", params).fetchall()
     )
     known = set(last)
     kept = [i for i in items if i.event is None or i.event.session in known]
@@ -371,5 +371,6 @@ def _confidence(meta: dict) -> float | None:
 
 
 def _existing_ids(store: "Store", ids: list[str]) -> set[str]:
-    found = store.con.execute("SELECT id FROM records WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
+    where, params = in_ids("id", ids)
+    found = store.con.execute(f"SELECT id FROM records WHERE {where}", params).fetchall()
     return {row[0] for row in found}

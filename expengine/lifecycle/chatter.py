@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..results import Result
+from ..store.db import in_ids
 from ..store.vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
@@ -246,7 +247,8 @@ def sleep_chatter(
     report.examples = list(dict.fromkeys(text_of[v.id][:80] for v in found))[:5]
     if not dry_run and found:
         ids = [v.id for v in found]
-        store.con.execute("UPDATE records SET category = 'chatter' WHERE id IN (SELECT unnest(?))", [ids])
+        where, params = in_ids("id", ids)
+        store.con.execute(f"UPDATE records SET category = 'chatter' WHERE {where}", params)
         report.dormant = set_state(
             store, ids, "dormant", reason="chatter: says nothing specific", run_id=run_id, now=now
         )

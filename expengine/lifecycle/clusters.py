@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..clock import utcnow
 from ..results import Result
-from ..store.db import arrow_view
+from ..store.db import arrow_view, in_ids
 from ..store.state import set_state
 from .cluster_incremental import (
     CLUSTERED_UPTO,
@@ -156,12 +156,8 @@ def _apply(
     if plan.merges:
         survivors = list(plan.merges)
         absorbed_rows = [(a, s) for s, group in plan.merges.items() for a in group]
-        previous = dict(
-            con.execute(
-                "SELECT id, merged_ids FROM records WHERE id IN (SELECT unnest(?))",
-                [survivors + [a for a, _ in absorbed_rows]],
-            ).fetchall()
-        )
+        where, params = in_ids("id", survivors + [a for a, _ in absorbed_rows])
+        previous = dict(con.execute(f"SELECT id, merged_ids FROM records WHERE {where}", params).fetchall())
         merged_lists = {}
         for survivor, group in plan.merges.items():
             ids = set(json.loads(previous.get(survivor) or "[]"))

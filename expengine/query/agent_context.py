@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..store.db import json_ids
+from ..store.db import in_ids, json_ids
 from ..store.vocabulary import LIVE_SQL
 from ..textutil import approx_tokens, error_key
 from .projects import ENVIRONMENT, ERROR_ATTRIBUTE, RECOVERY
@@ -52,11 +52,12 @@ def evidence(store: "Store", source_ids: list[str]) -> tuple[int, int]:
     goal succeeded). A fix's sources are mostly the failures it answers: then only the first count."""
     if not source_ids:
         return 0, 0
+    sources, params = in_ids("r.id", source_ids)
     rows = store.con.execute(
         "SELECT count(DISTINCT r.session), count(DISTINCT r.session) FILTER (WHERE (r.kind = 'tool_result' "
         "AND r.tool_error IS NULL) OR g.status = 'succeeded') FROM records r LEFT JOIN goals g "
-        "ON g.goal_id = r.goal_id WHERE r.id IN (SELECT unnest(?)) AND r.session IS NOT NULL",
-        [source_ids],
+        f"ON g.goal_id = r.goal_id WHERE {sources} AND r.session IS NOT NULL",
+        params,
     ).fetchall()  # consumed whole: a pending result would hold the server's read cursor in a transaction
     return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
@@ -171,7 +172,8 @@ def relevant(store: "Store", result: "QueryResult", text: str) -> bool:
 def project_units(store: "Store", hits: list["Hit"], project: str) -> list[Line]:
     """The unit hits of a query (already past its similarity floor), less the rules of other projects."""
     ids = [h.id for h in hits if h.type == "unit"]
-    subjects = dict(store.con.execute("SELECT id, subject FROM units WHERE id IN (SELECT unnest(?))", [ids]).fetchall())
+    where, params = in_ids("id", ids)
+    subjects = dict(store.con.execute(f"SELECT id, subject FROM units WHERE {where}", params).fetchall())
     return [
         Line(h.id, h.text, *evidence(store, h.source_ids))
         for h in hits

@@ -1,7 +1,7 @@
 """LanceDB filter strings: the one place where values are quoted into a query.
 
 LanceDB's `where`, `delete` and `update` take a SQL (DataFusion) string, not parameters; DuckDB
-queries bind every value instead (id lists as `id IN (SELECT unnest(?))`). Standard SQL string
+queries bind every value instead (id lists through `db.in_ids`). Standard SQL string
 literals have a single escape, the doubled quote; backslashes, newlines and emoji stay as they are.
 """
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...results import Result
-from ...store.db import json_ids
+from ...store.db import in_ids, json_ids
 from ...textutil import HAN
 from ..chatter import SLEEPABLE_CATEGORIES
 from ..common import short
@@ -139,12 +139,8 @@ def _existing(store: "Store", turn: Turn, overlap: float) -> Book:
     notes = []
     for uid, subject, statement, attribute, as_of, source_ids in rows:
         sources = json_ids(source_ids)
-        days = [
-            ts.date()
-            for (ts,) in store.con.execute(
-                "SELECT ts FROM records WHERE id IN (SELECT unnest(?))", [sources]
-            ).fetchall()
-        ]
+        where, params = in_ids("id", sources)
+        days = [ts.date() for (ts,) in store.con.execute(f"SELECT ts FROM records WHERE {where}", params).fetchall()]
         notes.append(
             Note(uid, subject, statement, attribute, as_of.date(), sources, days, words_of(statement, subject))
         )
