@@ -45,7 +45,7 @@ Units-only queries (`kind` rule or fact) skip the floor, and so does a query tha
 store has rules for.
 
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
-if they were first in every list (projects.py).
+if they were first in every list, and no memory of another project (projects.py).
 
 The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), repeats.py, expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
@@ -71,7 +71,7 @@ from .expand import attach_evidence
 from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, Repeat, ScoreParts
 from .lexical import lexical_evidence
-from .projects import project_units
+from .projects import other_projects_memories, project_units
 from .render import render_prompt
 from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
@@ -178,7 +178,9 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
     found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
-    projected = project_units(store, text, filters, units, project=args.project)
+    projected, named = project_units(store, text, filters, units, project=args.project)
+    for other in other_projects_memories(store, fused, named):
+        del fused[other]
     fused.update(projected)
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
     encoder = encoder_of(store.embeddings.name, text)
