@@ -218,7 +218,8 @@ def test_a_short_name_finds_the_projects_rules_like_the_full_name(make_engine, t
 
 @pytest.mark.slow
 def test_a_query_naming_one_project_quotes_no_memory_of_another(make_engine, write_jsonl) -> None:
-    """One store of two projects: "how do I run the tests in spotter" never shows gopher's `go test` calls."""
+    """One store of two projects: "how do I run the tests in spotter" never shows gopher's `go test` calls
+    nor its rules."""
     sessions = [("aa1", "spotter", "test/a_test.exs", "mix test"), ("bb2", "spotter", "test/b_test.exs", "mix test")]
     sessions += [("cc3", "gopher", "./...", "go test"), ("dd4", "gopher", "./cmd/...", "go test")]
     files = [
@@ -236,5 +237,6 @@ def test_a_query_naming_one_project_quotes_no_memory_of_another(make_engine, wri
         answer = engine.query(f"how do I run the tests in {project}", k=10, touch=False)
         assert answer.hits[0].category == "environment" and runner in answer.hits[0].text
         assert not [h.text for h in answer.hits if h.type == "memory" and project_of_record.get(h.id) == other]
+        assert not [h.text for h in answer.hits if h.text.startswith(f"To run the tests in {other}")]
     unnamed = engine.query("go test", k=20, touch=False)  # a query that names no project keeps both
     assert {project_of_record.get(h.id) for h in unnamed.hits if h.type == "memory"} >= {"gopher"}

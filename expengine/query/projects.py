@@ -5,8 +5,8 @@ A coding agent's first question ("[django/django] Fix the validator") shares few
 "To run the tests in django/django: ./tests/runtests.py <module>", and its vector is about the
 task, not the environment. The project's name is the key: an environment unit (refine's
 environment.py, `subject` = the project) whose project the query names counts as first in every
-retrieval list, and is then scored like any other candidate; another project's memories are dropped
-from such a query's candidates (in one store of several projects, a fresh `go test` call of one
+retrieval list, and is then scored like any other candidate; another project's memories and own
+rules are dropped from such a query's candidates (in one store of several projects, a fresh `go test` call of one
 outranked the other's rule). A query names a project as a user
 would (`named_projects`): its full name (`django/django`) or its short name (`django`, the part
 after the last `/`, when no other project in the store has it), bare or in a leading `[…]`, a path
@@ -25,6 +25,7 @@ projects (`subject` NULL), and never another project's own."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..store.db import json_meta
@@ -106,16 +107,25 @@ def _project_rules(units: Rows) -> list[Any]:
     return [u for u in units.values() if u.status in LIVE_UNIT_STATUSES and u.category in (ENVIRONMENT, RECOVERY)]
 
 
+@dataclass
+class Projected:
+    """What a query's project adds to its candidates, and what it takes away."""
+
+    units: dict[tuple[str, str], float] = field(default_factory=dict)  # (`unit`, id) → similarity
+    named: set[str] = field(default_factory=set)  # the projects the query names
+    others: list[tuple[str, str]] = field(default_factory=list)  # another named project's own rules
+
+
 def project_units(
     store: "Store", text: str, filters: Filters, units: Rows | None = None, *, project: str | None = None
-) -> tuple[dict[tuple[str, str], float], set[str]]:
+) -> Projected:
     """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names (or
     `project`, when given), and the recovery unit for the key of the error in `text`: the project's
-    own, else the shared one; and the projects named. `units`: the unit memo's rows this query
-    (`score.unit_rows`), else they are read from DuckDB."""
+    own, else the shared one; the projects named, and the other projects' own rules. `units`: the unit
+    memo's rows this query (`score.unit_rows`), else they are read from DuckDB."""
     categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
     if not filters.search_units or not categories or filters.kind not in (None, "rule"):
-        return {}, set()
+        return Projected()
     candidates = (
         store.unit_rows.read_where(
             store.con, f"{LIVE_SQL} AND category IN (SELECT unnest(?))", [[ENVIRONMENT, RECOVERY]]
@@ -136,7 +146,7 @@ def project_units(
     if not named and asked_plainly and len(projects) == 1:
         named = projects  # "how do I run the tests in this repo", asked of a store that knows one project
     if not named and asked_plainly:
-        return {}, set()
+        return Projected()
     key = ERROR_ATTRIBUTE + error_key(_LEADING_PROJECT.sub("", text))
     found = [uid for uid, subject, category, _ in rows if subject in named and category == ENVIRONMENT]
     own = [uid for uid, subject, category, attribute in rows if subject in named and attribute == key]
@@ -144,7 +154,10 @@ def project_units(
     keyed = own or shared
     # a query that carries a known error is about it: its rule first, the project's environment after
     environment = 1.0 if not keyed else ENVIRONMENT_BESIDE_AN_ERROR
-    return {**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}}, named
+    others = [("unit", uid) for uid, subject, _, _ in rows if named and subject and subject not in named]
+    return Projected(
+        {**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}}, named, others
+    )
 
 
 def other_projects_memories(
