@@ -5,9 +5,10 @@ A coding agent's first question ("[django/django] Fix the validator") shares few
 "To run the tests in django/django: ./tests/runtests.py <module>", and its vector is about the
 task, not the environment. The project's name is the key: an environment unit (refine's
 environment.py, `subject` = the project) whose project the query names counts as first in every
-retrieval list, and is then scored like any other candidate; another project's memories and own
-rules are dropped from such a query's candidates (in one store of several projects, a fresh `go test` call of one
-outranked the other's rule). A query names a project as a user
+retrieval list, and is then scored like any other candidate; unless the query carries an error with a
+rule, another project's memories and own rules are dropped from its candidates (in one store of two
+projects, a fresh `go test` call of one outranked the other's rule; an error's raw kin in another
+project stay: on SWE-bench, dropping them lost a step's next program). A query names a project as a user
 would (`named_projects`): its full name (`django/django`) or its short name (`django`, the part
 after the last `/`, when no other project in the store has it), bare or in a leading `[…]`, a path
 one of whose folders is the short name (`/home/u/src/django`), or the explicit `project` argument;
@@ -112,8 +113,9 @@ class Projected:
     """What a query's project adds to its candidates, and what it takes away."""
 
     units: dict[tuple[str, str], float] = field(default_factory=dict)  # (`unit`, id) → similarity
-    named: set[str] = field(default_factory=set)  # the projects the query names
-    others: list[tuple[str, str]] = field(default_factory=list)  # another named project's own rules
+    # the projects named, when the query carries no known error: no other project's memory shows
+    only: set[str] = field(default_factory=set)
+    others: list[tuple[str, str]] = field(default_factory=list)  # then the other projects' own rules
 
 
 def project_units(
@@ -121,8 +123,9 @@ def project_units(
 ) -> Projected:
     """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names (or
     `project`, when given), and the recovery unit for the key of the error in `text`: the project's
-    own, else the shared one; the projects named, and the other projects' own rules. `units`: the unit
-    memo's rows this query (`score.unit_rows`), else they are read from DuckDB."""
+    own, else the shared one; and, for a query about a project that carries no known error, what of
+    other projects it must not show. `units`: the unit memo's rows this query (`score.unit_rows`), else
+    they are read from DuckDB."""
     categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
     if not filters.search_units or not categories or filters.kind not in (None, "rule"):
         return Projected()
@@ -154,10 +157,11 @@ def project_units(
     keyed = own or shared
     # a query that carries a known error is about it: its rule first, the project's environment after
     environment = 1.0 if not keyed else ENVIRONMENT_BESIDE_AN_ERROR
-    others = [("unit", uid) for uid, subject, _, _ in rows if named and subject and subject not in named]
-    return Projected(
-        {**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}}, named, others
-    )
+    projected = Projected({**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}})
+    if named and not keyed:  # a known error's fix carries across projects: its raw kin stay candidates
+        projected.only = named
+        projected.others = [("unit", uid) for uid, subject, _, _ in rows if subject and subject not in named]
+    return projected
 
 
 def other_projects_memories(

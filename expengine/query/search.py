@@ -179,7 +179,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters, units, project=args.project)
-    for other in [*projected.others, *other_projects_memories(store, fused, projected.named)]:
+    for other in [*projected.others, *other_projects_memories(store, fused, projected.only)]:
         fused.pop(other, None)
     fused.update(projected.units)
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
