@@ -119,7 +119,15 @@ def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = T
                 "step_seconds": {name: step.get("seconds") for name, step in steps.items() if isinstance(step, dict)},
                 "refine": {
                     k: steps.get("refine", {}).get(k)
-                    for k in ("clusters_refined", "units_written", "llm_calls", "archiving", "error", "llm_error")
+                    for k in (
+                        "clusters_refined",
+                        "units_written",
+                        "llm_calls",
+                        "archiving",
+                        "routine_asleep",
+                        "error",
+                        "llm_error",
+                    )
                 },
             }
         )

@@ -137,8 +137,9 @@ def _line(session: str, uuid: str, kind: str, cwd: str, **fields) -> dict:
     return _claude_line(uuid, kind, cwd=cwd, sessionId=session, **fields)
 
 
-def _claude_session(session: str, cwd: str, test_file: str) -> list[dict]:
-    """A Claude Code session that reads a file, runs `mix test` through Bash and narrates the result."""
+def _claude_session(session: str, cwd: str, test_file: str, runner: str = "mix test") -> list[dict]:
+    """A Claude Code session that reads a file, runs `mix test` (or `runner`) through Bash and narrates the
+    result."""
 
     def use(uuid: str, call_id: str, name: str, args: dict) -> dict:
         block = {"type": "tool_use", "id": call_id, "name": name, "input": args}
@@ -151,7 +152,7 @@ def _claude_session(session: str, cwd: str, test_file: str) -> list[dict]:
     def say(uuid: str, text: str) -> dict:
         return _line(session, uuid, "assistant", cwd, message=_assistant([{"type": "text", "text": text}]))
 
-    bash = {"command": f"mix test {test_file} 2>&1", "description": "Run the tests"}
+    bash = {"command": f"{runner} {test_file} 2>&1", "description": "Run the tests"}
     return [
         _line(session, f"{session}-u", "user", cwd, message={"role": "user", "content": "fix the live view"}),
         use(f"{session}-1", f"{session}-t1", "Read", {"file_path": f"{cwd}/lib/spotter_web/live.ex"}),
@@ -213,3 +214,29 @@ def test_a_short_name_finds_the_projects_rules_like_the_full_name(make_engine, t
         assert "runtests.py <module>" in answer.prompt, text
     explicit = engine.query("Fix the URL validator", k=10, budget=500, touch=False, project="django")
     assert [h.parts.similarity for h in explicit.hits if h.category == "environment"] == [1.0]
+
+
+@pytest.mark.slow
+def test_a_query_naming_one_project_quotes_no_memory_of_another(make_engine, write_jsonl) -> None:
+    """One store of two projects: "how do I run the tests in spotter" never shows gopher's `go test` calls
+    nor its rules."""
+    sessions = [("aa1", "spotter", "test/a_test.exs", "mix test"), ("bb2", "spotter", "test/b_test.exs", "mix test")]
+    sessions += [("cc3", "gopher", "./...", "go test"), ("dd4", "gopher", "./cmd/...", "go test")]
+    files = [
+        write_jsonl(f"{sid}.jsonl", _claude_session(sid, f"/home/u/projects/{project}", test, runner))
+        for sid, project, test, runner in sessions
+    ]
+    engine = make_engine()
+    engine.ingest(files, fmt="claude-code")
+    engine.compact()
+    project_of_record = {
+        rid: json.loads(meta)["cwd"].rsplit("/", 1)[-1]
+        for rid, meta in engine.store.con.execute("SELECT id, meta FROM records WHERE meta LIKE '%cwd%'").fetchall()
+    }
+    for project, runner, other in (("spotter", "mix test", "gopher"), ("gopher", "go test", "spotter")):
+        answer = engine.query(f"how do I run the tests in {project}", k=10, touch=False)
+        assert answer.hits[0].category == "environment" and runner in answer.hits[0].text
+        assert not [h.text for h in answer.hits if h.type == "memory" and project_of_record.get(h.id) == other]
+        assert not [h.text for h in answer.hits if h.text.startswith(f"To run the tests in {other}")]
+    unnamed = engine.query("go test", k=20, touch=False)  # a query that names no project keeps both
+    assert {project_of_record.get(h.id) for h in unnamed.hits if h.type == "memory"} >= {"gopher"}

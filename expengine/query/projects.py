@@ -5,7 +5,10 @@ A coding agent's first question ("[django/django] Fix the validator") shares few
 "To run the tests in django/django: ./tests/runtests.py <module>", and its vector is about the
 task, not the environment. The project's name is the key: an environment unit (refine's
 environment.py, `subject` = the project) whose project the query names counts as first in every
-retrieval list, and is then scored like any other candidate. A query names a project as a user
+retrieval list, and is then scored like any other candidate; unless the query carries an error with a
+rule, another project's memories and own rules are dropped from its candidates (in one store of two
+projects, a fresh `go test` call of one outranked the other's rule; an error's raw kin in another
+project stay: on SWE-bench, dropping them lost a step's next program). A query names a project as a user
 would (`named_projects`): its full name (`django/django`) or its short name (`django`, the part
 after the last `/`, when no other project in the store has it), bare or in a leading `[…]`, a path
 one of whose folders is the short name (`/home/u/src/django`), or the explicit `project` argument;
@@ -23,8 +26,10 @@ projects (`subject` NULL), and never another project's own."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
 
+from ..store.db import json_meta
 from ..store.row_memo import Rows
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 from ..textutil import error_key
@@ -103,16 +108,27 @@ def _project_rules(units: Rows) -> list[Any]:
     return [u for u in units.values() if u.status in LIVE_UNIT_STATUSES and u.category in (ENVIRONMENT, RECOVERY)]
 
 
+@dataclass
+class Projected:
+    """What a query's project adds to its candidates, and what it takes away."""
+
+    units: dict[tuple[str, str], float] = field(default_factory=dict)  # (`unit`, id) → similarity
+    # the projects named, when the query carries no known error: no other project's memory shows
+    only: set[str] = field(default_factory=set)
+    others: list[tuple[str, str]] = field(default_factory=list)  # then the other projects' own rules
+
+
 def project_units(
     store: "Store", text: str, filters: Filters, units: Rows | None = None, *, project: str | None = None
-) -> dict[tuple[str, str], float]:
+) -> Projected:
     """(`unit`, id) → similarity 1.0 for the active environment units of the projects `text` names (or
     `project`, when given), and the recovery unit for the key of the error in `text`: the project's
-    own, else the shared one. `units`: the unit memo's rows this query (`score.unit_rows`), else they
-    are read from DuckDB."""
+    own, else the shared one; and, for a query about a project that carries no known error, what of
+    other projects it must not show. `units`: the unit memo's rows this query (`score.unit_rows`), else
+    they are read from DuckDB."""
     categories = [c for c in (ENVIRONMENT, RECOVERY) if filters.category in (None, c)]
     if not filters.search_units or not categories or filters.kind not in (None, "rule"):
-        return {}
+        return Projected()
     candidates = (
         store.unit_rows.read_where(
             store.con, f"{LIVE_SQL} AND category IN (SELECT unnest(?))", [[ENVIRONMENT, RECOVERY]]
@@ -133,7 +149,7 @@ def project_units(
     if not named and asked_plainly and len(projects) == 1:
         named = projects  # "how do I run the tests in this repo", asked of a store that knows one project
     if not named and asked_plainly:
-        return {}
+        return Projected()
     key = ERROR_ATTRIBUTE + error_key(_LEADING_PROJECT.sub("", text))
     found = [uid for uid, subject, category, _ in rows if subject in named and category == ENVIRONMENT]
     own = [uid for uid, subject, category, attribute in rows if subject in named and attribute == key]
@@ -141,4 +157,23 @@ def project_units(
     keyed = own or shared
     # a query that carries a known error is about it: its rule first, the project's environment after
     environment = 1.0 if not keyed else ENVIRONMENT_BESIDE_AN_ERROR
-    return {**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}}
+    projected = Projected({**{("unit", uid): environment for uid in found}, **{("unit", uid): 1.0 for uid in keyed}})
+    if named and not keyed:  # a known error's fix carries across projects: its raw kin stay candidates
+        projected.only = named
+        projected.others = [("unit", uid) for uid, subject, _, _ in rows if subject and subject not in named]
+    return projected
+
+
+def other_projects_memories(
+    store: "Store", candidates: Iterable[tuple[str, str]], named: set[str]
+) -> list[tuple[str, str]]:
+    """The memory candidates of a query that names `named` which belong to another project (`project_of`
+    their meta): "how do I run the tests in alpha" is not answered by beta's `go test` call. Records of no
+    project (a chat log's) stay."""
+    ids = [i for t, i in candidates if t == "memory"]
+    if not named or not ids:
+        return []
+    rows = store.con.execute(
+        "SELECT id, meta FROM records WHERE id IN (SELECT unnest(?)) AND meta IS NOT NULL", [ids]
+    ).fetchall()
+    return [("memory", i) for i, meta in rows if (found := project_of(json_meta(meta))) and found not in named]

@@ -45,7 +45,7 @@ Units-only queries (`kind` rule or fact) skip the floor, and so does a query tha
 store has rules for.
 
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
-if they were first in every list (projects.py).
+if they were first in every list, and no memory or rule of another project (projects.py).
 
 The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), repeats.py, expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
@@ -71,7 +71,7 @@ from .expand import attach_evidence
 from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, Repeat, ScoreParts
 from .lexical import lexical_evidence
-from .projects import project_units
+from .projects import other_projects_memories, project_units
 from .render import render_prompt
 from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
@@ -179,14 +179,16 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     found = retrieve(store, text, lambda: embed_query(store, text), filters)
     fused, vector, best = found.fused, found.vector, found.best_cosine
     projected = project_units(store, text, filters, units, project=args.project)
-    fused.update(projected)
+    for other in [*projected.others, *other_projects_memories(store, fused, projected.only)]:
+        fused.pop(other, None)
+    fused.update(projected.units)
     # in a mixed store, the floors of the encoder that ranked this query (the half its script routes to)
     encoder = encoder_of(store.embeddings.name, text)
     floor, lexical_floor = store.config.query.similarity_floor(encoder), store.config.query.lexical_floor(encoder)
     # units-only queries skip the floor: an intent rule's vector is its condition, not its text (on
     # tau-bench the floor cost `--kind rule` queries 28 points of gold tools); so does a query naming a
     # project the store has rules for (a short task title is far from every record, yet about that project)
-    judged = floor > 0 and filters.search_memories and not projected
+    judged = floor > 0 and filters.search_memories and not projected.units
     if judged and best < floor and noted_could_reach(store, vector, best, units):
         best = max(best, noted_best(store, vector, filters, units))
     # the words are read only where the cosine is low too: either signal alone silenced own questions

@@ -4,7 +4,8 @@ Per cluster: read it (inputs.py) → mine (mine.py, deterministic) → template 
 ask the model to word them (model_wording.py; optional, budgeted) → ground the wording (ground.py),
 else keep the template → resolve conflicts (conflicts.py) → write units (write.py, through the units
 table's owner, store/units.py: one DuckDB transaction, then LanceDB) → put the sources they stand for
-to sleep (sources.py). Then per agent the intents and lessons over its runs (intents.py, lessons.py),
+to sleep (sources.py), or, when the cluster's only rule would restate its tool's schema, its routine
+calls (routine.py). Then per agent the intents and lessons over its runs (intents.py, lessons.py),
 and the units those make obsolete give way (retire.py); and per coding project the environment
 rules its runs show (environment.py: the test command, what is not installed) and its error → fix
 rules (fixes.py: what was run next after each kind of error).
@@ -37,6 +38,7 @@ from .model_wording import Budget, load_llm, word_with_model
 from .reads import ClusterReads
 from .report import RefineReport
 from .retire import retire_covered_tool_rules, retire_stale_intents
+from .routine import is_routine, sleep_routine
 from .runs_read import ReadCount, intent_runs, project_commands
 from .sources import archive_sources, sleep_covered_sources
 from .templates import DIGEST_ATTRIBUTE, Draft, digest_draft, template_drafts
@@ -167,7 +169,7 @@ def _refine_one(
     for draft in drafts:
         draft.dated = not set(draft.source_ids) <= timeless
     vocabulary = source_text(mined, context) if drafts else ""  # only drafts are checked against it
-    grounded = []
+    grounded, rejected = [], []
     for draft in drafts:
         reasons = (
             check_rule(vars(draft), mined, vocabulary, templated_condition=True)
@@ -176,8 +178,11 @@ def _refine_one(
         )
         if reasons:
             report.rejection_reasons.append(f"template: {reasons[0][:160]}")
+            rejected.append(vars(draft))
             continue
         grounded.append(draft)
+    if is_routine(mined, rejected, min_runs=store.config.refine.min_support):
+        report.routine_asleep += sleep_routine(store, mined, cluster.key, run_id=run_id, now=now, dry_run=dry_run)
     if llm is not None:
         for draft in grounded:
             if budget.calls_left() and budget.time_left():

@@ -33,6 +33,7 @@ class RefineReport(Result):
     llm_error: str | None = None
     archiving: int = 0  # process sources marked dormant, archived by purge after the observation window
     dormant: int = 0
+    routine_asleep: int = 0  # routine calls of a tool whose rule would only restate its schema (routine.py)
     runs_read: int = 0  # runs (goals, sessions) whose records the whole-store passes read again
     run_records_read: int = 0  # and those records: the night's, not the store's
     seconds: float = 0.0
@@ -43,5 +44,5 @@ class RefineReport(Result):
         return (
             f"{self.clusters_refined} of {self.clusters_total} clusters refined: {self.units_written} units written "
             f"({by_model} worded by the model), {self.units_merged} merged, {self.units_superseded} superseded; "
-            f"{self.archiving} sources to archive after the observation window, {self.dormant} asleep"
+            f"{self.archiving} sources to archive after the observation window, {self.dormant} asleep, {self.routine_asleep} routine calls asleep"
         )
