@@ -19,37 +19,15 @@ def lookup_run(n: int, *, fails: bool = False, asked: bool = True) -> list[dict]
     """One run: the user asks about an order, the agent calls lookup_order with its id."""
     s, base = f"s{n}", n * 100
     result = {"error": "order not found"} if fails else {"result": {"order_id": ORDERS[n], "status": "shipped"}}
-    events = [
-        {
-            "id": f"r{n}-ask",
-            "ts": at(base),
-            "kind": "message",
-            "role": "user",
-            "agent": "shop",
-            "session": s,
-            "content": f"where is my order {ORDERS[n]}?",
-        }
+
+    def event(step: str, minute: int, kind: str, **fields) -> dict:
+        return {"id": f"r{n}-{step}", "ts": at(base + minute), "kind": kind, "agent": "shop", "session": s, **fields}
+
+    asking = [event("ask", 0, "message", role="user", content=f"where is my order {ORDERS[n]}?")] if asked else []
+    return asking + [
+        event("call", 1, "tool_call", tool={"name": "lookup_order", "args": {"order_id": ORDERS[n]}}),
+        event("result", 2, "tool_result", tool={"name": "lookup_order", **result}),
     ]
-    events = events if asked else []
-    events += [
-        {
-            "id": f"r{n}-call",
-            "ts": at(base + 1),
-            "kind": "tool_call",
-            "agent": "shop",
-            "session": s,
-            "tool": {"name": "lookup_order", "args": {"order_id": ORDERS[n]}},
-        },
-        {
-            "id": f"r{n}-result",
-            "ts": at(base + 2),
-            "kind": "tool_result",
-            "agent": "shop",
-            "session": s,
-            "tool": {"name": "lookup_order", **result},
-        },
-    ]
-    return events
 
 
 def refined(tmp_path, embedder, events: list[dict], **overrides: str) -> Engine:
