@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..store.db import json_meta
+from ..store.db import in_ids, json_meta
 from ..store.row_memo import Rows
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 from ..textutil import error_key
@@ -173,7 +173,6 @@ def other_projects_memories(
     ids = [i for t, i in candidates if t == "memory"]
     if not named or not ids:
         return []
-    rows = store.con.execute(
-        "SELECT id, meta FROM records WHERE id IN (SELECT unnest(?)) AND meta IS NOT NULL", [ids]
-    ).fetchall()
+    where, params = in_ids("id", ids)
+    rows = store.con.execute(f"SELECT id, meta FROM records WHERE {where} AND meta IS NOT NULL", params).fetchall()
     return [("memory", i) for i, meta in rows if (found := project_of(json_meta(meta))) and found not in named]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from ...store.db import in_ids
 from ...store.state import set_state
 from .ground import restating_fields
 from .mine import LESSON_CATEGORIES, TOOL_KINDS, Mined
@@ -60,11 +61,12 @@ def routine_ids(store: "Store", mined: Mined) -> list[str]:
     ]
     ids = [r["id"] for r in candidates]
     runs = sorted({run for r in candidates if (run := _run(r))})
+    in_runs, params = in_ids("coalesce(session, goal_id)", runs)
     staying = dict(
         store.con.execute(
-            "SELECT coalesce(session, goal_id) AS run, count(*) FROM records WHERE state = 'active' "
-            "AND coalesce(session, goal_id) IN (SELECT unnest(?)) AND id NOT IN (SELECT unnest(?)) GROUP BY run",
-            [runs, ids],
+            f"SELECT coalesce(session, goal_id) AS run, count(*) FROM records WHERE state = 'active' "
+            f"AND {in_runs} AND id NOT IN (SELECT unnest(?)) GROUP BY run",
+            [*params, ids],
         ).fetchall()
     )
     return [r["id"] for r in candidates if _run(r) is not None and staying.get(_run(r), 0) > 0]
