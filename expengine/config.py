@@ -260,6 +260,9 @@ class IngestConfig:
     # a file that is one JSON object over many lines (a coding agent's trajectory, an evaluation report)
     max_document_bytes: int = 64_000_000
     max_content_chars: int = 20_000
+    # a tool output (result, error) longer than this keeps its head, its tail and its error lines between them
+    # (`ingest/outputs.py`); the rest stays in the source file
+    max_output_chars: int = 8_000
 
 
 @dataclass

@@ -91,6 +91,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.repeat_similarity": (-1, None),
     "ingest.max_line_bytes": (1, None),
     "ingest.max_content_chars": (1, None),
+    "ingest.max_output_chars": (1000, None),
     "snapshot.retention": (1, None),
     "snapshot.max_bytes": (0, None),
     "snapshot.max_share": (0, None),

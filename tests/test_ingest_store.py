@@ -306,3 +306,27 @@ def test_the_embedding_cache_reads_each_vector_once_per_process_and_its_readers_
     small.get("m", ["a"])  # a was read last: b is the least recently used
     small.put("m", {"c": first[0]})
     assert set(small.get("m", ["a", "b", "c"])) == {"a", "c"}
+
+
+def test_a_long_tool_output_is_stored_once_cut_to_its_head_tail_and_errors_and_still_found(make_engine, write_jsonl):
+    """Most of an agent log's bytes are tool output: a long one keeps what `ingest.max_output_chars` allows
+    (head, tail, error lines), in the result column and in the text, under the id its whole output gives."""
+    lines = [f"collected module {i} of the suite" for i in range(6000)]
+    lines[3100] = "E   ConnectionRefusedError: redis at localhost:6379 refused the connection"
+    output = "\n".join(lines) + "\n== 1 failed, 5999 passed: flaky redis fixture =="
+    event = {"ts": "2026-03-01T09:00:02Z", "kind": "tool_result", "agent": "bot", "session": "s9",
+             "tool": {"name": "pytest", "result": output}}  # fmt: skip
+    path = write_jsonl("long_output.jsonl", [event])
+    engine = make_engine()
+    limit = engine.store.config.ingest.max_output_chars
+    assert len(output) > 10 * limit
+    first = engine.ingest([path])
+    assert (first.stored, first.outputs_shortened) == (1, 1)
+    rid, result, text = engine.store.con.execute("SELECT id, tool_result, text FROM records").fetchall()[0]
+    assert len(result) <= limit and len(text) <= limit + len("pytest returned: ")
+    for kept in (result, text):
+        assert lines[3100] in kept and kept.endswith("flaky redis fixture ==") and "collected module 3000 " not in kept
+    again = engine.ingest([path])  # the id is the whole event's hash: read again, it is a duplicate
+    assert (again.stored, again.duplicates) == (0, 1)
+    hits = engine.query("pytest collected module of the suite", k=5, touch=False).hits
+    assert [h.id for h in hits] == [rid] and lines[3100] in hits[0].text

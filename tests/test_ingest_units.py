@@ -108,3 +108,18 @@ def test_callers_importance_and_category_win_and_long_term_goals_are_protected()
 
 def test_low_source_confidence_lowers_importance():
     assert assess_event(kind="note", confidence=0.0).importance < assess_event(kind="note", confidence=1.0).importance
+
+
+def test_a_long_tool_output_keeps_its_head_tail_and_error_lines_within_the_limit():
+    from expengine.ingest.outputs import kept_output
+
+    lines = [f"step {i} compiled fine" for i in range(4000)]
+    lines[1700] = "FAILED tests/test_cache.py::test_expiry - AssertionError: 3 != 4"
+    lines[2600] = "error[E0308]: mismatched types in src/cache.rs"
+    output = "\n".join(lines) + "\n== 1 failed, 212 passed in 4.1s =="
+    kept = kept_output(output, 8_000)
+    assert len(kept) <= 8_000
+    assert kept.startswith("step 0 compiled fine\n") and kept.endswith("== 1 failed, 212 passed in 4.1s ==")
+    assert lines[1700] in kept and lines[2600] in kept and "step 2000 compiled fine" not in kept
+    assert "error lines among them kept below: 2" in kept
+    assert kept_output("short output", 8_000) == "short output"

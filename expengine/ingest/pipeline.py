@@ -20,6 +20,7 @@ from ..store.pause import pause_for_tests
 from ..textutil import count_scripts, shares
 from .checks import file_warnings
 from .events import Event, as_text, render
+from .outputs import shorten_outputs
 from .readers import Item, expand_paths, read_items
 from .redact import Redactor
 from .remote import absolute_source
@@ -63,6 +64,8 @@ class IngestResult(Result):
     # lines the tools write that hold nothing to remember, by type (`progress`, `event_msg:token_count`)
     skipped: dict[str, int] = field(default_factory=dict)
     redacted: int = 0
+    # tool outputs stored as their head, tail and error lines (`ingest.max_output_chars`)
+    outputs_shortened: int = 0
     embedded: int = 0
     cached_embeddings: int = 0
     files: list[str] = field(default_factory=list)
@@ -298,6 +301,7 @@ def _fresh_rows(
     seen in this ingest or stored before."""
     cfg = store.config.ingest
     rows: list[dict] = []
+    shortened: set[str] = set()
     for item in items:
         ev = item.event
         assert ev is not None
@@ -308,6 +312,9 @@ def _fresh_rows(
             result.duplicates += 1
             continue
         seen.add(rid)
+        # after the hash, so an event's id is what its whole output gives (as stored before there was a cut)
+        if shorten_outputs(ev, cfg.max_output_chars):
+            shortened.add(rid)
         a = assess(
             kind=ev.kind,
             role=ev.role,
@@ -362,6 +369,7 @@ def _fresh_rows(
     existing = _existing_ids(store, [r["id"] for r in rows])
     fresh = [r for r in rows if r["id"] not in existing]
     result.duplicates += len(rows) - len(fresh)
+    result.outputs_shortened += sum(r["id"] in shortened for r in fresh)
     return fresh
 
 
