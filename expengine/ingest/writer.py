@@ -6,8 +6,6 @@ a batch embedded but never written leaves only cached vectors behind."""
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -67,10 +65,7 @@ class BatchWriter:
             rows, events, future = pending
             vectors, counts = future.result()
             write_batch(self.store, rows, vectors, index=self.index)
-            stored = len(rows)
-            del pending, rows, vectors
-            _return_freed_heap()
-            self.after_write(events, stored, counts)
+            self.after_write(events, len(rows), counts)
 
     def close(self) -> None:
         """Stop the worker (after `drain`, or when the ingest failed: a batch not written is dropped)."""
@@ -81,16 +76,6 @@ class BatchWriter:
             self._cache.con.close()
             self._cache = None
         self._pending = None
-
-
-def _return_freed_heap() -> None:
-    """Hand the heap a written batch freed back to the system (glibc keeps it otherwise, per thread arena,
-    and a long ingest's resident memory grew with the batches it had parsed)."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
 
 
 def write_batch(store: "Store", fresh: list[dict], vectors: np.ndarray, *, index: bool = True) -> None:
