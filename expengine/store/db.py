@@ -283,11 +283,11 @@ def short_of_its_header(path: Path) -> str | None:
 
 def unreadable(con: duckdb.DuckDBPyConnection) -> str | None:
     """The first error met reading every table in full (each block read, so DuckDB checks its checksum), or
-    None. Streams, so a large store is not held in memory."""
+    None. Each row is hashed inside DuckDB: nothing comes out to Python (an Arrow reader imported pyarrow
+    and took a cron's `ingest --from-agents` with nothing new from 103 to 230 MB on a 57 MB store)."""
     try:
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-            for _ in con.sql(f'SELECT * FROM "{table}"').to_arrow_reader(65536):
-                pass
+            con.execute(f'SELECT sum(hash(t)) FROM "{table}" AS t').fetchall()
     except (duckdb.Error, OSError) as exc:  # OSError: the Arrow stream's form of DuckDB's IO error
         return str(exc).splitlines()[0]
     return None
