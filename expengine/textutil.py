@@ -24,6 +24,22 @@ def normalized(text: str | None) -> str:
     return " ".join((text or "").lower().split())
 
 
+# One run's values, which two statements of the same thing may differ by: an id (a token with a letter
+# and three digits or more: W1083185, u-107, HAT057; or five digits or more) and a path (one that
+# starts at a root, or with two slashes or more, or names a file: src/billing/__init__.py). "429",
+# "3/5 runs", "req/min" and a date are none.
+ID = re.compile(r"\b(?=[\w-]*[^\W\d_])(?=(?:[\w-]*?\d){3})\w+(?:-\w+)*|\b\d{5,}\b")
+PATH = re.compile(
+    r"(?<![\w/.])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|\b[\w.-]+(?:/[\w.-]+){2,}/?|\b[\w.-]+/[\w-]+\.\w{1,5}\b"
+)
+
+
+def values_as_words(text: str, *, id_word: str = "_id_", path_word: str = "_path_") -> str:
+    """`text` with each path and id replaced by one word: two texts that differ only in them read the
+    same, and a path counts as one word, not one per directory."""
+    return ID.sub(id_word, PATH.sub(path_word, text))
+
+
 _HAN_RANGE = "\u3400-\u9fff"
 HAN = re.compile(f"[{_HAN_RANGE}]")
 # A run of Han characters, or of Latin letters: the pieces `grams` cuts

@@ -90,3 +90,22 @@ def test_the_count_line_names_the_days_across_months_and_years():
     assert hit_line(hit(DAY, dt.datetime(2026, 5, 2))).endswith("(said 2 times, 3 April – 2 May 2026)")
     late = dt.datetime(2025, 12, 30)
     assert hit_line(hit(late, DAY, DAY)).endswith("(said 3 times, 30 December 2025 – 3 April 2026)")
+
+
+def test_hits_that_differ_only_in_an_id_or_a_path_are_one_line(make_engine, write_jsonl):
+    events = [
+        _event(1, "lookup_order failed: order not found W1083185, asked the user to check the number", 0),
+        _event(2, "lookup_order failed: order not found W1779302, asked the user to check the number", 2),
+        _event(3, "FAILED tests/test_transform.py::test_stock_never_negative - assert -1 >= 0", 3, kind="message"),
+        _event(4, "FAILED tests/unit/test_models.py::test_stock_never_negative - assert -1 >= 0", 4, kind="message"),
+        _event(5, "The customer wants the parcel sent to the new address on Elm Street", 5, kind="message"),
+    ]
+    engine = make_engine(overrides={"llm.mode": "template", "query.repeat_similarity": 0.9999})  # words, not vectors
+    engine.ingest([write_jsonl("ids.jsonl", events)], fmt="native")
+    result = engine.query("lookup_order order not found", k=3, touch=False)
+    lines = [line for line in result.prompt.splitlines()[1:] if "order not found" in line]
+    assert len(lines) == 1 and "(said 2 times" in lines[0], result.prompt
+    head = next(h for h in result.hits if "order not found" in h.text)
+    assert {head.id, *(r.id for r in head.repeats)} == {"r1", "r2"}
+    result = engine.query("test_stock_never_negative failed", k=3, touch=False)
+    assert sum("test_stock_never_negative" in line for line in result.prompt.splitlines()) == 1, result.prompt

@@ -5,7 +5,9 @@ same "I hate cilantro" in five sessions, and a note beside the turn it restates.
 such copies sit next to each other and would fill the prompt with one statement. Walking the ranked
 candidates best first, a hit is a *repeat* of a kept one when their vectors' cosine reaches
 `query.repeat_similarity` (the near-duplicate threshold a cycle merges memories at), or when one text,
-as lowercase words without a "Speaker: " label, holds the other's (at least MIN_CONTAINED_WORDS words).
+as lowercase words without a "Speaker: " label, holds the other's (at least MIN_CONTAINED_WORDS words;
+an id or a path counts as one word, whatever its value, so "order W1083185 not found" and "order
+W1779302 not found" are one line).
 The repeat goes under the kept hit (`Hit.repeats`: its id, date and sources, so `--json` lists every
 id and `show` reaches each), and its slot goes to the next hit that says something else: the top `k`
 and the token budget fill with distinct statements. This is maximal marginal relevance with a step
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..store.index import MEMORIES, UNITS
+from ..textutil import values_as_words
 from .hits import Hit, Repeat
 from .render import SPEAKER_LABEL, lowercase_words
 from .score import unit_rows
@@ -35,7 +38,8 @@ MIN_CONTAINED_WORDS = 3
 
 
 def _words(text: str) -> str:
-    return f" {' '.join(lowercase_words(SPEAKER_LABEL.sub('', text, count=1)))} "
+    """The text's lowercase words, a "Speaker: " label aside, each id and path one word whatever its value."""
+    return f" {' '.join(lowercase_words(values_as_words(SPEAKER_LABEL.sub('', text, count=1))))} "
 
 
 def _holds(longer: str, shorter: str) -> bool:

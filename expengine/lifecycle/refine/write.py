@@ -16,6 +16,7 @@ from ...textutil import normalized
 from .conflicts import decide
 from .inputs import ClusterInput
 from .report import RefineReport
+from .same_fix import same_fix
 from .slots import generalised
 from .templates import Draft, confidence_of, render_text
 from .wording import rendered_counts
@@ -129,6 +130,8 @@ def _plan(
             continue
         if twin is None:  # another intent's procedure, the same but for the slot's value (slots.py)
             twin, draft = generalised(draft, row, active)
+        if twin is None:  # an error rule giving the same fix in other words (same_fix.py)
+            twin, draft = same_fix(draft, row, active)
         if twin is not None:
             same_cluster = twin["cluster_key"] == cluster.key
             if set(draft.source_ids) <= set(json_ids(twin["source_ids"])):
