@@ -25,19 +25,19 @@ def normalized(text: str | None) -> str:
 
 
 # One run's values, which two statements of the same thing may differ by: an id (a token with a letter
-# and three digits or more: W1083185, u-107, HAT057; or five digits or more) and a path (one that
-# starts at a root, or with two slashes or more, or names a file: src/billing/__init__.py). "429",
-# "3/5 runs", "req/min" and a date are none.
-ID = re.compile(r"\b(?=[\w-]*[^\W\d_])(?=(?:[\w-]*?\d){3})\w+(?:-\w+)*|\b\d{5,}\b")
+# and three digits or more: W1083185, u-107, HAT057; five digits or more; a commit's hex, 4cffacb) and a
+# path (one that starts at a root, or with two slashes or more, or names a file: src/app/__init__.py).
+# "429", "3/5 runs", "req/min" and a date are none.
+ID = re.compile(r"\b(?=[\w-]*[^\W\d_])(?=(?:[\w-]*?\d){3})\w+(?:-\w+)*|\b\d{5,}\b|\b(?=[a-f]*\d)[0-9a-f]{7,40}\b")
 PATH = re.compile(
     r"(?<![\w/.])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|\b[\w.-]+(?:/[\w.-]+){2,}/?|\b[\w.-]+/[\w-]+\.\w{1,5}\b"
 )
 
 
-def values_as_words(text: str, *, id_word: str = "_id_", path_word: str = "_path_") -> str:
+def values_as_words(text: str) -> str:
     """`text` with each path and id replaced by one word: two texts that differ only in them read the
     same, and a path counts as one word, not one per directory."""
-    return ID.sub(id_word, PATH.sub(path_word, text))
+    return ID.sub("_id_", PATH.sub("_path_", text))
 
 
 _HAN_RANGE = "\u3400-\u9fff"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..textutil import approx_tokens
+from ..textutil import approx_tokens, values_as_words
 from .novelty import untold, words
 
 if TYPE_CHECKING:
@@ -78,6 +78,11 @@ def lowercase_words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def same_words(text: str) -> str:
+    """What two texts that say the same share: their lowercase words, each id and path one word."""
+    return " ".join(lowercase_words(values_as_words(text)))
+
+
 def quoted_in(line: str, source_text: str) -> bool:
     """Does `line` already carry `source_text` verbatim (give or take a "Speaker: " label, punctuation
     and a clipped tail)? Then an evidence line for it would only repeat the unit's words."""
@@ -134,7 +139,8 @@ def render_prompt(
     evidence lines can use them. Under a unit come up to EVIDENCE_LINES_PER_UNIT of its sources, most similar first, while they fit and reach
     `evidence_floor` (cosine similarity to the query: an unrelated source only spends budget; a note's
     turns, which it restates, reach `note_evidence_floor` where given); a source
-    the unit's line already quotes (or whose text an earlier line already shows) gets no line but
+    the unit's line already quotes (or whose text an earlier line already shows, or an earlier evidence
+    line but for its ids and paths) gets no line but
     stays in `hit.expanded` marked `quoted`, and a
     record already in the prompt (as a memory hit or as evidence above) is not repeated: such a
     memory hit is left out, such a source left out of `hit.expanded`. A hit's `repeats` (`repeats.py`)
@@ -149,7 +155,7 @@ def render_prompt(
     used = approx_tokens(HEADER)
     kept: list["Hit"] = []
     in_prompt: set[str] = set()  # records whose text the prompt already holds
-    texts_in_prompt: set[str] = set()  # evidence texts shown, so identical sources are not repeated
+    texts_in_prompt: set[str] = set()  # evidence texts shown (`same_words`), so like sources are not repeated
     set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
     said = _Lines(vectors, repeat_similarity)
     at: dict[int, int] = {}  # id(hit) → its line's index
@@ -187,7 +193,8 @@ def render_prompt(
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
-            if quoted_in(line, evidence.text) or evidence.text in texts_in_prompt or said.repeated(evidence.text):
+            shown_as = same_words(evidence.text)
+            if quoted_in(line, evidence.text) or shown_as in texts_in_prompt or said.repeated(evidence.text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
                 extra = evidence_line(evidence, untold(evidence.text, told) if talk else None)
@@ -198,7 +205,7 @@ def render_prompt(
                 used += extra_cost
                 told |= words(extra)
                 evidence_lines += 1
-                texts_in_prompt.add(evidence.text)
+                texts_in_prompt.add(shown_as)
                 said.add(evidence.text, hit)
             else:
                 continue

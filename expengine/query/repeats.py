@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..store.index import MEMORIES, UNITS
-from ..textutil import values_as_words
 from .hits import Hit, Repeat
-from .render import SPEAKER_LABEL, lowercase_words
+from .render import SPEAKER_LABEL, same_words
 from .score import unit_rows
 
 if TYPE_CHECKING:
@@ -38,8 +37,8 @@ MIN_CONTAINED_WORDS = 3
 
 
 def _words(text: str) -> str:
-    """The text's lowercase words, a "Speaker: " label aside, each id and path one word whatever its value."""
-    return f" {' '.join(lowercase_words(values_as_words(SPEAKER_LABEL.sub('', text, count=1))))} "
+    """The text's words (`same_words`), a "Speaker: " label aside, with a space at either end."""
+    return f" {same_words(SPEAKER_LABEL.sub('', text, count=1))} "
 
 
 def _holds(longer: str, shorter: str) -> bool:
