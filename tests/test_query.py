@@ -428,7 +428,7 @@ def test_the_rule_slot_survives_the_candidate_cut_and_the_budget(engine_on):
     engine.close()
 
 
-def test_identical_evidence_texts_are_shown_once():
+def test_identical_evidence_texts_and_texts_that_differ_only_in_ids_are_shown_once():
     from expengine.query.hits import Evidence, Hit, ScoreParts
     from expengine.query.render import render_prompt
 
@@ -449,12 +449,14 @@ def test_identical_evidence_texts_are_shown_once():
             Evidence("e1", same, "dormant", 0.9),
             Evidence("e2", same, "dormant", 0.9),
             Evidence("e3", "get_weather returned: sunny", "archived", 0.5),
+            Evidence("e4", "goal open: check order W5065264 for user u-104", "dormant", 0.9),
+            Evidence("e5", "goal open: check order W2685820 for user u-102", "dormant", 0.9),  # ids aside, e4
         ],
     )
     prompt, kept = render_prompt([unit], budget=None)
-    assert prompt.count(same) == 1 and "sunny" in prompt
+    assert prompt.count(same) == 1 and "sunny" in prompt and "W2685820" not in prompt
     assert kept[0].source_ids == ["e1", "e2", "e3"]
-    assert [e.quoted for e in kept[0].expanded] == [False, True, False]
+    assert [e.quoted for e in kept[0].expanded] == [False, True, False, False, True]
 
 
 def test_evidence_similarity_is_the_cosine_of_each_source_text_in_any_state(engine_on):
