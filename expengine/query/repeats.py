@@ -15,7 +15,8 @@ for its penalty: a candidate keeps its score unless it is a near-copy of one kep
 Where one text holds the other, the kept line shows the longer (it says all the shorter does).
 
 Rules are left as they are: the rule slot keeps one, and rules that differ only in values are one
-rule after refinement (lifecycle/refine/slots.py).
+rule after refinement (lifecycle/refine/slots.py, same_fix.py). Folding like rules here too (one line,
+"and N rules like it") cost tau-bench's leave-tasks-out lift (rules only 0.591 → 0.569).
 """
 
 from __future__ import annotations
