@@ -95,8 +95,8 @@ MERGE_FIELDS = (
 )
 # The columns `decide` and the merge planner compare an agent's active units by.
 ACTIVE_FIELDS = tuple(
-    "id kind text cluster_key cluster_signature created condition action expected_outcome pitfall subject attribute statement support "
-    "as_of source_ids user".split()
+    "id kind text cluster_key cluster_signature created condition action expected_outcome pitfall subject attribute "
+    "statement support as_of source_ids user".split()
 )
 
 

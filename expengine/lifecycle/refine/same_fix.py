@@ -67,7 +67,7 @@ def _not_a_lesson(unit: dict[str, Any]) -> bool:
 
 
 def same_fix(draft: Draft, row: dict[str, Any], active: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, Draft]:
-    """The active error rule that `row` (`draft` as a unit row) gives the same fix as, in other words,
+    """The active rule that `row` (`draft` as a unit row) gives the same fix or call as, in other words,
     and `draft` worded as the one of the two with more support; (None, `draft`) when there is none."""
     situation = _situation(draft.condition, draft.language)
     if situation is None or not _not_a_lesson(row):

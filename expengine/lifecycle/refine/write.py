@@ -130,7 +130,7 @@ def _plan(
             continue
         if twin is None:  # another intent's procedure, the same but for the slot's value (slots.py)
             twin, draft = generalised(draft, row, active)
-        if twin is None:  # an error rule giving the same fix in other words (same_fix.py)
+        if twin is None:  # the same fix or call in other words (same_fix.py)
             twin, draft = same_fix(draft, row, active)
         if twin is not None:
             same_cluster = twin["cluster_key"] == cluster.key
