@@ -133,6 +133,10 @@ def test_a_tool_rule_that_differs_only_in_an_arguments_value_merges(make_engine)
     _write(engine, "t2", _procedure(to_use, ["b1"], action="call get_weather(city=Dublin, date=…, units=metric)"))
     (rule,) = _live_rules(engine)
     assert rule["action"] == "call get_weather(city=…, date=…, units=metric)" and rule["support"] == 7
+    # a value the two do not share is no one's: the merged rule names it "…"
+    _write(engine, "t3", _procedure(to_use, ["c1"], action="call get_weather(city=…, date=…, units=imperial)"))
+    (rule,) = _live_rules(engine)
+    assert rule["action"] == "call get_weather(city=…, date=…, units=…)" and rule["support"] == 8
 
 
 def test_other_fixes_other_errors_other_tools_and_lessons_stay_apart(make_engine):

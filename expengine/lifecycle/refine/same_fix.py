@@ -8,7 +8,8 @@ beside the rule without it. A rule whose action is an active rule's but for its 
 arguments' values, ids, numbers), for the same situation (the same tool and an error that differs at
 most in its ids and days, or the same condition but for its ids), is merged into that rule (write.py
 merges it as it merges twins and slot rules, slots.py): one rule with the sources and counts of both,
-worded as the one with more support; an error that differed in an id or a day names it "…". Lessons
+worded as the one with more support, but for the values the two do not share (an argument's value, an
+id), which it names "…", as it does an error that differed in an id or a day. Lessons
 (rules with a subject) stay with their cluster; rules for other requests are slots.py's.
 """
 
@@ -26,6 +27,7 @@ from .wording import WORDINGS
 # a value the same fix is written down with: a quoted text (a note), an argument's value, an id, a number
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|“[^”\n]*”")
 _ARGUMENT_VALUE = re.compile(r"(\w)=[^,()]*")
+_ARGUMENT_VALUE_OF = re.compile(r"(\w+)=([^,()]*)")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a day (and time) an error names: "flight HAT001 not available on date 2024-05-14"
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
@@ -61,6 +63,16 @@ def _fix(action: str | None) -> str:
     return normalized(_NUMBER.sub("N", ID.sub(ANY_VALUE, text)))
 
 
+def _common_values(action: str, other: str) -> str:
+    """`action` with each argument's value and id that `other` does not give too as "…": one run's or
+    one user's values ("passenger_id=u-104, seat_pref=aisle") are not the merged rule's, and a rule
+    learnt from several users' runs quotes no one."""
+    given = dict(_ARGUMENT_VALUE_OF.findall(other))
+    action = _ARGUMENT_VALUE_OF.sub(lambda m: m[0] if given.get(m[1]) == m[2] else f"{m[1]}={ANY_VALUE}", action)
+    ids = set(ID.findall(other))
+    return ID.sub(lambda m: m[0] if m[0] in ids else ANY_VALUE, action)
+
+
 def _not_a_lesson(unit: dict[str, Any]) -> bool:
     """A rule without a subject: lessons (lessons.py) contrast one cluster's runs and stay with it."""
     return unit.get("kind") == "rule" and not unit.get("subject")
@@ -82,6 +94,8 @@ def same_fix(draft: Draft, row: dict[str, Any], active: list[dict[str, Any]]) ->
         condition = worded["condition"]
         if normalized(unit["condition"]) != normalized(draft.condition):
             condition = _without_ids(condition)  # the errors differ in an id or a day
-        fields = {name: worded[name] for name in ("action", "expected_outcome", "pitfall")}
-        return unit, replace(draft, condition=condition, **fields)
+        other = row if worded is unit else unit
+        action = _common_values(worded["action"] or "", other.get("action") or "")
+        fields = {name: worded[name] for name in ("expected_outcome", "pitfall")}
+        return unit, replace(draft, condition=condition, action=action, **fields)
     return None, draft
