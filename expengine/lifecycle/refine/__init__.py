@@ -85,7 +85,6 @@ def refine_clusters(
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
     reads = ClusterReads(store, changed)
     looked_at: list[tuple[str, str]] = []
-    to_index: list[str] = []  # the clusters' new and merged units, into LanceDB at once after the loop
     for position, cluster in enumerate(changed):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
@@ -102,10 +101,8 @@ def refine_clusters(
             wordings=wordings,
             statuses=statuses,
             reads=reads,
-            to_index=to_index,
         )
         looked_at.append((cluster.key, cluster.signature))
-    units.index_journalled(store, list(dict.fromkeys(to_index)))
     if not dry_run:
         mark_refined(store, looked_at, [c.key for c in clusters])
     count = ReadCount()
@@ -144,7 +141,6 @@ def _refine_one(
     wordings: dict[str, Wording],
     statuses: dict[str, str],
     reads: ClusterReads,
-    to_index: list[str],
 ) -> None:
     previous = reads.cluster_sources(cluster.key)
     if previous and set(cluster.member_ids) <= set(previous):
@@ -200,7 +196,7 @@ def _refine_one(
         return
     pairs = list({row["id"]: (draft, row) for draft in grounded for row in [unit_row(draft, cluster, now)]}.values())
     touched: set[str] = set()
-    written = write_units(store, cluster, pairs, report, run_id, dry_run, now, touched, to_index)
+    written = write_units(store, cluster, pairs, report, run_id, dry_run, now, touched)
     reads.units_changed(touched)
     report.clusters_refined += 1
     cfg = store.config.refine

@@ -162,13 +162,11 @@ def write_units(
     dry_run: bool,
     now: dt.datetime,
     touched: set[str] | None = None,
-    to_index: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Insert new units, merge into units that say the same, supersede losers: one transaction with
-    pending_index, then LanceDB (or, given `to_index`, their ids go there for the caller to index once
-    for a whole pass: each LanceDB write costs a version and a fragment). A unit that does not change
-    keeps its `updated`. Returns the rows written or merged (the units whose sources changed); `touched`
-    gets the ids of every unit inserted, merged into or superseded."""
+    pending_index, then LanceDB. A unit that does not change keeps its `updated`. Returns the rows
+    written or merged (the units whose sources changed); `touched` gets the ids of every unit inserted,
+    merged into or superseded."""
     steps = _plan(store, cluster, pairs, report)
     report.units_unchanged += sum(1 for s in steps if s.action == "keep")
     written = [s.row for s in steps if s.action != "keep"]
@@ -217,8 +215,5 @@ def write_units(
     report.units_superseded += len(removed)
     if touched is not None:
         touched.update([row["id"] for row in written], removed)
-    if to_index is None:
-        units.index_journalled(store, added)
-    else:
-        to_index += added
+    units.index_journalled(store, added)
     return written
