@@ -9,8 +9,9 @@ Every night ingests the same amount of new real data through the Python API, wit
 airline runs (a new `trial` per pass, so new sessions) and the next `--log-lines` lines of the English
 `sample_logs/` (ids, sessions and goals suffixed with the pass), each source in rotation. Then one
 `compact` (templates, no LLM), the clock one night on. Printed per night: records in the store, new,
-ingest seconds, the cycle's seconds and each step's, the cycle's CPU seconds (this process's, threads
-included: what a loaded shared machine's wall clock blurs), how clustering ran, and the process's peak RSS.
+ingest seconds, the cycle's seconds and each step's, the cycle's CPU seconds and each step's (this
+process's, threads included: what a loaded shared machine's wall clock blurs), the records the sweep
+re-checked, how clustering ran, and the process's peak RSS.
 
 `--from-store PATH` starts from a copy of an existing store (the synthetic variant: a bulk store of
 synthetic memories, e.g. from bench/scale.py), so the nights add real data to a large store.
@@ -207,6 +208,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "cycle_s": cycle.seconds,
                 "cycle_cpu_s": round(cycle_cpu, 2),
                 "steps_s": {name: step.get("seconds") for name, step in cycle.steps.items()},
+                "steps_cpu_s": {name: step.get("cpu_s") for name, step in cycle.steps.items()},
+                "swept": cycle.swept,
                 "clustering": cycle.clustering,
                 "clusters": {
                     key: cycle.steps.get(step, {}).get(key)
@@ -240,6 +243,11 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
         report["store_growth"] = round(last["records"] / max(second["records"], 1), 2)
         if "cycle_cpu_s" in second:
             report["last_over_second_cpu"] = round(last["cycle_cpu_s"] / max(second["cycle_cpu_s"], 1e-9), 2)
+        if "steps_cpu_s" in second:
+            report["step_cpu_last_over_second"] = {
+                step: round((cpu or 0) / max(second["steps_cpu_s"].get(step) or 0, 1e-3), 2)
+                for step, cpu in last["steps_cpu_s"].items()
+            }
     return report
 
 
@@ -278,6 +286,14 @@ def render(report: dict[str, Any]) -> str:
         ],
         rows,
     )
+    if any("steps_cpu_s" in n for n in report["nights"]):
+        text += "\n\nCPU seconds per step (this process's, threads included)\n" + table(
+            ["night", "swept", "cycle CPU s", *steps],
+            [
+                [n["night"], n.get("swept"), n.get("cycle_cpu_s"), *(n.get("steps_cpu_s", {}).get(s) for s in steps)]
+                for n in report["nights"]
+            ],
+        )
     if "last_over_second" in report:
         text += (
             f"\nlast night's cycle / second night's: {report['last_over_second']}x "

@@ -95,13 +95,16 @@ class ClusterConfig:
 class CycleConfig:
     """What an incremental cycle looks at besides what is new since the last one, and when it starts afresh.
 
-    Each cycle re-checks `sweep_rows` records that are not new (and that many members' worth of the
-    clusters clustered longest ago), so everything is revisited in turn. Clustering starts afresh (as
+    Each cycle re-checks records that are not new (and that many members' worth of the clusters
+    clustered longest ago), so everything is revisited in turn: `sweep_per_new` for each record new
+    since the last cycle, at most `sweep_rows`, so a night's work follows the night's data, not the
+    store; a quiet night (nothing new) re-checks `sweep_rows`. Clustering starts afresh (as
     `compact --full` does) when more than `drift_share` of the new records have no cluster centroid
     within cosine `drift_similarity`, or when the records clustered since the last full clustering
     exceed `refit_growth` times the records it clustered."""
 
     sweep_rows: int = 2000
+    sweep_per_new: float = 1.0
     drift_similarity: float = 0.5
     drift_share: float = 0.3
     refit_growth: float = 1.0

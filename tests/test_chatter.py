@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
-from expengine.lifecycle.chatter import CHATTER_WORDS, Message, detect
+from expengine.lifecycle.chatter import CHATTER_WORDS, Message, detect, shapes_of
 
 # Sentences that recur across many tau-bench runs (each run is one session).
 STOCK = [
@@ -93,12 +94,51 @@ def test_compaction_puts_chatter_to_sleep_and_reports_hot_tokens(make_engine, wr
 
 
 def test_judging_a_few_counted_over_all_in_chunks_agrees_with_judging_all():
-    """An incremental cycle judges only its new and swept messages, counting shapes over every message in
-    chunks: the verdicts on those few are the ones a whole pass gives them."""
+    """An incremental cycle judges only its new and swept messages, counting shapes over every session's
+    (kept in parts): the verdicts on those few are the ones a whole pass gives them."""
     messages = _store()
     whole = {v.id: v.rule for v in detect(messages, min_sessions=5, session_share=0.05)}
     few = messages[::4] + messages[-len(CHATTER + CONTENT) :]
-    chunks = [messages[i : i + 3] for i in range(0, len(messages), 3)]
-    found = {v.id: v.rule for v in detect(few, min_sessions=5, session_share=0.05, among=chunks)}
+    parts = [found for i in range(0, len(messages), 3) for found in shapes_of(messages[i : i + 3])]
+    found = {v.id: v.rule for v in detect(few, min_sessions=5, session_share=0.05, among=parts)}
     assert found == {m.id: whole[m.id] for m in few if m.id in whole}
     assert "boilerplate" in found.values() and "no content" in found.values()
+
+
+def test_each_sessions_shapes_are_kept_and_read_again_only_when_its_messages_change(make_engine, write_jsonl):
+    """The counts come from each session's shapes kept in derived_runs: a cycle reads the text of the sessions
+    whose messages changed (new, or one archived), not every session's."""
+    from expengine.lifecycle.chatter import SHAPES, refresh_shapes
+
+    engine = make_engine()
+    store = engine.store
+
+    def session(n: int) -> list[dict]:
+        lines = [*STOCK, ("user", f"Please cancel reservation ABC{n:03d}.")]
+        return [
+            {
+                "id": f"r{n}-{i}",
+                "ts": f"2026-01-01T00:{n:02d}:0{i}",
+                "kind": "message",
+                "session": f"run-{n}",
+                "role": role,
+                "content": text,
+            }
+            for i, (role, text) in enumerate(lines)
+        ]
+
+    engine.ingest([write_jsonl("a.jsonl", [e for n in range(6) for e in session(n)])])
+    assert refresh_shapes(store, full=False, dry_run=False)[1] == 6
+    assert refresh_shapes(store, full=False, dry_run=False)[1] == 0
+    engine.ingest([write_jsonl("b.jsonl", session(6))])
+    assert refresh_shapes(store, full=False, dry_run=False)[1] == 1
+    store.con.execute("UPDATE records SET state = 'archived' WHERE id = 'r2-0'")
+    assert refresh_shapes(store, full=False, dry_run=False)[1] == 1
+    stored = {
+        k: json.loads(p)
+        for k, p in store.con.execute("SELECT run_key, payload FROM derived_runs WHERE pass = ?", [SHAPES]).fetchall()
+    }
+    fresh, read = refresh_shapes(store, full=True, dry_run=True)
+    assert read == 7 and {k: [f.session, sorted(f.speakers), sorted(f.shapes)] for k, f in fresh.items()} == stored
+    run2 = next(shapes for key, (_, _, shapes) in stored.items() if key.endswith("\x1frun-2"))
+    assert "please cancel reservation abc ###" in run2 and "i can help you with that" not in run2

@@ -73,6 +73,21 @@ def test_the_watermark_moves_and_new_records_join_stored_clusters(make_engine, t
     assert before & after, "clusters no new record joined and the sweep did not reach are kept as they were"
 
 
+def test_the_sweep_follows_the_nights_new_records(make_engine, tmp_path):
+    """A night re-checks `cycle.sweep_per_new` older records for each new one (at most `sweep_rows`); a quiet
+    night, with nothing else to do, re-checks `sweep_rows`."""
+    nights = thirds(tmp_path, ("support_bot.jsonl",))
+    engine = make_engine(overrides={"llm.mode": "template", "cycle.sweep_rows": "40", "cycle.sweep_per_new": "0.05"})
+    engine.ingest(nights[0])
+    engine.compact(now=START + NIGHT)
+    new = engine.ingest(nights[1]).stored
+    second = engine.compact(now=START + NIGHT * 2)
+    assert second.swept == min(40, -(-new // 20)) < 40, (second.swept, new)
+    assert second.steps["chatter"]["checked"] <= new + second.swept
+    quiet = engine.compact(now=START + NIGHT * 3)
+    assert quiet.swept == 40
+
+
 def test_drift_and_growth_cluster_afresh_and_say_why(make_engine, tmp_path):
     nights = thirds(tmp_path, ("support_bot.jsonl",))
     drifting = make_engine(tmp_path / "drift", overrides={"llm.mode": "template", "cycle.drift_similarity": "0.999"})

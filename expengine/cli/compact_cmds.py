@@ -53,9 +53,12 @@ def _print_report(data: dict[str, Any]) -> None:
     ):
         table.add_row(key.replace("_", " "), str(before[key]), str(after.get(key, "")))
     stdout.print(table)
-    steps = Table("step", "seconds", "what happened", title="steps")
+    steps = Table("step", "seconds", "CPU s", "what happened", title="steps")
     for name, step in data["steps"].items():
-        steps.add_row(name, f"{step.get('seconds', 0):.2f}", step.get("summary", ""))
+        cpu = step.get("cpu_s")
+        steps.add_row(
+            name, f"{step.get('seconds', 0):.2f}", "" if cpu is None else f"{cpu:.2f}", step.get("summary", "")
+        )
     stdout.print(steps)
     stdout.print(f"clustering {data['clustering']}")
     if data["dry_run"]:

@@ -19,6 +19,7 @@ words for it, in `STOP_WORDS`).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 import time
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..results import Result
 from ..store.db import in_ids
+from ..store.derived_runs import fingerprints, store_runs, stored_fingerprints
 from ..store.vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
@@ -75,6 +77,7 @@ class ChatterReport(Result):
     boilerplate: int = 0
     no_content: int = 0
     dormant: int = 0
+    sessions_read: int = 0  # sessions whose messages changed, their shapes computed again (`refresh_shapes`)
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -136,16 +139,37 @@ def _body(text: str) -> str:
     return body
 
 
+@dataclass(frozen=True)
+class Shapes:
+    """What the counts need of one session's messages: its speakers and its sentences' shapes."""
+
+    session: str
+    speakers: frozenset[str]
+    shapes: frozenset[str]
+
+
+def shapes_of(messages: Iterable[Message]) -> list[Shapes]:
+    """Each session's speakers and shapes among `messages`."""
+    by_session: dict[str, tuple[set[str], set[str]]] = {}
+    for m in messages:
+        speakers, shapes = by_session.setdefault(m.session, (set(), set()))
+        if speaker := split_speaker(m.text)[0]:
+            speakers.add(speaker.lower())
+        shapes.update(normalise(s) for s in sentences(_body(m.text)))
+    return [Shapes(session, frozenset(a), frozenset(b)) for session, (a, b) in by_session.items()]
+
+
 def detect(
     messages: list[Message],
     *,
     min_sessions: int,
     session_share: float,
-    among: Iterable[list[Message]] | None = None,
+    among: Iterable[Shapes] | None = None,
 ) -> list[Verdict]:
-    """The chatter among `messages`, by the two rules above, counted over `among` (chunks of all the
-    agent's active messages; by default `messages` themselves): only the counts of the shapes `messages`
-    have are kept, so memory follows `messages`, not the agent's whole history."""
+    """The chatter among `messages`, by the two rules above, counted over `among` (the shapes of all the
+    agent's active messages, a session's possibly in several parts; by default those of `messages`
+    themselves): only the counts of the shapes `messages` have are kept, so memory follows `messages`,
+    not the agent's whole history."""
     stop = stop_words()
     parsed = []
     for m in messages:
@@ -156,13 +180,11 @@ def detect(
     sessions: set[str] = set()
     speakers: set[str] = set()
     seen_in: dict[str, set[str]] = defaultdict(set)
-    for chunk in [messages] if among is None else among:
-        for m in chunk:
-            sessions.add(m.session)
-            if speaker := split_speaker(m.text)[0]:
-                speakers.add(speaker.lower())
-            for shape in {normalise(s) for s in sentences(_body(m.text))} & wanted:
-                seen_in[shape].add(m.session)
+    for counted in shapes_of(messages) if among is None else among:
+        sessions.add(counted.session)
+        speakers.update(counted.speakers)
+        for shape in counted.shapes & wanted:
+            seen_in[shape].add(counted.session)
     threshold = max(min_sessions, math.ceil(session_share * len(sessions)))
     names = {w for s in speakers for w in words(s)}
     verdicts = []
@@ -181,22 +203,63 @@ def detect(
 
 
 _MESSAGES_SQL = f"kind = 'message' AND {INDEXED_RECORDS_SQL} AND tool_name IS NULL"
-CHUNK = 5000  # messages counted at a time
+CHUNK = 2000  # sessions read, written or counted at a time
+SHAPES = "chatter"  # derived_runs pass: one session's Shapes, keyed by agent and session
+_SESSION_KEY = "coalesce(agent, '') || chr(31) || coalesce(session, id)"
 
 
-def _agent_messages(store: "Store", agent: str) -> Iterator[list[Message]]:
-    """All the agent's active messages, `CHUNK` at a time in id order."""
-    after = ""
+def refresh_shapes(store: "Store", *, full: bool, dry_run: bool) -> tuple[dict[str, Shapes], int]:
+    """Keep each session's shapes (of its active messages) in derived_runs, computed again only for the
+    sessions whose messages changed (their fingerprint, store/derived_runs.py; every session when `full`),
+    so a cycle reads the text of the night's sessions, not the store's. Returns how many sessions were
+    read; a dry run writes nothing and returns the changed sessions' shapes instead (by key)."""
+    prints = fingerprints(store, _SESSION_KEY, _MESSAGES_SQL)
+    old = {} if full else stored_fingerprints(store, SHAPES)
+    stale = sorted(key for key, fingerprint in prints.items() if old.get(key) != fingerprint)
+    kept: dict[str, Shapes] = {}
+    if not dry_run:
+        store_runs(store, SHAPES, {}, set(prints))
+    for start in range(0, len(stale), CHUNK):
+        keys = stale[start : start + CHUNK]
+        rows = store.con.execute(
+            f"SELECT {_SESSION_KEY}, id, coalesce(session, id), text FROM records "
+            f"WHERE {_MESSAGES_SQL} AND {_SESSION_KEY} IN (SELECT unnest(?))",
+            [keys],
+        ).fetchall()
+        by_key: dict[str, list[Message]] = defaultdict(list)
+        for key, record_id, session, text in rows:
+            by_key[key].append(Message(record_id, session, text or ""))
+        fresh = {key: shapes_of(messages)[0] for key, messages in by_key.items()}
+        if dry_run:
+            kept.update(fresh)
+            continue
+        payloads = {
+            key: json.dumps([found.session, sorted(found.speakers), sorted(found.shapes)])
+            for key, found in fresh.items()
+        }
+        store_runs(store, SHAPES, {key: (prints[key], payloads[key]) for key in payloads}, set(prints))
+    return kept, len(stale)
+
+
+def _agent_shapes(store: "Store", agent: str, fresh: dict[str, Shapes]) -> Iterator[Shapes]:
+    """Every session's shapes of the agent's active messages: those `refresh_shapes` kept, read `CHUNK`
+    sessions at a time, `fresh` (a dry run's) in place of the stored ones."""
+    prefix = f"{agent or ''}\x1f"
+    yield from (found for key, found in fresh.items() if key.startswith(prefix))
+    after = prefix
     while True:
         rows = store.con.execute(
-            f"SELECT id, coalesce(session, id), text FROM records WHERE {_MESSAGES_SQL} AND agent = ? AND id > ? "
-            f"ORDER BY id LIMIT {int(CHUNK)}",
-            [agent, after],
+            "SELECT run_key, payload FROM derived_runs WHERE pass = ? AND starts_with(run_key, ?) AND run_key > ? "
+            f"ORDER BY run_key LIMIT {int(CHUNK)}",
+            [SHAPES, prefix, after],
         ).fetchall()
         if not rows:
             return
         after = rows[-1][0]
-        yield [Message(record_id, session, text or "") for record_id, session, text in rows]
+        for key, payload in rows:
+            if key not in fresh:
+                session, speakers, shapes = json.loads(payload)
+                yield Shapes(session, frozenset(speakers), frozenset(shapes))
 
 
 def sleep_chatter(
@@ -206,11 +269,12 @@ def sleep_chatter(
     run_id: str | None = None,
     now: dt.datetime | None = None,
     changed: tuple[str, list[Any]] = ("TRUE", []),
+    full: bool = False,
 ) -> ChatterReport:
     """Active chatter messages go dormant with category 'chatter' (so refinement never quotes them).
     Pinned, protected and lesson records (errors, outcomes, feedback, preferences, safety) stay.
     Only the `changed` messages are judged (`CycleContext.changed`: the cycle's new ones and its sweep),
-    against counts over all the agent's active messages."""
+    against counts over all the agent's active messages (their sessions' shapes, `refresh_shapes`)."""
     from ..store.state import set_state
 
     started = time.monotonic()
@@ -228,6 +292,9 @@ def sleep_chatter(
         by_agent[agent].append(Message(record_id, session, text or ""))
         if not kept and category in SLEEPABLE_CATEGORIES:
             eligible.add(record_id)
+    fresh: dict[str, Shapes] = {}
+    if by_agent:
+        fresh, report.sessions_read = refresh_shapes(store, full=full, dry_run=dry_run)
     found: list[Verdict] = []
     for agent, messages in by_agent.items():
         found.extend(
@@ -236,7 +303,7 @@ def sleep_chatter(
                 messages,
                 min_sessions=cfg.min_sessions,
                 session_share=cfg.session_share,
-                among=_agent_messages(store, agent),
+                among=_agent_shapes(store, agent, fresh),
             )
             if v.id in eligible
         )
@@ -266,4 +333,4 @@ class ChatterStep:
     cycle (after goal cleanup, before clustering)."""
 
     def run(self, store: "Store", ctx: "CycleContext") -> ChatterReport:
-        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, changed=ctx.changed())
+        return sleep_chatter(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, changed=ctx.changed(), full=ctx.full)

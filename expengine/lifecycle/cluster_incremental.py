@@ -59,11 +59,13 @@ def plan_incremental(
     since: dt.datetime,
     stored: list[tuple[str, np.ndarray]],
     report: Any,
+    sweep_rows: int | None = None,
 ) -> tuple[list[dict[str, Any]], Plan, list[str]] | None:
     """New records join their nearest cluster; those clusters, and the partition's share of the sweep
     (the clusters clustered longest ago), are planned again. None: the partition drifted (more than
     `cycle.drift_share` of its new records far from every centroid), so it is clustered afresh.
-    `report` is the step's ClusterReport, whose drift counts this adds to."""
+    `report` is the step's ClusterReport, whose drift counts this adds to; the sweep is `sweep_rows`
+    members' worth of clusters (default `cycle.sweep_rows`)."""
     cfg = store.config.cycle
     new_rows = agent_rows(store, agent, user, "r.ingested_at > ?", [since])
     keys = [k for k, _ in stored]
@@ -80,7 +82,8 @@ def plan_incremental(
             return None
         for i, nearest in enumerate(sims.argmax(axis=1)):
             joined.setdefault(keys[int(nearest)], []).append(i)
-    sweep = max(1, cfg.sweep_rows // max(1, store.config.cluster.members_per_cluster))
+    swept_members = cfg.sweep_rows if sweep_rows is None else sweep_rows
+    sweep = max(1, swept_members // max(1, store.config.cluster.members_per_cluster))
     oldest = store.con.execute(
         "SELECT cluster_key FROM clusters WHERE agent = ? AND user IS NOT DISTINCT FROM ? ORDER BY updated, cluster_key LIMIT ?",
         [agent, user, sweep],

@@ -29,7 +29,7 @@ from .cluster_incremental import (
 )
 from .cluster_plan import Plan, agent_rows, plan_agent, unit_vectors
 from .common import examples
-from .cycle import meta, set_meta
+from .cycle import meta, set_meta, sweep_size
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -84,9 +84,11 @@ def prune_clusters(
     run_id: str | None = None,
     now: dt.datetime | None = None,
     since: dt.datetime | None = None,
+    sweep_rows: int | None = None,
 ) -> ClusterReport:
     """Cluster and prune each (agent, user) partition: afresh when `since` is None or the partition
-    drifted (cluster_incremental.py), else only the clusters its records ingested after `since` joined."""
+    drifted (cluster_incremental.py), else only the clusters its records ingested after `since` joined,
+    and `sweep_rows` members' worth of those clustered longest ago (default `cycle.sweep_rows`)."""
     started = time.perf_counter()
     report = ClusterReport(k_rule=k_rule(store))
     # each user's records apart (and the shared apart from all): no cluster mixes two people's memories
@@ -95,7 +97,7 @@ def prune_clusters(
     ).fetchall()
     texts: dict[str, str] = {}
     for agent, user in partitions:
-        planned = _plan_partition(store, agent, user, since, report)
+        planned = _plan_partition(store, agent, user, since, report, sweep_rows)
         if planned is None:
             continue
         rows, plan, replaced = planned
@@ -127,12 +129,17 @@ def prune_clusters(
 
 
 def _plan_partition(
-    store: "Store", agent: str, user: str | None, since: dt.datetime | None, report: ClusterReport
+    store: "Store",
+    agent: str,
+    user: str | None,
+    since: dt.datetime | None,
+    report: ClusterReport,
+    sweep_rows: int | None = None,
 ) -> tuple[list[dict[str, Any]], Plan, list[str] | None] | None:
     """The partition's rows, plan and the cluster keys it replaces (None: all of the partition's)."""
     stored = [] if since is None else stored_centroids(store, agent, user)
     if since is not None and stored:
-        incremental = plan_incremental(store, agent, user, since, stored, report)
+        incremental = plan_incremental(store, agent, user, since, stored, report, sweep_rows)
         if incremental is not None:
             return incremental
     rows = agent_rows(store, agent, user)
@@ -285,7 +292,9 @@ class ClustersStep:
             return ClusterReport(skipped=why, k_rule=k_rule(store), clustering=why)
         upto = store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0]
         since, mode = clustering_mode(store, ctx.full)
-        report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, since=since)
+        new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [since]).fetchall()[0][0]
+        sweep = sweep_size(store, int(new)) if since is not None else None
+        report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, since=since, sweep_rows=sweep)
         if since is None:
             set_meta(store, FULL_SIZE, str(report.records_clustered))
             set_meta(store, SINCE_FULL, "0")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,6 +37,7 @@ class CycleContext:
     # the last completed cycle's watermark (None: first or full cycle, everything counts as changed)
     since: dt.datetime | None = None
     sweep: list[str] = field(default_factory=list)  # records this cycle re-checks though not new
+    sweep_size: int | None = None  # how many it re-checks (`sweep_size`; None: a first or full cycle, no sweep)
 
     def changed(self, alias: str = "") -> tuple[str, list[Any]]:
         """SQL (and its parameters) for the records this cycle works on: ingested since the last cycle,
@@ -69,18 +71,26 @@ def changed_inputs(
 
 
 def prepare(store: "Store", ctx: CycleContext) -> None:
-    """Fill in what this cycle works on: since the watermark, plus the next `cycle.sweep_rows` records."""
+    """Fill in what this cycle works on: since the watermark, plus the next `sweep_size` older records."""
     watermark = None if ctx.full else meta(store, WATERMARK)
     if watermark is None:
         return
     ctx.since = dt.datetime.fromisoformat(watermark)
-    rows = store.config.cycle.sweep_rows
+    new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [ctx.since]).fetchall()[0][0]
+    rows = ctx.sweep_size = sweep_size(store, int(new))
     after = meta(store, SWEEP_CURSOR) or ""
     picked = "SELECT id FROM records WHERE state IN ('active', 'dormant') AND ingested_at <= ? AND id > ? ORDER BY id LIMIT ?"
     ctx.sweep = [r[0] for r in store.con.execute(picked, [ctx.since, after, rows]).fetchall()]
     if len(ctx.sweep) < rows:  # wrap round to the first ids
         more = store.con.execute(picked, [ctx.since, "", rows - len(ctx.sweep)]).fetchall()
         ctx.sweep = list(dict.fromkeys(ctx.sweep + [r[0] for r in more]))
+
+
+def sweep_size(store: "Store", new: int) -> int:
+    """How many older records a cycle with `new` new records re-checks: `cycle.sweep_per_new` each, at
+    most `cycle.sweep_rows`; `sweep_rows` on a quiet night, which has nothing else to do."""
+    cfg = store.config.cycle
+    return min(cfg.sweep_rows, math.ceil(cfg.sweep_per_new * new)) if new else cfg.sweep_rows
 
 
 def finish(store: "Store", ctx: CycleContext, ingested_upto: dt.datetime | None) -> None:

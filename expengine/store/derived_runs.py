@@ -1,7 +1,7 @@
-"""What refinement's whole-store passes distilled from each run, kept between cycles (`m019_derived_runs`).
+"""What the cycle's whole-store passes distilled from each run, kept between cycles (`m019_derived_runs`).
 
-A pass groups the records by a key (the intents pass: one goal's run; the environment pass: one session's
-commands). A group's fingerprint is its record count, newest ingest and a hash of its ids and categories
+A pass groups the records by a key (refinement's intents pass: one goal's run; its environment pass: one
+session's commands; the chatter step: one session's sentence shapes, lifecycle/chatter.py). A group's fingerprint is its record count, newest ingest and a hash of its ids and categories
 (plus what the pass adds, e.g. the goal's outcome), read from those columns only, never the text. A cycle
 re-reads the records of the groups whose fingerprint changed and takes the others' distillation from
 here, so its reading follows the night's data; `compact --full` re-reads every group. Derived data:
@@ -34,6 +34,12 @@ def cached(store: "Store", pass_: str) -> dict[str, tuple[str, str]]:
         "SELECT run_key, fingerprint, payload FROM derived_runs WHERE pass = ?", [pass_]
     ).fetchall()
     return {key: (fingerprint, payload) for key, fingerprint, payload in rows}
+
+
+def stored_fingerprints(store: "Store", pass_: str) -> dict[str, str]:
+    """Group key → fingerprint as the pass last stored them, without reading the payloads."""
+    rows = store.con.execute("SELECT run_key, fingerprint FROM derived_runs WHERE pass = ?", [pass_]).fetchall()
+    return dict(rows)
 
 
 def store_runs(store: "Store", pass_: str, fresh: dict[str, tuple[str, str]], current: set[str]) -> None:

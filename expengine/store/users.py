@@ -54,13 +54,16 @@ def quoted_users(con: "duckdb.DuckDBPyConnection", text: str, source_ids: list[s
     runs show); None when it quotes no one. A query for another user does not show it (`visible_unit`)."""
     if not source_ids:
         return None
-    said: dict[str | None, set[tuple[str, ...]]] = {}
     # a source's episode too: an intent rule cites a run's goal and quotes the request said in it
-    for user, source in con.execute(
-        "SELECT user, text FROM records WHERE id IN (SELECT unnest($ids)) OR goal_id IN "
-        "(SELECT goal_id FROM records WHERE id IN (SELECT unnest($ids)) AND goal_id IS NOT NULL)",
-        {"ids": list(source_ids)},
-    ).fetchall():
+    sources = (
+        "FROM records WHERE id IN (SELECT unnest($ids)) OR goal_id IN "
+        "(SELECT goal_id FROM records WHERE id IN (SELECT unnest($ids)) AND goal_id IS NOT NULL)"
+    )
+    ids = {"ids": list(source_ids)}
+    if not con.execute(f"SELECT bool_or(user IS NOT NULL) {sources}", ids).fetchall()[0][0]:
+        return None  # no user's words among them (a store with no user source): no text to read
+    said: dict[str | None, set[tuple[str, ...]]] = {}
+    for user, source in con.execute(f"SELECT user, text {sources}", ids).fetchall():
         said.setdefault(user, set()).update(_runs(source or ""))
     wording = _clause_runs(text)
     only = {
