@@ -40,6 +40,11 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
 # ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
+# rows per row group in what a cron's `ingest --from-agents` appends (DuckDB's default is 122,880): each
+# checkpoint rewrites the table's last row group whole, so with the default every autocheckpoint of a growing
+# records table rewrote all of it, and the process's peak grew with the rows a run wrote (a replay of the
+# writes of 2,000 session files, 7,750 records: 286-317 MB, with 2,048 rows 257); a full row group is left alone
+CRON_ROW_GROUP_ROWS = 2048
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
 log = logging.getLogger("expengine.store")
@@ -177,16 +182,23 @@ def database_host() -> duckdb.DuckDBPyConnection:
 
 
 def open_database(
-    path: Path, *, read_only: bool = False, host: duckdb.DuckDBPyConnection | None = None
+    path: Path,
+    *,
+    read_only: bool = False,
+    host: duckdb.DuckDBPyConnection | None = None,
+    row_group_rows: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Attach the file to `host` (a new one when None), check it is whole, and apply any migrations not yet
     applied, in order, each in its own transaction; a connection of its own whose default database it
     is, closed by `close_database`. `read_only`: for a store this user cannot write; it must need no
-    migration."""
+    migration. `row_group_rows`: the row group size of what this attachment appends (`CRON_ROW_GROUP_ROWS`);
+    DuckDB keeps it for the attachment only, not in the file."""
     short = short_of_its_header(path)
     con = (host or database_host()).cursor()
-    options = "READ_ONLY" if read_only else "" if path.exists() else f"BLOCK_SIZE {BLOCK_SIZE}"
-    attach = f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({options})" if options else "")
+    options = ["READ_ONLY"] if read_only else [] if path.exists() else [f"BLOCK_SIZE {BLOCK_SIZE}"]
+    if row_group_rows and not read_only:
+        options.append(f"ROW_GROUP_SIZE {row_group_rows}")
+    attach = f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({', '.join(options)})" if options else "")
     try:
         try:
             con.execute(attach)
