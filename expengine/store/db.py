@@ -40,9 +40,9 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
 # rows per row group in what a cron's `ingest --from-agents` appends (DuckDB's default is 122,880): each
-# checkpoint rewrites the table's last row group whole, so with the default every autocheckpoint of a growing
-# records table rewrote all of it, and the process's peak grew with the rows a run wrote (a replay of the
-# writes of 2,000 session files, 7,750 records: 286-317 MB, with 2,048 rows 257); a full row group is left alone
+# checkpoint rewrites the table's last row group whole, and with the default that was every record the store
+# held: the cron run after 20 of 2,000 session files grew (7,750 records) peaked 281-283 MB, now 239-249
+# (`bench/sources.py`); a full row group is left alone
 CRON_ROW_GROUP_ROWS = 2048
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
