@@ -56,3 +56,10 @@ def test_rows_appended_in_small_row_groups_fill_them_and_read_back_as_written(tm
         assert con.execute("SELECT count(*), sum(n), max(length(text)) FROM lines").fetchone() == (5000, 12497500, 104)
     finally:
         close_database(con)
+
+
+def test_a_deferred_ingest_keeps_no_vectors_in_memory(home: Path, make_engine):
+    session_file(home, [claude_line(n) for n in range(4)])
+    engine = make_engine()
+    assert engine.ingest_agents(["claude-code"], defer_index=True).ingest.embedded > 0
+    assert not engine._memo._vectors
