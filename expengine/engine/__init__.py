@@ -94,8 +94,9 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
 
     # --- opening the store per operation -------------------------------------------------------
     @contextmanager
-    def session(self, *, heal: bool = True) -> Iterator[Store]:
-        """The open store for the block: lock, open (healing an interrupted index write), close, unlock."""
+    def session(self, *, heal: bool = True, row_group_rows: int | None = None) -> Iterator[Store]:
+        """The open store for the block: lock, open (healing an interrupted index write), close, unlock
+        (`row_group_rows`: `open_database`'s, for a store it opens; one held open keeps its own)."""
         with self._guard, private_files(), store_errors(self.store_dir):
             if self._store is not None:
                 yield self._store
@@ -116,6 +117,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
                     host=self._host,
                     rows=self._rows,
                     unit_rows=self._unit_rows,
+                    row_group_rows=row_group_rows,
                 )
             except BaseException:
                 self._index = None

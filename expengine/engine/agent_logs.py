@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 class AgentLogs:
     if TYPE_CHECKING:
 
-        def session(self, *, heal: bool = True) -> ContextManager["Store"]: ...
+        def session(self, *, heal: bool = True, row_group_rows: int | None = None) -> ContextManager["Store"]: ...
 
     def sources(self, tools: list[str] | None = None, roots: list[str] | None = None) -> list["SourceRow"]:
         """Agent log locations on this machine, per tool and folder, with what is not yet ingested (it reads
@@ -43,8 +43,12 @@ class AgentLogs:
         `defer_index` (a one-shot process: the CLI's cron run), the records go into DuckDB only and the
         next open of the store that heals (the nightly `compact`, or the first query) appends them to
         LanceDB; this process then loads neither lance nor lancedb, so its peak memory is the encoder's
-        and DuckDB's. A process that keeps the store open (a server) must not defer: it would not heal."""
+        and DuckDB's, and what it appends goes into small row groups (`CRON_ROW_GROUP_ROWS`), so DuckDB's
+        checkpoints rewrite little. A process that keeps the store open (a server) must not defer: it would
+        not heal."""
         from ..ingest.agents import ingest_agents
+        from ..store.db import CRON_ROW_GROUP_ROWS
 
-        with self.session(heal=not defer_index) as store:
+        rows = CRON_ROW_GROUP_ROWS if defer_index else None
+        with self.session(heal=not defer_index, row_group_rows=rows) as store:
             return ingest_agents(store, tools, roots, strict=strict, defer_index=defer_index)

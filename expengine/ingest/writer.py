@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..store.db import DB_ALIAS, insert_columns
-from ..store.embeddings import EmbedCounts, EmbeddingCache
+from ..store.embeddings import EmbedCounts, EmbeddingCache, VectorMemo
 from ..store.index import MEMORIES
 from ..store.lance_rows import memory_rows
 from ..store.vectors import record_batch_encoder
@@ -49,7 +49,10 @@ class BatchWriter:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="expengine-embed")
             cursor = self.store.con.cursor()
             cursor.execute(f"USE {DB_ALIAS}")
-            self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, self.store.embeddings.memo)
+            # an ingest that defers LanceDB (a cron run) ends with its process, and the next open reads its
+            # vectors back from DuckDB: it keeps none in memory (2,000 session files: peak 316 -> 295 MB)
+            memo = self.store.embeddings.memo if self.index else VectorMemo(0)
+            self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, memo)
         future = self._pool.submit(self._embed, [r["text"] for r in rows]) if rows else None
         if not OVERLAP and future is not None:
             future.result()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 import shutil
 import struct
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,8 +15,9 @@ import duckdb
 
 from ..clock import utcnow  # migrations are stamped with it; store modules and lifecycle/purge.py import it from here
 from ..config import default_store_dir  # noqa: F401  (moved to config; re-exported)
-from ..errors import READ_ONLY_ERRNOS, LockedError, StoreError
+from ..errors import READ_ONLY_ERRNOS, StoreError
 from .filters import sql_str
+from .lock import StoreLock  # noqa: F401  (moved to lock.py; re-exported)
 from .migrations import MIGRATIONS
 from .wal import FOREIGN_WAL, drop_foreign_wal, wal_of
 
@@ -40,6 +39,11 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
 # ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
+# rows per row group in what a cron's `ingest --from-agents` appends (DuckDB's default is 122,880): each
+# checkpoint rewrites the table's last row group whole, and with the default that was every record the store
+# held: the cron run after 20 of 2,000 session files grew (7,750 records) peaked 281-283 MB, now 239-249
+# (`bench/sources.py`); a full row group is left alone
+CRON_ROW_GROUP_ROWS = 2048
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
 log = logging.getLogger("expengine.store")
@@ -80,72 +84,6 @@ def json_meta(value: str | None) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
-class StoreLock:
-    """An exclusive advisory lock on the store, so one process writes at a time (cron-safe).
-
-    Where this user cannot write the lock file (a read-only store), a shared lock on it is taken instead
-    when it can be read, or none: such a store can only be read (`read_only`), and writers still wait."""
-
-    def __init__(self, path: Path, *, timeout: float):
-        self.path, self.timeout = path, timeout
-        self._fd: int | None = None
-        self.read_only = False
-
-    def acquire(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            if exc.errno not in READ_ONLY_ERRNOS:
-                raise
-            self.read_only = True
-            self._acquire_shared()
-            return
-        self.read_only = False
-        self._wait(fd, fcntl.LOCK_EX)
-        holder = f"pid {os.getpid()}".encode()
-        if os.pread(fd, 64, 0) != holder:  # an Engine takes the lock per call: rewriting it cost 1-4 ms wall
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, holder, 0)
-        self._fd = fd
-
-    def _acquire_shared(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:
-            return  # no lock file and no right to make one: nothing can write here as this user either
-        self._wait(fd, fcntl.LOCK_SH)
-        self._fd = fd
-
-    def _wait(self, fd: int, mode: int) -> None:
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = self._holder(fd)
-                    os.close(fd)
-                    raise LockedError(
-                        f"the store {self.path.parent} is busy ({holder or 'another expengine process'} holds it)",
-                        hint="wait for it to finish (a compaction can take minutes) or raise --wait",
-                    ) from None
-                time.sleep(0.1)
-
-    @staticmethod
-    def _holder(fd: int) -> str:
-        try:
-            return os.pread(fd, 64, 0).decode(errors="replace").strip()
-        except OSError:
-            return ""
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
 def link_tree(source: Path, target: Path) -> None:
     """`target` as a copy of the LanceDB folder `source` whose data, index and deletion files are hard
     links to the same bytes (a plain copy where the filesystem cannot link). Sound because Lance never
@@ -177,16 +115,23 @@ def database_host() -> duckdb.DuckDBPyConnection:
 
 
 def open_database(
-    path: Path, *, read_only: bool = False, host: duckdb.DuckDBPyConnection | None = None
+    path: Path,
+    *,
+    read_only: bool = False,
+    host: duckdb.DuckDBPyConnection | None = None,
+    row_group_rows: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Attach the file to `host` (a new one when None), check it is whole, and apply any migrations not yet
     applied, in order, each in its own transaction; a connection of its own whose default database it
     is, closed by `close_database`. `read_only`: for a store this user cannot write; it must need no
-    migration."""
+    migration. `row_group_rows`: the row group size of what this attachment appends (`CRON_ROW_GROUP_ROWS`);
+    DuckDB keeps it for the attachment only, not in the file."""
     short = short_of_its_header(path)
     con = (host or database_host()).cursor()
-    options = "READ_ONLY" if read_only else "" if path.exists() else f"BLOCK_SIZE {BLOCK_SIZE}"
-    attach = f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({options})" if options else "")
+    options = ["READ_ONLY"] if read_only else [] if path.exists() else [f"BLOCK_SIZE {BLOCK_SIZE}"]
+    if row_group_rows and not read_only:
+        options.append(f"ROW_GROUP_SIZE {row_group_rows}")
+    attach = f"ATTACH {sql_str(str(path))} AS {DB_ALIAS}" + (f" ({', '.join(options)})" if options else "")
     try:
         try:
             con.execute(attach)

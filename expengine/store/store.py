@@ -49,17 +49,22 @@ class Store:
         host: duckdb.DuckDBPyConnection | None = None,
         rows: RowMemo | None = None,
         unit_rows: RowMemo | None = None,
+        row_group_rows: int | None = None,
     ):
         """`index`, `memo`, `host`, `rows` and `unit_rows`: kept from an earlier Store on the same folder (`Engine`
         between calls), so open tables, vectors and rows already read and the DuckDB instance the file
         is attached to (`database_host`) are not made again; the index must have been checked against
-        other processes' writes (`Index.forget_changed`; the row memos check themselves)."""
+        other processes' writes (`Index.forget_changed`; the row memos check themselves). `row_group_rows`:
+        as `open_database`'s, kept for a reopen."""
         self.dir = Path(path)
         self.config = config
         self.embedder = embedder
         self.read_only = read_only  # this user cannot write the folder: reads only, no healing
         self._host = host
-        self.con: duckdb.DuckDBPyConnection = open_database(self.dir / DB_FILE, read_only=read_only, host=host)
+        self._row_group_rows = row_group_rows
+        self.con: duckdb.DuckDBPyConnection = open_database(
+            self.dir / DB_FILE, read_only=read_only, host=host, row_group_rows=row_group_rows
+        )
         self.index = index or store_index(self.dir, config)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo, self.index)
@@ -102,7 +107,9 @@ class Store:
     def reopen(self) -> None:
         """Reconnect after the files were replaced underneath (a snapshot restore)."""
         self.close()
-        self.con = open_database(self.dir / DB_FILE, read_only=self.read_only, host=self._host)
+        self.con = open_database(
+            self.dir / DB_FILE, read_only=self.read_only, host=self._host, row_group_rows=self._row_group_rows
+        )
         self.index = store_index(self.dir, self.config)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo, self.index)
@@ -123,7 +130,7 @@ class Store:
             return False
         close_database(self.con)
         rewrite_database(self.dir / DB_FILE)
-        self.con = open_database(self.dir / DB_FILE, host=self._host)
+        self.con = open_database(self.dir / DB_FILE, host=self._host, row_group_rows=self._row_group_rows)
         self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo, self.index)
         return True
 
