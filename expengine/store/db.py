@@ -39,10 +39,10 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
 # ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
-# rows per row group in what a cron's `ingest --from-agents` appends (DuckDB's default is 122,880): each
-# checkpoint rewrites the table's last row group whole, and with the default that was every record the store
-# held: the cron run after 20 of 2,000 session files grew (7,750 records) peaked 281-283 MB, now 239-249
-# (`bench/sources.py`); a full row group is left alone
+# rows per row group in what a cron's `ingest --from-agents` appends: a checkpoint rewrites the table's last,
+# unfilled row group whole, and at DuckDB's default of 122,880 rows that is every record of most stores
+# (the cron run after 20 of 2,000 session files grew: 281-283 MB at the default, 239-249 MB at 2,048;
+# `bench/sources.py`)
 CRON_ROW_GROUP_ROWS = 2048
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
