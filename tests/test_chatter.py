@@ -105,11 +105,15 @@ def test_judging_a_few_counted_over_all_in_chunks_agrees_with_judging_all():
     assert "boilerplate" in found.values() and "no content" in found.values()
 
 
-def test_each_sessions_shapes_are_kept_and_read_again_only_when_its_messages_change(make_engine, write_jsonl):
+def test_each_sessions_shapes_are_kept_and_read_again_only_when_its_messages_change(
+    make_engine, write_jsonl, monkeypatch
+):
     """The counts come from each session's shapes kept in derived_runs: a cycle reads the text of the sessions
-    whose messages changed (new, or one archived), not every session's."""
+    whose messages changed (new, or one archived), not every session's, a few sessions at a time; a session
+    whose messages are gone leaves no shapes behind."""
     from expengine.lifecycle.chatter import SHAPES, refresh_shapes
 
+    monkeypatch.setattr("expengine.lifecycle.chatter.CHUNK", 2)
     engine = make_engine()
     store = engine.store
 
@@ -142,3 +146,7 @@ def test_each_sessions_shapes_are_kept_and_read_again_only_when_its_messages_cha
     assert read == 7 and {k: [f.session, sorted(f.speakers), sorted(f.shapes)] for k, f in fresh.items()} == stored
     run2 = next(shapes for key, (_, _, shapes) in stored.items() if key.endswith("\x1frun-2"))
     assert "please cancel reservation abc ###" in run2 and "i can help you with that" not in run2
+    store.con.execute("DELETE FROM records WHERE session = 'run-0'")
+    assert refresh_shapes(store, full=False, dry_run=False)[1] == 0
+    kept = {k for (k,) in store.con.execute("SELECT run_key FROM derived_runs WHERE pass = ?", [SHAPES]).fetchall()}
+    assert kept == set(stored) - {k for k in stored if k.endswith("\x1frun-0")} and len(kept) == 6

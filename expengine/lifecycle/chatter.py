@@ -237,7 +237,7 @@ def refresh_shapes(store: "Store", *, full: bool, dry_run: bool) -> tuple[dict[s
             key: json.dumps([found.session, sorted(found.speakers), sorted(found.shapes)])
             for key, found in fresh.items()
         }
-        store_runs(store, SHAPES, {key: (prints[key], payloads[key]) for key in payloads}, set(prints))
+        store_runs(store, SHAPES, {key: (prints[key], payloads[key]) for key in payloads}, None)
     return kept, len(stale)
 
 

@@ -42,12 +42,14 @@ def stored_fingerprints(store: "Store", pass_: str) -> dict[str, str]:
     return dict(rows)
 
 
-def store_runs(store: "Store", pass_: str, fresh: dict[str, tuple[str, str]], current: set[str]) -> None:
-    """Keep the pass's groups in `current` only, and (re)write the `fresh` ones: key → (fingerprint, payload)."""
+def store_runs(store: "Store", pass_: str, fresh: dict[str, tuple[str, str]], current: set[str] | None) -> None:
+    """Keep the pass's groups in `current` only (all of them when None: a later chunk of a pass that
+    pruned already), and (re)write the `fresh` ones: key → (fingerprint, payload)."""
     con = store.con
-    con.execute(
-        "DELETE FROM derived_runs WHERE pass = ? AND run_key NOT IN (SELECT unnest(?))", [pass_, sorted(current)]
-    )
+    if current is not None:
+        con.execute(
+            "DELETE FROM derived_runs WHERE pass = ? AND run_key NOT IN (SELECT unnest(?))", [pass_, sorted(current)]
+        )
     if fresh:
         keys = sorted(fresh)
         con.execute(
