@@ -26,8 +26,7 @@ from .wording import WORDINGS
 
 # a value the same fix is written down with: a quoted text (a note), an argument's value, an id, a number
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|“[^”\n]*”")
-_ARGUMENT_VALUE = re.compile(r"(\w)=[^,()]*")
-_ARGUMENT_VALUE_OF = re.compile(r"(\w+)=([^,()]*)")
+_ARGUMENT_VALUE = re.compile(r"(\w+)=([^,()]*)")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a day (and time) an error names: "flight HAT001 not available on date 2024-05-14"
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
@@ -67,8 +66,8 @@ def _common_values(action: str, other: str) -> str:
     """`action` with each argument's value and id that `other` does not give too as "…": one run's or
     one user's values ("passenger_id=u-104, seat_pref=aisle") are not the merged rule's, and a rule
     learnt from several users' runs quotes no one."""
-    given = dict(_ARGUMENT_VALUE_OF.findall(other))
-    action = _ARGUMENT_VALUE_OF.sub(lambda m: m[0] if given.get(m[1]) == m[2] else f"{m[1]}={ANY_VALUE}", action)
+    given = dict(_ARGUMENT_VALUE.findall(other))
+    action = _ARGUMENT_VALUE.sub(lambda m: m[0] if given.get(m[1]) == m[2] else f"{m[1]}={ANY_VALUE}", action)
     ids = set(ID.findall(other))
     return ID.sub(lambda m: m[0] if m[0] in ids else ANY_VALUE, action)
 
