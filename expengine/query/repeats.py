@@ -27,6 +27,7 @@ import numpy as np
 
 from ..store.index import MEMORIES, UNITS
 from .hits import Hit, Repeat
+from .like_rules import SameFix
 from .render import SPEAKER_LABEL, same_words
 from .score import unit_rows
 
@@ -72,6 +73,7 @@ def fold_repeats(
     if similar > 1 or k < 1:
         return ranked, {}
     kept: list[Hit] = []
+    like_rules = SameFix(store, ranked, units)
     heads: list[tuple[Hit, str, np.ndarray | None]] = []  # (kept non-rule hit, its words, its vector)
     vectors: dict[str, np.ndarray] = {}
     read = 0  # the candidates whose vectors were read: 2k at a time, as far as the folding goes
@@ -79,7 +81,8 @@ def fold_repeats(
         if len(heads) >= k:
             return kept + ranked[n:], _by_text(ranked[:read], vectors)
         if hit.type == "unit" and hit.kind == "rule":
-            kept.append(hit)
+            if len(kept) >= k or not like_rules.folds(hit):
+                kept.append(hit)
             continue
         if n >= read:
             batch = ranked[n : n + 2 * k]
