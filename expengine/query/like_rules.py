@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..textutil import CJK, fix_without_values
@@ -42,7 +42,8 @@ _COUNTS = re.compile(
     r"(?P<open>[(（][^()（）\d]*)(?P<seen>\d+)(?P<between>[^()（）\d]*)"
     r"(?:(?P<successes>\d+)/(?P<trials>\d+)(?P<close>[^()（）\d]*))?(?P<end>[)）])$"
 )
-# where a condition's own words start: its first quote, or the word a quote or a parenthesis is in
+# a quote or a parenthesis: where two conditions share words up to one, the other's own words start
+# at the word it is in ("'payment declined: a'" and "'payment declined: b'" are each said whole)
 _OWN_WORDS = re.compile(r"['\"“`(（]")
 
 
@@ -57,7 +58,6 @@ class _Line:
     counts: re.Match[str]
     seen: int
     trials: tuple[int, int] | None
-    folded: list[Hit] = field(default_factory=list)
 
     def text(self) -> str:
         counts, seen = self.counts, str(self.seen)
@@ -70,7 +70,8 @@ class _Line:
 def joined(conditions: list[str]) -> str:
     """One condition naming each of `conditions`: the first whole, each other from the word where it
     parts from the first (before a quote): "When T fails with 'a'" and "When T fails with 'b'" give
-    "When T fails with 'a', or 'b'"; "When X" and "When Y" "When X, or when Y"."""
+    "When T fails with 'a', or 'b'"; "To search (search)" and "Whenever it rains" give "To search
+    (search), or whenever it rains"."""
     first, *others = conditions
     parts = [first]
     for other in others:
