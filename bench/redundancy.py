@@ -2,6 +2,7 @@
 
     python bench/redundancy.py [--conversations N] [--skip C ...] [--questions N] [--cycles 3]
                                [--budget 1000] [--k 100] [--no-locomo] [--no-samples] [--out PATH]
+                               [--pairs]
 
 A prompt line is a hit line or an evidence line (the header apart), its text without the "- [label] "
 or "evidence (state): " prefix and without a collapsed line's "(said N times, …)" tail. A line is
@@ -109,6 +110,16 @@ def redundant_lines(texts: list[str], vectors: dict[str, np.ndarray]) -> int:
     return int((sims >= NEAR).any(axis=1).sum())
 
 
+def near_pairs(texts: list[str], vectors: dict[str, np.ndarray]) -> list[tuple[float, str, str]]:
+    """Each pair of lines of one prompt that are near-duplicates: (cosine, one line, the other)."""
+    return [
+        (round(float(vectors[a] @ vectors[b]), 3), a, b)
+        for i, a in enumerate(texts)
+        for b in texts[i + 1 :]
+        if float(vectors[a] @ vectors[b]) >= NEAR
+    ]
+
+
 def measure(engine: Any, questions: list[str], *, k: int, budget: int | None) -> dict[str, Any]:
     prompts = [engine.query(q, k=k, touch=False, budget=budget, expand=True).prompt for q in questions]
     per_prompt = [line_texts(p) for p in prompts]
@@ -124,6 +135,7 @@ def measure(engine: Any, questions: list[str], *, k: int, budget: int | None) ->
         "share": round(redundant / lines, 4) if lines else None,
         "prompts_with_repeats": sum(redundant_lines(t, vectors) > 0 for t in per_prompt),
         "worst_prompt": worst,
+        "pairs": sorted({pair for texts in per_prompt for pair in near_pairs(texts, vectors)}, reverse=True),
     }
 
 
@@ -201,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-locomo", action="store_true")
     parser.add_argument("--no-samples", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "redundancy.json")
+    parser.add_argument("--pairs", action="store_true", help="print the sample logs' near-duplicate pairs")
     args = parser.parse_args(argv)
     started = dt.datetime.now()
     embedder = load_embedder()
@@ -213,6 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     report["seconds"] = round((dt.datetime.now() - started).total_seconds())
     write_json(args.out, report)
     print(render(report))
+    if args.pairs:
+        for setting, m in report.get("sample logs", {}).items():
+            for cosine, one, other in m["pairs"]:
+                print(f"{setting}: {cosine}  {one!r}  ~  {other!r}")
 
 
 if __name__ == "__main__":

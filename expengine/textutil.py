@@ -40,6 +40,20 @@ def values_as_words(text: str) -> str:
     return ID.sub("_id_", PATH.sub("_path_", text))
 
 
+# the values one fix is written down with: a quoted text (a note), an argument's value, a number
+_QUOTED_VALUE = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|“[^”\n]*”")
+ARGUMENT_VALUE = re.compile(r"(\w+)=([^,()]*)")
+_COUNT = re.compile(r"\d+(?:[.,]\d+)*")
+ANY_VALUE = "…"
+
+
+def fix_without_values(action: str | None) -> str:
+    """A rule's action without its values (quoted texts, arguments' values, ids, numbers): what two
+    wordings of the same fix share."""
+    text = ARGUMENT_VALUE.sub(rf"\1={ANY_VALUE}", _QUOTED_VALUE.sub(ANY_VALUE, action or ""))
+    return normalized(_COUNT.sub("N", ID.sub(ANY_VALUE, text)))
+
+
 _HAN_RANGE = "\u3400-\u9fff"
 HAN = re.compile(f"[{_HAN_RANGE}]")
 # A run of Han characters, or of Latin letters: the pieces `grams` cuts

@@ -109,3 +109,69 @@ def test_hits_that_differ_only_in_an_id_or_a_path_are_one_line(make_engine, writ
     assert {head.id, *(r.id for r in head.repeats)} == {"r1", "r2"}
     result = engine.query("test_stock_never_negative failed", k=3, touch=False)
     assert sum("test_stock_never_negative" in line for line in result.prompt.splitlines()) == 1, result.prompt
+
+
+def _rule(engine, key: str, condition: str, action: str, sources: list[str], successes: int) -> str:
+    """A rule of its own cluster, written as refinement writes it; its id."""
+    from expengine.lifecycle.refine.inputs import ClusterInput
+    from expengine.lifecycle.refine.report import RefineReport
+    from expengine.lifecycle.refine.templates import Draft
+    from expengine.lifecycle.refine.write import unit_row, write_units
+
+    draft = Draft(
+        kind="rule",
+        category="procedure",
+        source_ids=sources,
+        condition=condition,
+        action=action,
+        as_of=DAY,
+        successes=successes,
+        trials=len(sources),
+        success_rate=successes / len(sources),
+    )
+    cluster = ClusterInput(f"cluster:support-bot:{key}", "support-bot", f"sig-{key}", sources)
+    row = unit_row(draft, cluster, DAY)
+    write_units(engine.store, cluster, [(draft, row)], RefineReport(run_id=None, dry_run=False), None, False, DAY)
+    return row["id"]
+
+
+def test_rules_with_the_same_fix_for_other_errors_are_one_line_naming_both_and_keeping_both_ids(make_engine):
+    engine = make_engine(overrides={"llm.mode": "template"})
+    declined = "When book_flight fails with 'payment declined: {}'"
+    funds = _rule(engine, "f", declined.format("insufficient funds"), "rerun book_flight", ["a1", "a2", "a3", "a4"], 2)
+    honor = _rule(engine, "h", declined.format("do not honor (code 05)"), "rerun book_flight", ["b1", "b2", "b3"], 1)
+    expired = _rule(engine, "e", declined.format("card expired"), "call book_flight(date=…)", ["c1", "c2"], 0)
+    # the same fix, but it mostly worked there: its counts are not the others'
+    secure = _rule(engine, "s", declined.format("3-D Secure required"), "rerun book_flight", ["d1", "d2"], 2)
+    assert len(engine.units(kind="rule")) == 4  # other errors: refinement keeps them apart
+    result = engine.query("book_flight payment declined", k=5, touch=False)
+    lines = [line for line in result.prompt.splitlines()[1:] if "rerun book_flight" in line]
+    assert sorted(lines) == [
+        "- [rule] When book_flight fails with 'payment declined: 3-D Secure required': rerun book_flight. (seen 2 "
+        "times, 2/2 succeeded)",
+        "- [rule] When book_flight fails with 'payment declined: insufficient funds', or 'payment declined: do not "
+        "honor (code 05)': rerun book_flight. (seen 7 times, 3/7 succeeded)",
+    ], result.prompt
+    head = next(h for h in result.hits if h.id == funds)
+    assert [(r.id, r.kind) for r in head.repeats] == [(honor, "rule")]
+    # another fix is a line of its own; every id is in --json, and `show` reaches the folded rule
+    assert {expired, secure} <= {h.id for h in result.hits}
+    listed = json.loads(json.dumps(result.to_dict()))
+    assert [r["id"] for h in listed["hits"] for r in h["repeats"]] == [honor]
+    assert engine.show(honor).source_ids == ["b1", "b2", "b3"]
+
+
+def test_conditions_join_where_they_part():
+    from expengine.query.like_rules import joined
+
+    assert joined(["When T fails with 'a: b'", "When T fails with 'a: c'"]) == "When T fails with 'a: b', or 'a: c'"
+    assert (
+        joined(["For requests like 'commit it'", "For requests like 'ship it' / 'push it'"])
+        == "For requests like 'commit it', or 'ship it' / 'push it'"
+    )
+    assert joined(["When get_weather fails", "When get_user fails"]) == "When get_weather fails, or get_user fails"
+    assert joined(["To search (search)", "Whenever it rains"]) == "To search (search), or whenever it rains"
+    assert (
+        joined(["当 book_train 报错“余票不足”时", "当 book_train 报错“无座”时"])
+        == "当 book_train 报错“余票不足”时，或报错“无座”时"
+    )

@@ -31,16 +31,18 @@ class Evidence:
 
 @dataclass
 class Repeat:
-    """A hit folded under another that says the same (`repeats.py`): still listed, by id, with its day."""
+    """A hit folded under another that says the same (`repeats.py`), or a rule with the same fix whose
+    condition the line names (`like_rules.py`): still listed, by id, with its day."""
 
     id: str
     type: str
     ts: dt.datetime | None
     source_ids: list[str]
+    kind: str = ""
 
     @classmethod
     def of(cls, hit: "Hit") -> "Repeat":
-        return cls(id=hit.id, type=hit.type, ts=hit.ts, source_ids=list(hit.source_ids))
+        return cls(id=hit.id, type=hit.type, ts=hit.ts, source_ids=list(hit.source_ids), kind=hit.kind)
 
 
 @dataclass

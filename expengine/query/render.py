@@ -40,11 +40,13 @@ def day(d: "dt.date") -> str:
 
 
 def said(hit: "Hit") -> str:
-    """ " (said 4 times, 3–27 April 2026)" for a hit with repeats (the days of those dated); "" without."""
-    if not hit.repeats:
+    """ " (said 4 times, 3–27 April 2026)" for a hit with repeats (the days of those dated); "" without.
+    A rule folded into a rule's line is not a repeat: the line names its condition (`like_rules.py`)."""
+    repeats = [r for r in hit.repeats if r.kind != "rule"]
+    if not repeats:
         return ""
-    days = sorted({d.date() for d in (hit.ts, *(r.ts for r in hit.repeats)) if d is not None})
-    count = f"said {len(hit.repeats) + 1} times"
+    days = sorted({d.date() for d in (hit.ts, *(r.ts for r in repeats)) if d is not None})
+    count = f"said {len(repeats) + 1} times"
     if not days:
         return f" ({count})"
     first, last = days[0], days[-1]

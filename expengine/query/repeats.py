@@ -14,9 +14,11 @@ and the token budget fill with distinct statements. This is maximal marginal rel
 for its penalty: a candidate keeps its score unless it is a near-copy of one kept, then it yields.
 Where one text holds the other, the kept line shows the longer (it says all the shorter does).
 
-Rules are left as they are: the rule slot keeps one, and rules that differ only in values are one
-rule after refinement (lifecycle/refine/slots.py, same_fix.py). Folding like rules here too (one line,
-"and N rules like it") cost tau-bench's leave-tasks-out lift (rules only 0.591 → 0.569).
+Rules are not repeats of other hits: rules that differ only in values are one rule after refinement
+(lifecycle/refine/slots.py, same_fix.py), and a rule among the top `k` whose fix a rule kept above it
+gives for another situation goes under that rule, whose line names both conditions (like_rules.py).
+Folding like rules by their vectors instead (one line, "and N rules like it", the others' conditions
+and fixes left out) cost tau-bench's leave-tasks-out lift (rules only 0.591 → 0.569).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..store.index import MEMORIES, UNITS
 from .hits import Hit, Repeat
+from .like_rules import SameFix
 from .render import SPEAKER_LABEL, same_words
 from .score import unit_rows
 
@@ -64,14 +67,16 @@ def hit_vectors(store: "Store", hits: list[Hit], units: "Rows | None") -> dict[s
 def fold_repeats(
     store: "Store", ranked: list[Hit], k: int, units: "Rows | None" = None
 ) -> tuple[list[Hit], dict[str, np.ndarray]]:
-    """`ranked` with each repeat folded under the first hit it repeats (see the module docstring), looked
-    for until `k` distinct non-rule hits are kept; the candidates below stay as they were (the rule slot
+    """`ranked` with each repeat folded under the first hit it repeats, and each rule that gives the fix
+    of a rule kept above it under that rule while fewer than `k` hits are kept (see the module
+    docstring), looked for until `k` distinct non-rule hits are kept; the candidates below stay as they were (the rule slot
     reads them). Order is kept; a kept hit whose repeat holds its text takes that repeat's text. With
     it, the unit-length vectors read, by text (for `render_prompt`'s check of its evidence lines)."""
     similar = store.config.query.repeat_similarity
     if similar > 1 or k < 1:
         return ranked, {}
     kept: list[Hit] = []
+    like_rules = SameFix(store, ranked, units)
     heads: list[tuple[Hit, str, np.ndarray | None]] = []  # (kept non-rule hit, its words, its vector)
     vectors: dict[str, np.ndarray] = {}
     read = 0  # the candidates whose vectors were read: 2k at a time, as far as the folding goes
@@ -79,7 +84,8 @@ def fold_repeats(
         if len(heads) >= k:
             return kept + ranked[n:], _by_text(ranked[:read], vectors)
         if hit.type == "unit" and hit.kind == "rule":
-            kept.append(hit)
+            if len(kept) >= k or not like_rules.folds(hit):
+                kept.append(hit)
             continue
         if n >= read:
             batch = ranked[n : n + 2 * k]

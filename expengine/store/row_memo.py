@@ -59,7 +59,8 @@ def files_version(folder: Path) -> tuple[Any, ...]:
 
 
 # what queries read of a unit; `sources` is its parsed `source_ids`, `text_keyed` whether its LanceDB
-# vector embeds its text (`vocabulary.UNIT_EMBEDDED_TEXT`: an intent rule's embeds its condition)
+# vector embeds its text (`vocabulary.UNIT_EMBEDDED_TEXT`: an intent rule's embeds its condition);
+# a rule's `condition` and `action` tell which rules of one prompt give the same fix (query/like_rules.py)
 UNIT_COLUMNS = (
     "id",
     "kind",
@@ -78,6 +79,8 @@ UNIT_COLUMNS = (
     "text_keyed",
     "user",
     "quotes",
+    "condition",
+    "action",
 )
 
 

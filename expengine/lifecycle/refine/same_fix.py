@@ -20,18 +20,12 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ...textutil import ID, normalized
+from ...textutil import ANY_VALUE, ARGUMENT_VALUE, ID, fix_without_values, normalized
 from .templates import Draft
 from .wording import WORDINGS
 
-# a value the same fix is written down with: a quoted text (a note), an argument's value, an id, a number
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|“[^”\n]*”")
-_ARGUMENT_VALUE = re.compile(r"(\w)=[^,()]*")
-_ARGUMENT_VALUE_OF = re.compile(r"(\w+)=([^,()]*)")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # a day (and time) an error names: "flight HAT001 not available on date 2024-05-14"
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")
-ANY_VALUE = "…"
 
 
 @functools.cache
@@ -57,18 +51,12 @@ def _situation(condition: str | None, language: str) -> tuple[str, ...] | None:
     return ("when", normalized(ID.sub(ANY_VALUE, condition)))
 
 
-def _fix(action: str | None) -> str:
-    """The action without its values: what two wordings of the same fix share."""
-    text = _ARGUMENT_VALUE.sub(rf"\1={ANY_VALUE}", _QUOTED.sub(ANY_VALUE, action or ""))
-    return normalized(_NUMBER.sub("N", ID.sub(ANY_VALUE, text)))
-
-
 def _common_values(action: str, other: str) -> str:
     """`action` with each argument's value and id that `other` does not give too as "…": one run's or
     one user's values ("passenger_id=u-104, seat_pref=aisle") are not the merged rule's, and a rule
     learnt from several users' runs quotes no one."""
-    given = dict(_ARGUMENT_VALUE_OF.findall(other))
-    action = _ARGUMENT_VALUE_OF.sub(lambda m: m[0] if given.get(m[1]) == m[2] else f"{m[1]}={ANY_VALUE}", action)
+    given = dict(ARGUMENT_VALUE.findall(other))
+    action = ARGUMENT_VALUE.sub(lambda m: m[0] if given.get(m[1]) == m[2] else f"{m[1]}={ANY_VALUE}", action)
     ids = set(ID.findall(other))
     return ID.sub(lambda m: m[0] if m[0] in ids else ANY_VALUE, action)
 
@@ -84,11 +72,14 @@ def same_fix(draft: Draft, row: dict[str, Any], active: list[dict[str, Any]]) ->
     situation = _situation(draft.condition, draft.language)
     if situation is None or not _not_a_lesson(row):
         return None, draft
-    fix = _fix(draft.action)
+    fix = fix_without_values(draft.action)
     for unit in active:
         if unit["id"] == row["id"] or not _not_a_lesson(unit):
             continue
-        if _situation(unit.get("condition"), draft.language) != situation or _fix(unit.get("action")) != fix:
+        if (
+            _situation(unit.get("condition"), draft.language) != situation
+            or fix_without_values(unit.get("action")) != fix
+        ):
             continue
         worded = unit if (unit.get("support") or 0) >= draft.support else row
         condition = worded["condition"]
