@@ -11,7 +11,7 @@ airline runs (a new `trial` per pass, so new sessions) and the next `--log-lines
 `compact` (templates, no LLM), the clock one night on. Printed per night: records in the store, new,
 ingest seconds, the cycle's seconds and each step's, the cycle's CPU seconds and each step's (this
 process's, threads included: what a loaded shared machine's wall clock blurs), the records the sweep
-re-checked, how clustering ran, and the process's peak RSS.
+re-checked, how clustering ran, the DuckDB file's size after the cycle and the process's peak RSS.
 
 `--from-store PATH` starts from a copy of an existing store (the synthetic variant: a bulk store of
 synthetic memories, e.g. from bench/scale.py), so the nights add real data to a large store.
@@ -224,6 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "units": cycle.after.units if cycle.after else None,
                 "active": cycle.after.active if cycle.after else None,
                 "peak_rss_mib": peak_rss_mib(),
+                "db_mib": round((store / "expengine.duckdb").stat().st_size / 2**20, 2),
                 "load": round(os.getloadavg()[0], 1),
             }
             report["nights"].append(row)
