@@ -44,9 +44,9 @@ BLOCK_SIZE = 16384
 # (the cron run after 20 of 2,000 session files grew: 281-283 MB at the default, 239-249 MB at 2,048;
 # `bench/sources.py`)
 CRON_ROW_GROUP_ROWS = 2048
-# what DuckDB may keep cached of a cron ingest's store before `drop_cached_blocks`: it keeps every block it
-# wrote, so a first run's memory grew with the store (2,000 session files: 35-45 MB of blocks by the end)
-CRON_CACHED_BYTES = 32 * 1024 * 1024
+# what DuckDB may keep of a cron ingest's table blocks before `drop_table_blocks`: it keeps every block a
+# checkpoint writes, so a first run's memory grew with the store (2,000 session files: 35 MB by the end)
+CRON_TABLE_BLOCKS_BYTES = 16 * 1024 * 1024
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
 log = logging.getLogger("expengine.store")
@@ -179,22 +179,24 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def cached_bytes(con: duckdb.DuckDBPyConnection) -> int:
-    """The memory DuckDB's buffer manager holds: blocks read or written, rows not yet checkpointed, indexes."""
-    return int(con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0)  # type: ignore[index]
+def table_blocks_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The memory DuckDB holds as blocks of tables on disk: it keeps every block it reads or a checkpoint
+    writes, and drops them only to stay under its memory limit."""
+    held = con.execute("SELECT memory_usage_bytes FROM duckdb_memory() WHERE tag = 'BASE_TABLE'").fetchone()
+    return int(held[0]) if held else 0
 
 
-def drop_cached_blocks(con: duckdb.DuckDBPyConnection) -> None:
-    """Checkpoint, then drop the blocks DuckDB keeps cached: it evicts them only to stay under its memory
-    limit, so the limit is lowered for an instant, then reset (a store never sets one: DuckDB's default).
-    Call it only while no other cursor on the database runs a query: under so low a limit a checkpoint
-    fails ("failed to pin block") and invalidates the database, which is also why the checkpoint comes
-    first, and rows not yet checkpointed would be spilled to a temporary file instead of dropped."""
-    con.execute("CHECKPOINT")
+def drop_table_blocks(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the blocks of tables on disk that DuckDB keeps (`table_blocks_bytes`; read again when needed):
+    its memory limit is lowered for an instant to what the rest takes (rows not yet checkpointed, indexes),
+    then reset (a store never sets one: DuckDB's default). Only while no other cursor on the database runs
+    a query: under so low a limit a checkpoint fails ("failed to pin block") and invalidates the database."""
+    held = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0  # type: ignore[index]
+    rest = int(held) - table_blocks_bytes(con)
     try:
-        con.execute("SET memory_limit = '1MB'")
+        con.execute(f"SET memory_limit = '{rest + (1 << 20)}B'")
     except duckdb.OutOfMemoryException:
-        pass  # what it could drop it dropped; the rest (an index, a pinned block) stays
+        pass  # what it could drop it dropped; the rest (a pinned block) stays
     finally:
         con.execute("RESET memory_limit")
 
