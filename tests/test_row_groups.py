@@ -10,7 +10,14 @@ import pytest
 from test_agent_sources import claude_line, session_file
 
 import expengine.ingest.agents as agents
-from expengine.store.db import CRON_ROW_GROUP_ROWS, DB_FILE, close_database, open_database
+from expengine.store.db import (
+    CRON_ROW_GROUP_ROWS,
+    DB_FILE,
+    close_database,
+    drop_table_blocks,
+    open_database,
+    table_blocks_bytes,
+)
 
 
 def attach_options(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -63,3 +70,66 @@ def test_a_deferred_ingest_keeps_no_vectors_in_memory(home: Path, make_engine):
     engine = make_engine()
     assert engine.ingest_agents(["claude-code"], defer_index=True).ingest.embedded > 0
     assert not engine._memo._vectors
+
+
+def test_dropping_table_blocks_frees_duckdb_memory_and_keeps_every_row(tmp_path: Path):
+    path = tmp_path / DB_FILE
+    con = open_database(path, row_group_rows=CRON_ROW_GROUP_ROWS)
+    try:
+        con.execute("CREATE TABLE lines (n INTEGER PRIMARY KEY, text VARCHAR)")
+        for start in range(0, 4000, 500):
+            con.execute(
+                "INSERT INTO lines SELECT range, repeat('x', 4000) || range FROM range(?, ?)", [start, start + 500]
+            )
+        con.execute("CHECKPOINT")  # the rows now in blocks on disk, which DuckDB keeps in memory too
+        con.execute("INSERT INTO lines VALUES (4000, 'not yet checkpointed')")
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        held = table_blocks_bytes(con)
+        assert held > 8_000_000
+        drop_table_blocks(con)
+        assert table_blocks_bytes(con) < held / 4
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == limit
+        assert con.execute("SELECT count(*), sum(n), sum(length(text)) FROM lines").fetchone() == (
+            4001,
+            sum(range(4001)),
+            4000 * 4000 + sum(len(str(n)) for n in range(4000)) + len("not yet checkpointed"),
+        )
+    finally:
+        close_database(con)
+
+
+def test_a_deferred_ingest_that_drops_its_table_blocks_stores_each_record_once(
+    home: Path, tmp_path: Path, make_engine, monkeypatch: pytest.MonkeyPatch
+):
+    import expengine.ingest.pipeline as pipeline
+    import expengine.ingest.writer as writer
+
+    dropped: list[int] = []
+    real_drop = writer.drop_table_blocks
+
+    def counted(con):
+        dropped.append(1)
+        real_drop(con)
+
+    monkeypatch.setattr(writer, "drop_table_blocks", counted)
+    monkeypatch.setattr(pipeline, "DEFERRED_BATCH_CHARS", 2000)
+    lines = [claude_line(n, f"step {n}: " + "pytest output line " * 30) for n in range(40)]
+
+    def runs(store: Path, bound: int) -> tuple[list[tuple[int, int, int]], list[tuple]]:
+        monkeypatch.setattr(writer, "CRON_TABLE_BLOCKS_BYTES", bound)
+        session_file(home, lines[:30])
+        engine = make_engine(store)
+        counts = []
+        for run in ("first", "grown", "nothing new"):
+            if run == "grown":
+                session_file(home, lines)
+            result = engine.ingest_agents(["claude-code"], defer_index=True)
+            counts.append((result.read_sources, result.ingest.stored, result.ingest.duplicates))
+        rows = engine.store.con.execute("SELECT id, content, tool_result FROM records ORDER BY id").fetchall()
+        return counts, rows
+
+    plain = runs(tmp_path / "plain", 1 << 40)
+    assert not dropped
+    assert runs(tmp_path / "dropping", -1) == plain  # dropped before every batch
+    assert len(dropped) >= 3
+    assert plain[0][2] == (0, 0, 0) and len(plain[1]) == len({row[0] for row in plain[1]})

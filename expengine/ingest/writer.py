@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..store.db import DB_ALIAS, insert_columns
+from ..store.db import CRON_TABLE_BLOCKS_BYTES, DB_ALIAS, drop_table_blocks, insert_columns, table_blocks_bytes
 from ..store.embeddings import EmbedCounts, EmbeddingCache, VectorMemo
 from ..store.index import MEMORIES
 from ..store.lance_rows import memory_rows
@@ -53,6 +53,9 @@ class BatchWriter:
             # vectors back from DuckDB: it keeps none in memory (2,000 session files: peak 316 -> 295 MB)
             memo = self.store.embeddings.memo if self.index else VectorMemo(0)
             self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, memo)
+        if not self.index and table_blocks_bytes(self.store.con) > CRON_TABLE_BLOCKS_BYTES:
+            self.drain()  # the embedding done first: no other query runs while the limit is low
+            drop_table_blocks(self.store.con)
         future = self._pool.submit(self._embed, [r["text"] for r in rows]) if rows else None
         if not OVERLAP and future is not None:
             future.result()

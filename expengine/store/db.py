@@ -44,6 +44,10 @@ BLOCK_SIZE = 16384
 # (the cron run after 20 of 2,000 session files grew: 281-283 MB at the default, 239-249 MB at 2,048;
 # `bench/sources.py`)
 CRON_ROW_GROUP_ROWS = 2048
+# what DuckDB may keep of a cron ingest's table blocks before `drop_table_blocks`: it keeps every block a
+# checkpoint writes, so a first run's memory grew with the store (2,000 session files: 35 MB of blocks by
+# the end, peak 297 MB; 12 MB and 271 MB with this bound, `bench/sources.py`)
+CRON_TABLE_BLOCKS_BYTES = 16 * 1024 * 1024
 # errors that mean "this user may not write here" (a read-only mount, another user's store)
 
 log = logging.getLogger("expengine.store")
@@ -174,6 +178,28 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def table_blocks_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The memory DuckDB holds as blocks of tables on disk: it keeps every block it reads or a checkpoint
+    writes, and drops them only to stay under its memory limit."""
+    held = con.execute("SELECT memory_usage_bytes FROM duckdb_memory() WHERE tag = 'BASE_TABLE'").fetchone()
+    return int(held[0]) if held else 0
+
+
+def drop_table_blocks(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the blocks of tables on disk that DuckDB keeps (`table_blocks_bytes`; read again when needed):
+    its memory limit is lowered for an instant to what the rest takes (rows not yet checkpointed, indexes),
+    then reset (a store never sets one: DuckDB's default). Only while no other cursor on the database runs
+    a query: under so low a limit a checkpoint fails ("failed to pin block") and invalidates the database."""
+    held = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0  # type: ignore[index]
+    rest = int(held) - table_blocks_bytes(con)
+    try:
+        con.execute(f"SET memory_limit = '{rest + (1 << 20)}B'")
+    except duckdb.OutOfMemoryException:
+        pass  # what it could drop it dropped; the rest (a pinned block) stays
+    finally:
+        con.execute("RESET memory_limit")
 
 
 def close_database(con: duckdb.DuckDBPyConnection, *, whole: bool = True) -> None:
