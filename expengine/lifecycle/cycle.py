@@ -37,7 +37,6 @@ class CycleContext:
     # the last completed cycle's watermark (None: first or full cycle, everything counts as changed)
     since: dt.datetime | None = None
     sweep: list[str] = field(default_factory=list)  # records this cycle re-checks though not new
-    sweep_size: int | None = None  # how many it re-checks (`sweep_size`; None: a first or full cycle, no sweep)
 
     def changed(self, alias: str = "") -> tuple[str, list[Any]]:
         """SQL (and its parameters) for the records this cycle works on: ingested since the last cycle,
@@ -77,7 +76,7 @@ def prepare(store: "Store", ctx: CycleContext) -> None:
         return
     ctx.since = dt.datetime.fromisoformat(watermark)
     new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [ctx.since]).fetchall()[0][0]
-    rows = ctx.sweep_size = sweep_size(store, int(new))
+    rows = sweep_size(store, int(new))
     after = meta(store, SWEEP_CURSOR) or ""
     picked = "SELECT id FROM records WHERE state IN ('active', 'dormant') AND ingested_at <= ? AND id > ? ORDER BY id LIMIT ?"
     ctx.sweep = [r[0] for r in store.con.execute(picked, [ctx.since, after, rows]).fetchall()]

@@ -192,10 +192,11 @@ def drop_table_blocks(con: duckdb.DuckDBPyConnection) -> None:
     its memory limit is lowered for an instant to what the rest takes (rows not yet checkpointed, indexes),
     then reset (a store never sets one: DuckDB's default). Only while no other cursor on the database runs
     a query: under so low a limit a checkpoint fails ("failed to pin block") and invalidates the database."""
-    held = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] or 0  # type: ignore[index]
-    rest = int(held) - table_blocks_bytes(con)
+    rest = con.execute(
+        "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag <> 'BASE_TABLE'"
+    ).fetchone()[0]  # type: ignore[index]
     try:
-        con.execute(f"SET memory_limit = '{rest + (1 << 20)}B'")
+        con.execute(f"SET memory_limit = '{int(rest) + (1 << 20)}B'")
     except duckdb.OutOfMemoryException:
         pass  # what it could drop it dropped; the rest (a pinned block) stays
     finally:
