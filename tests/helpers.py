@@ -384,6 +384,20 @@ UNIT_TEXT = (
 )
 
 
+def write_refined(engine, cluster_key: str, draft, at: dt.datetime) -> str:
+    """`draft` written as refinement writes a cluster's unit (merges with an active twin included); its
+    row's id."""
+    from expengine.lifecycle.refine.inputs import ClusterInput
+    from expengine.lifecycle.refine.report import RefineReport
+    from expengine.lifecycle.refine.write import unit_row, write_units
+
+    key = cluster_key.rsplit(":", 1)[-1]
+    cluster = ClusterInput(cluster_key, "support-bot", f"sig-{key}", draft.source_ids)
+    row = unit_row(draft, cluster, at)
+    write_units(engine.store, cluster, [(draft, row)], RefineReport(run_id=None, dry_run=False), None, False, at)
+    return row["id"]
+
+
 def add_unit(
     engine,
     unit_id: str,

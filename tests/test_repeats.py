@@ -113,10 +113,9 @@ def test_hits_that_differ_only_in_an_id_or_a_path_are_one_line(make_engine, writ
 
 def _rule(engine, key: str, condition: str, action: str, sources: list[str], successes: int) -> str:
     """A rule of its own cluster, written as refinement writes it; its id."""
-    from expengine.lifecycle.refine.inputs import ClusterInput
-    from expengine.lifecycle.refine.report import RefineReport
+    from helpers import write_refined
+
     from expengine.lifecycle.refine.templates import Draft
-    from expengine.lifecycle.refine.write import unit_row, write_units
 
     draft = Draft(
         kind="rule",
@@ -129,10 +128,7 @@ def _rule(engine, key: str, condition: str, action: str, sources: list[str], suc
         trials=len(sources),
         success_rate=successes / len(sources),
     )
-    cluster = ClusterInput(f"cluster:support-bot:{key}", "support-bot", f"sig-{key}", sources)
-    row = unit_row(draft, cluster, DAY)
-    write_units(engine.store, cluster, [(draft, row)], RefineReport(run_id=None, dry_run=False), None, False, DAY)
-    return row["id"]
+    return write_refined(engine, f"cluster:support-bot:{key}", draft, DAY)
 
 
 def test_rules_with_the_same_fix_for_other_errors_are_one_line_naming_both_and_keeping_both_ids(make_engine):

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from expengine.lifecycle.refine.inputs import ClusterInput
-from expengine.lifecycle.refine.report import RefineReport
+from helpers import write_refined
+
 from expengine.lifecycle.refine.templates import Draft
-from expengine.lifecycle.refine.write import unit_row, write_units
 
 WEATHER = "get_weather(city ← from the user, date ← chosen by the agent)"
 RATE_LIMITED = "When get_weather fails with '429 Too Many Requests'"
@@ -33,9 +32,7 @@ def _procedure(condition: str, sources: list[str], action: str = WEATHER, subjec
 
 
 def _write(engine, key: str, draft: Draft) -> None:
-    cluster = ClusterInput(f"intent:support-bot:{key}", "support-bot", f"sig-{key}", draft.source_ids)
-    report = RefineReport(run_id=None, dry_run=False)
-    write_units(engine.store, cluster, [(draft, unit_row(draft, cluster, NOW))], report, None, False, NOW)
+    write_refined(engine, f"intent:support-bot:{key}", draft, NOW)
 
 
 def _live_rules(engine) -> list[dict]:
