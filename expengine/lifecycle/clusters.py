@@ -292,8 +292,7 @@ class ClustersStep:
             return ClusterReport(skipped=why, k_rule=k_rule(store), clustering=why)
         upto = store.con.execute("SELECT max(ingested_at) FROM records").fetchall()[0][0]
         since, mode = clustering_mode(store, ctx.full)
-        new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [since]).fetchall()[0][0]
-        sweep = sweep_size(store, int(new)) if since is not None else None
+        sweep = sweep_size(store, since) if since is not None else None
         report = prune_clusters(store, dry_run=False, run_id=ctx.run_id, now=ctx.now, since=since, sweep_rows=sweep)
         if since is None:
             set_meta(store, FULL_SIZE, str(report.records_clustered))

@@ -75,8 +75,7 @@ def prepare(store: "Store", ctx: CycleContext) -> None:
     if watermark is None:
         return
     ctx.since = dt.datetime.fromisoformat(watermark)
-    new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [ctx.since]).fetchall()[0][0]
-    rows = sweep_size(store, int(new))
+    rows = sweep_size(store, ctx.since)
     after = meta(store, SWEEP_CURSOR) or ""
     picked = "SELECT id FROM records WHERE state IN ('active', 'dormant') AND ingested_at <= ? AND id > ? ORDER BY id LIMIT ?"
     ctx.sweep = [r[0] for r in store.con.execute(picked, [ctx.since, after, rows]).fetchall()]
@@ -85,10 +84,11 @@ def prepare(store: "Store", ctx: CycleContext) -> None:
         ctx.sweep = list(dict.fromkeys(ctx.sweep + [r[0] for r in more]))
 
 
-def sweep_size(store: "Store", new: int) -> int:
-    """How many older records a cycle with `new` new records re-checks: `cycle.sweep_per_new` each, at
-    most `cycle.sweep_rows`; `sweep_rows` on a quiet night, which has nothing else to do."""
+def sweep_size(store: "Store", since: dt.datetime) -> int:
+    """How many older records a cycle re-checks: `cycle.sweep_per_new` for each record ingested after
+    `since`, at most `cycle.sweep_rows`; `sweep_rows` on a quiet night, which has nothing else to do."""
     cfg = store.config.cycle
+    new = store.con.execute("SELECT count(*) FROM records WHERE ingested_at > ?", [since]).fetchall()[0][0]
     return min(cfg.sweep_rows, math.ceil(cfg.sweep_per_new * new)) if new else cfg.sweep_rows
 
 
