@@ -100,6 +100,18 @@ def torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def newest_record(engine: Any) -> dt.datetime:
+    """The newest record's time. Logs without times are stamped at ingest by the wall clock, so a bench
+    that dates its cycles and queries from this sees the same ages on every rerun, whatever the hour."""
+    return engine.store.con.execute("SELECT max(ts) FROM records").fetchone()[0]
+
+
+def after_cycles(start: dt.datetime, cycles: int) -> dt.datetime:
+    """The clock of the last of `cycles` cycles from `start` (`run_cycles`): what the queries after
+    them pass as `now`, so recency is measured on the cycles' clock, not the hour the bench runs."""
+    return start + CYCLE_SPACING * cycles
+
+
 def run_cycles(engine: Any, cycles: int, *, start: dt.datetime, refine: bool = True) -> list[dict[str, Any]]:
     """`cycles` full compactions, one nightly clock tick apart; a short summary of each."""
     summaries = []

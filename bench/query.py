@@ -228,6 +228,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
     expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
     from expengine import Engine
+    from expengine.clock import utcnow
     from expengine.operations import QueryArgs
     from expengine.query.expand import attach_evidence
     from expengine.query.filters import make_filters
@@ -263,7 +264,7 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
             return d.unit_rows.current(d.con, d.dir, in_transaction=d.in_transaction)
 
         def score(d, q: str):
-            return rank(d, found[q].fused, filters, found[q].texts, found[q].cosines, unit_memo_rows(d))
+            return rank(d, found[q].fused, filters, found[q].texts, found[q].cosines, unit_memo_rows(d), now=utcnow())
 
         duck = timed(db, score)
         ranked = {q: score(db, q) for q in queries + WARM_UP}

@@ -19,6 +19,7 @@ and compacted `--cycles` times, one nightly clock tick apart. Reported:
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import re
 import sys
@@ -32,12 +33,14 @@ from common import (  # noqa: E402
     SHARED_DATA,
     Stopwatch,
     add_cycle_options,
+    after_cycles,
     audit_units,
     engine_overrides,
     finish_args,
     lift,
     load_embedder,
     machine,
+    newest_record,
     publish,
     render_audit,
     run_cycles,
@@ -98,8 +101,10 @@ def names_tool(text: str, tools: set[str]) -> bool:
     return any(re.search(rf"\b{re.escape(tool)}\b", text or "") for tool in tools)
 
 
-def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget: int) -> list[dict[str, Any]]:
-    """One query per failed run, from its task instruction; does a hit name a gold tool?"""
+def failed_run_checks(
+    engine: Any, runs: list[dict[str, Any]], *, k: int, budget: int, now: dt.datetime
+) -> list[dict[str, Any]]:
+    """One query per failed run, from its task instruction, asked at `now`; does a hit name a gold tool?"""
     checks = []
     for run in runs:
         if run.get("reward", 0) > 0:
@@ -113,10 +118,10 @@ def failed_run_checks(engine: Any, runs: list[dict[str, Any]], *, k: int, budget
             checks.append(entry)
             continue
         own = f"task{run.get('task_id')}/trial{run.get('trial', 0)}/"
-        result = engine.query(instruction, k=k, touch=False, budget=budget, expand=True)
+        result = engine.query(instruction, k=k, touch=False, budget=budget, expand=True, now=now)
         naming = [h for h in result.hits if names_tool(h.text, tools)]
         from_elsewhere = [h for h in naming if not all(s.startswith(own) for s in h.source_ids)]
-        rules = engine.query(instruction, k=k, touch=False, budget=budget, expand=False, kind="rule")
+        rules = engine.query(instruction, k=k, touch=False, budget=budget, expand=False, kind="rule", now=now)
         entry.update(
             hits=len(result.hits),
             units=sum(h.type == "unit" for h in result.hits),
@@ -214,7 +219,6 @@ def leave_tasks_out(
     """Learn from the runs of the first `train_tasks` task ids (compacted `--cycles` times), evaluate on the
     others' successful runs, never ingested: does the prompt name the tool called next (lift over the rest)?"""
     from expengine import Engine
-    from expengine.clock import utcnow
 
     task_ids = list(dict.fromkeys(r.get("task_id") for r in runs))
     train = [r for r in runs if r.get("task_id") in task_ids[:train_tasks]]
@@ -228,9 +232,11 @@ def leave_tasks_out(
         with Engine(store=Path(tmp) / "store", embedder=embedder, overrides=engine_overrides(args)) as engine:
             engine.ingest([str(log)], fmt="openai-chat")
             baseline = lift(bm25_prompts(engine, queries, budget=budget), steps, tools)
-            run_cycles(engine, args.cycles, start=utcnow())
-            memory = [engine.query(q, k=k, touch=False, budget=budget).prompt for q in queries]
-            rules = [engine.query(q, k=k, touch=False, budget=budget, kind="rule").prompt for q in queries]
+            start = newest_record(engine)
+            run_cycles(engine, args.cycles, start=start)
+            now = after_cycles(start, args.cycles)
+            memory = [engine.query(q, k=k, touch=False, budget=budget, now=now).prompt for q in queries]
+            rules = [engine.query(q, k=k, touch=False, budget=budget, kind="rule", now=now).prompt for q in queries]
             audit = audit_units(engine.units(status="active"))
     return {
         "train_runs": len(train),
@@ -267,7 +273,6 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
 
 def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.clock import utcnow
 
     if not args.data.exists():
         raise SystemExit(f"tau-bench data not found: {args.data} (pass --data PATH)")
@@ -292,13 +297,15 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                 result = engine.ingest([str(log)], fmt="openai-chat")
             report["stored"] = result.stored
             report["sizes"] = {"after ingest": store_size(engine)}
+            start = newest_record(engine)
             with watch.section("queries"):
-                before = failed_run_checks(engine, runs, k=args.k, budget=args.budget)
+                before = failed_run_checks(engine, runs, k=args.k, budget=args.budget, now=start)
             with watch.section("compaction"):
-                report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
+                report["cycles"] = run_cycles(engine, args.cycles, start=start)
             report["sizes"]["after compaction"] = store_size(engine)
             with watch.section("queries"):
-                after = failed_run_checks(engine, runs, k=args.k, budget=args.budget)
+                now = after_cycles(start, args.cycles)
+                after = failed_run_checks(engine, runs, k=args.k, budget=args.budget, now=now)
             report["merged_trials"] = merged_trials(engine)
             report["failed_run_queries"] = {
                 "before compaction": summarise_checks(before),

@@ -104,6 +104,27 @@ def test_recency_changes_the_order_as_configured(engine_on):
     assert _order(blind, WEATHER_ERROR) == accessed  # gamma = 0: recency plays no part
 
 
+def test_a_query_on_a_given_clock_ranks_alike_whatever_the_wall_clock(engine_on, monkeypatch):
+    """Recency is measured from the query's `now`: a replay on its cycles' clock gives the same ranking at
+    any hour, and only a query without one reads the wall clock."""
+    from expengine.query import search
+
+    engine = engine_on(overrides=UNFOLDED)
+    first, second = _order(engine, WEATHER_ERROR)[:2]
+    moment = utcnow()
+    engine.store.con.execute("UPDATE records SET last_access = ? WHERE id = ?", [moment, second])
+
+    def ranking(**clock) -> list[tuple[str, float]]:
+        hits = engine.query(WEATHER_ERROR, k=5, touch=False, kind="tool_result", **clock).hits
+        return [(h.id, h.score) for h in hits]
+
+    asked = ranking(now=moment)
+    assert [i for i, _ in asked[:2]] == [second, first]
+    monkeypatch.setattr(search, "utcnow", lambda: moment + dt.timedelta(days=30))
+    assert ranking(now=moment) == asked
+    assert ranking() != asked  # read on the wall clock a month on, the access is old
+
+
 # --- filters -----------------------------------------------------------------------------------
 def test_filters(engine_on):
     engine = engine_on(overrides={"query.min_similarity": "0"})  # a filter may leave only far candidates

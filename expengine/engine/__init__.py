@@ -344,11 +344,13 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         gc.freeze()
         return read
 
-    def query(self, text: str, **options: Any) -> "QueryResult":
+    def query(self, text: str, *, now: "dt.datetime | None" = None, **options: Any) -> "QueryResult":
         """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
         what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
         `options` are the fields of `operations.QueryArgs` (k, touch, agent, category, kind, outcome,
-        since, until, goal, user, project, budget, include_dormant, expand, session, goal_id)."""
+        since, until, goal, user, project, budget, include_dormant, expand, session, goal_id). `now`
+        (naive UTC, default the wall clock): the moment recency is measured from, as `compact(now=…)`
+        is a cycle's; a replay passes the clock its cycles ran on, so its rankings do not move with the hour."""
         from ..operations import QueryArgs
         from ..query.search import query
 
@@ -360,7 +362,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
             )
         args = QueryArgs(text, **options)
         with self.session() as store:
-            return query(store, args)
+            return query(store, args, now)
 
     def reinforce(self, result: Any) -> None:
         """Record what an earlier `query(touch=False)` showed (reinforce, wake, log): the server answers

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..clock import utcnow
 from ..store.db import in_ids, json_ids
 from ..store.index import UNITS
 from ..store.row_memo import Rows
@@ -89,6 +88,8 @@ def rank(
     texts: dict[str, str] | None = None,
     cosines: dict[tuple[str, str], float] | None = None,
     units: Rows | None = None,
+    *,
+    now: dt.datetime,
 ) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
     of `records` fetches the memory candidates and the unit candidates' sources together: each unit
@@ -99,8 +100,8 @@ def rank(
     from different lists, and recency ~0 for old records) go to units first, then to the closer
     vector (`cosines`; a full-text-only candidate has none), then by id: on the mixed demo store the
     reply a question is about (2nd by vector) lost its top-3 place by id to one of four copies of a
-    line ranked 2nd by full text. `units`: the unit memo's rows (`unit_rows`)."""
-    now = utcnow()
+    line ranked 2nd by full text. `units`: the unit memo's rows (`unit_rows`); `now`: the moment recency
+    is measured from."""
     base = store.config.query.recency_base
     live = ("active", "dormant") if filters.include_dormant else ("active",)
     texts = dict(texts or {})

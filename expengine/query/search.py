@@ -54,6 +54,7 @@ order (`query`) and records what was shown (`record_shown`).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING
@@ -91,11 +92,12 @@ def shown_ids(hits: list[Hit]) -> tuple[list[str], list[str]]:
     return unit_ids, list(dict.fromkeys(memory_ids))
 
 
-def record_shown(store: "Store", result: QueryResult) -> None:
+def record_shown(store: "Store", result: QueryResult, now: dt.datetime | None = None) -> None:
     """What the prompt showed was used: it gains δ_access and a fresh last access (what is used stays;
     a dormant memory or unit wakes, its history says a query showed it), and the query log records it,
-    an answer that showed nothing too (outcome credit compares episodes shown a unit with those not)."""
-    cfg, now = store.config.decay, utcnow()
+    an answer that showed nothing too (outcome credit compares episodes shown a unit with those not).
+    `now`: the query's clock (default: the wall clock)."""
+    cfg, now = store.config.decay, now or utcnow()
     unit_ids, memory_ids = shown_ids(result.hits)
     with store.transaction():
         if memory_ids:
@@ -134,12 +136,12 @@ def _rounded(hit: Hit) -> Hit:
 
 
 def _shown(
-    store: "Store", found: Retrieved, filters: Filters, args: QueryArgs, units: Rows | None
+    store: "Store", found: Retrieved, filters: Filters, args: QueryArgs, units: Rows | None, now: dt.datetime
 ) -> tuple[str, list[Hit]]:
     """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
     evidence lines."""
     vector = found.vector
-    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units)
+    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now)
     ranked, vectors = fold_repeats(store, ranked, args.k, units)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
@@ -159,10 +161,13 @@ def _shown(
     )
 
 
-def query(store: "Store", args: QueryArgs) -> QueryResult:
+def query(store: "Store", args: QueryArgs, now: dt.datetime | None = None) -> QueryResult:
     """Answer one query (its arguments checked by `QueryArgs`): retrieve, score, expand, render, and
-    record what was shown unless `touch` is off."""
+    record what was shown unless `touch` is off. `now` (naive UTC, default the wall clock) is the moment
+    recency is measured from and what was shown is stamped with: a replay on the clock its cycles ran on
+    ranks the same whenever it runs."""
     started = time.perf_counter()
+    now = now or utcnow()
     text, budget = args.text, args.budget
     if not text.strip():
         raise InputError(
@@ -195,7 +200,7 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
     words_judge = lexical_floor > 0 and best <= store.config.query.lexical_ceiling(encoder)
     lexical = lexical_evidence(store, text, nearest(found.cosines), filters.user) if words_judge else None
     relevant = not (judged and (best < floor or (lexical is not None and lexical < lexical_floor)))
-    prompt, kept = _shown(store, found, filters, args, units) if relevant else ("", [])
+    prompt, kept = _shown(store, found, filters, args, units, now) if relevant else ("", [])
     result = QueryResult(
         query=text,
         hits=[_rounded(h) for h in kept],
@@ -211,5 +216,5 @@ def query(store: "Store", args: QueryArgs) -> QueryResult:
         user=args.user,
     )
     if args.touch:
-        record_shown(store, result)
+        record_shown(store, result, now)
     return result
