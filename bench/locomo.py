@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import re
 import sys
@@ -57,6 +58,7 @@ from common import (  # noqa: E402
     SHARED_DATA,
     Stopwatch,
     add_cycle_options,
+    after_cycles,
     audit_units,
     engine_overrides,
     finish_args,
@@ -205,15 +207,22 @@ def score_prompt(question: Question, prompt: str, found: set[str], shown: set[st
 
 
 def measure_engine(
-    engine: Any, questions: list[Question], sample_id: str, *, budget: int, k: int, user: str | None = None
+    engine: Any,
+    questions: list[Question],
+    sample_id: str,
+    *,
+    budget: int,
+    k: int,
+    user: str | None = None,
+    now: dt.datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """Ask every question without reinforcing anything (for `user`, when a store holds several);
-    score the hits that fit in the budget."""
+    """Ask every question without reinforcing anything (for `user`, when a store holds several), at
+    `now` (default the wall clock); score the hits that fit in the budget."""
     from expengine.textutil import approx_tokens
 
     scores = []
     for question in questions:
-        result = engine.query(question.text, k=k, touch=False, budget=budget, expand=True, user=user)
+        result = engine.query(question.text, k=k, touch=False, budget=budget, expand=True, user=user, now=now)
         found: set[str] = set()
         shown: set[str] = set()
         for hit in result.hits:
@@ -291,16 +300,14 @@ def run_conversation(
             out["stored"] = result.stored
             with watch.section("baseline (BM25)"):
                 out["methods"]["BM25 over raw turns"] = measure_bm25(engine, questions, sample_id, budget=args.budget)
+            start = utcnow()  # the turns keep their own dates; the cycles and queries run on this clock
+            measure = functools.partial(measure_engine, engine, questions, sample_id, k=args.k)
             with watch.section("queries"):
-                out["methods"]["expengine before compaction"] = measure_engine(
-                    engine, questions, sample_id, budget=args.budget, k=args.k
-                )
+                out["methods"]["expengine before compaction"] = measure(budget=args.budget, now=start)
             out["sizes"]["expengine before compaction"] = store_size(engine)
             with watch.section("queries"):
-                out["sweep"] = {
-                    f"before {b}": measure_engine(engine, questions, sample_id, budget=b, k=args.k) for b in args.sweep
-                }
-            start = utcnow()
+                out["sweep"] = {f"before {b}": measure(budget=b, now=start) for b in args.sweep}
+            now = after_cycles(start, args.cycles)
             if not args.no_ablation:
                 with watch.section("ablation cycles"):
                     baseline_snapshot = engine.snapshot(reason="locomo benchmark: after ingest").id
@@ -309,19 +316,15 @@ def run_conversation(
                         engine.restore(baseline_snapshot)
                         run_steps(engine, steps, args.cycles, start, label)
                     with watch.section("queries"):
-                        out["methods"][label] = measure_engine(
-                            engine, questions, sample_id, budget=args.budget, k=args.k
-                        )
+                        out["methods"][label] = measure(budget=args.budget, now=now)
                     out["sizes"][label] = store_size(engine)
                 with watch.section("ablation cycles"):
                     engine.restore(baseline_snapshot)
             with watch.section("compaction"):
                 out["cycles"] = run_cycles(engine, args.cycles, start=start)
             with watch.section("queries"):
-                out["methods"][AFTER_LABEL] = measure_engine(engine, questions, sample_id, budget=args.budget, k=args.k)
-                out["sweep"].update(
-                    (f"after {b}", measure_engine(engine, questions, sample_id, budget=b, k=args.k)) for b in args.sweep
-                )
+                out["methods"][AFTER_LABEL] = measure(budget=args.budget, now=now)
+                out["sweep"].update((f"after {b}", measure(budget=b, now=now)) for b in args.sweep)
             out["sizes"][AFTER_LABEL] = store_size(engine)
             out["active_units"] = [{k: u[k] for k in ("id", "category", "text")} for u in engine.units(status="active")]
             out["notes"] = note_sample(engine)

@@ -30,7 +30,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, RESULTS, english_logs, load_embedder, machine, run_cycles, table, write_json  # noqa: E402
+from common import (  # noqa: E402
+    REPO,
+    RESULTS,
+    after_cycles,
+    english_logs,
+    load_embedder,
+    machine,
+    run_cycles,
+    table,
+    write_json,
+)
 from locomo import DEFAULT_DATA, conversation_questions, conversation_turns, native_events  # noqa: E402
 
 NEAR = 0.9
@@ -120,8 +130,8 @@ def near_pairs(texts: list[str], vectors: dict[str, np.ndarray]) -> list[tuple[f
     ]
 
 
-def measure(engine: Any, questions: list[str], *, k: int, budget: int | None) -> dict[str, Any]:
-    prompts = [engine.query(q, k=k, touch=False, budget=budget, expand=True).prompt for q in questions]
+def measure(engine: Any, questions: list[str], *, k: int, budget: int | None, now: dt.datetime) -> dict[str, Any]:
+    prompts = [engine.query(q, k=k, touch=False, budget=budget, expand=True, now=now).prompt for q in questions]
     per_prompt = [line_texts(p) for p in prompts]
     distinct = sorted({t for texts in per_prompt for t in texts})
     vectors = dict(zip(distinct, engine.store.embeddings.encode(distinct))) if distinct else {}
@@ -147,12 +157,15 @@ def sample_logs(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="redundancy-samples-") as tmp:
         with Engine(store=Path(tmp) / "store", embedder=embedder, overrides={"llm.mode": "template"}) as engine:
             engine.ingest([str(p) for p in english_logs(REPO / "sample_logs")], fmt="native")
+            start = utcnow()  # the logs keep their own dates; the cycles and queries run on this clock
             for stage in ("before", "after"):
+                now = start
                 if stage == "after":
-                    run_cycles(engine, args.cycles, start=utcnow())
-                out[f"{stage}, k 5"] = measure(engine, SAMPLE_QUESTIONS, k=5, budget=None)
+                    run_cycles(engine, args.cycles, start=start)
+                    now = after_cycles(start, args.cycles)
+                out[f"{stage}, k 5"] = measure(engine, SAMPLE_QUESTIONS, k=5, budget=None, now=now)
                 out[f"{stage}, k 20, budget {args.budget}"] = measure(
-                    engine, SAMPLE_QUESTIONS, k=20, budget=args.budget
+                    engine, SAMPLE_QUESTIONS, k=20, budget=args.budget, now=now
                 )
     return out
 
@@ -172,9 +185,11 @@ def locomo(args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
             log.write_text("\n".join(json.dumps(e) for e in native_events(turns, sample["sample_id"])) + "\n")
             with Engine(store=Path(tmp) / "store", embedder=embedder, overrides={"llm.mode": "template"}) as engine:
                 engine.ingest([str(log)], fmt="native")
-                totals["before"].append(measure(engine, questions, k=args.k, budget=args.budget))
-                run_cycles(engine, args.cycles, start=utcnow())
-                totals["after"].append(measure(engine, questions, k=args.k, budget=args.budget))
+                start = utcnow()
+                totals["before"].append(measure(engine, questions, k=args.k, budget=args.budget, now=start))
+                run_cycles(engine, args.cycles, start=start)
+                after = after_cycles(start, args.cycles)
+                totals["after"].append(measure(engine, questions, k=args.k, budget=args.budget, now=after))
         print(f"{sample['sample_id']}: {len(questions)} questions", file=sys.stderr)
     out = {}
     for stage, parts in totals.items():

@@ -49,6 +49,7 @@ from common import (  # noqa: E402
     SHARED_DATA,
     Stopwatch,
     add_cycle_options,
+    after_cycles,
     audit_units,
     bm25_answers,
     disk_sizes,
@@ -57,6 +58,7 @@ from common import (  # noqa: E402
     lift,
     load_embedder,
     machine,
+    newest_record,
     publish,
     run_cycles,
     store_size,
@@ -196,7 +198,6 @@ def run(args: argparse.Namespace, *, embedder: Any = None, echo: bool = True) ->
 
 def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, Any]:
     from expengine import Engine
-    from expengine.clock import utcnow
 
     if not (args.data / "sb-cli-report.json").exists():
         raise SystemExit(f"SWE-bench runs not found: {args.data} (pass --data DIR)")
@@ -263,15 +264,19 @@ def _run(args: argparse.Namespace, *, embedder: Any, echo: bool) -> dict[str, An
                         [p for p, _ in bm25_answers(engine, [q for q, _ in first], budget=500, depth=50)],
                         [p for p, _ in bm25_answers(engine, [q for q, _ in steps], budget=args.budget, depth=50)],
                     )
+            start = newest_record(engine)
             with watch.section("compaction"):
-                report["cycles"] = run_cycles(engine, args.cycles, start=utcnow())
+                report["cycles"] = run_cycles(engine, args.cycles, start=start)
+            now = after_cycles(start, args.cycles)
             report["disk"][f"after {args.cycles} cycles"] = disk_sizes(store, raw)
             report["sizes"]["after compaction"] = store_size(engine)
             report["first_step"], report["error_recovery"] = {}, {}
             for suffix, (first, steps) in asked.items():
                 with watch.section("queries"):
-                    memory_first = [engine.query(q, touch=False, **FIRST_STEP).prompt for q, _ in first]
-                    memory_steps = [engine.query(q, k=args.k, touch=False, budget=args.budget).prompt for q, _ in steps]
+                    memory_first = [engine.query(q, touch=False, now=now, **FIRST_STEP).prompt for q, _ in first]
+                    memory_steps = [
+                        engine.query(q, k=args.k, touch=False, budget=args.budget, now=now).prompt for q, _ in steps
+                    ]
                     # what the SessionStart hook injects for the task's project (the same call, without the process)
                     hook_first = [
                         engine.agent_context("session-start", project=q[1 : q.index("]")])["text"] for q, _ in first
