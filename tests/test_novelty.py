@@ -102,3 +102,19 @@ def test_rules_keep_their_wording():
         rule.kind = "rule"
     prompt, _ = render_prompt(rules, budget=None)
     assert prompt.count(said) == 2 and ELLIPSIS not in prompt
+
+
+def test_the_last_hit_that_fits_only_in_part_shows_its_first_statements():
+    hits = [
+        _note(1, f"Jon opened a dance studio; {JOB}"),
+        _note(2, "Gina sold out of scarves in a week; she ships to Canada now; her store has ten staff"),
+    ]
+    first, _ = render_prompt(hits[:1], budget=None)
+    budget = approx_tokens(first) + 22  # the second line's first two statements fit, not its third
+    prompt, kept = render_prompt(hits, budget=budget)
+    assert [h.id for h in kept] == ["n1", "n2"] and approx_tokens(prompt) <= budget
+    assert prompt.endswith(f"Gina sold out of scarves in a week; she ships to Canada now {ELLIPSIS}"), prompt
+    assert kept[1].text == hits[1].text  # the hit keeps its whole text
+    # fewer than a few words would fit: the line is left out, as rules and tool records always are
+    _, kept = render_prompt(hits, budget=approx_tokens(first) + 8)
+    assert [h.id for h in kept] == ["n1"]

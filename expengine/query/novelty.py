@@ -9,7 +9,9 @@ words, `MIN_OLD_WORDS` at least; a "Speaker: " label aside) are left out of it, 
 stood, and the tokens they took go to the next hit. A line that would keep fewer than
 `MIN_KEPT_WORDS` words stays whole: remnants such as "Thanks, Mel! …" or a statement alone would
 read like each other and like the line they repeat. The hit keeps its
-whole text (`--json`, `show`): only its prompt line is shorter. Only notes and a conversation's
+whole text (`--json`, `show`): only its prompt line is shorter. The hit that a budget has room for
+only part of shows its first statements, "…" after them (`leading`), where at least `MIN_KEPT_WORDS`
+words fit: on LoCoMo's compacted stores the prompt ended ~25 tokens short of 500 words. Only notes and a conversation's
 turns (and the evidence lines under notes) are shortened: rules and tool records keep their wording
 (left out there, their remnants read like each other: prompt redundancy on the sample logs rose from
 1.3% to 3.4%). `--set query.say_once=false` turns
@@ -19,6 +21,7 @@ this off.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 ELLIPSIS = "…"
 # a statement at least this share of whose distinct words the lines above hold is said (on the LoCoMo
@@ -62,3 +65,17 @@ def untold(text: str, told: set[str]) -> str:
         elif not out or out[-1] != f"{ELLIPSIS} ":
             out.append(f"{ELLIPSIS} ")
     return (label + "".join(out)).strip()
+
+
+def leading(text: str, fits: Callable[[str], bool]) -> str | None:
+    """The longest run of `text`'s first statements that `fits`, "…" after it, or None when fewer than
+    `MIN_KEPT_WORDS` words would show: the last hit a budget has room for only part of."""
+    label, parts = statements(" ".join(text.split()))
+    best = None
+    for n in range(1, len(parts)):
+        shown = (label + "".join(parts[:n])).rstrip()
+        shown = f"{shown.rstrip(';')} {ELLIPSIS}"
+        if not fits(shown):
+            break
+        best = shown
+    return best if best is not None and len(_WORD.findall(best)) - len(_WORD.findall(label)) >= MIN_KEPT_WORDS else None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..textutil import approx_tokens, values_as_words
-from .novelty import untold, words
+from .novelty import leading, untold, words
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -181,6 +181,12 @@ def render_prompt(
         if budget is not None and used + cost + set_aside > budget:
             if set_aside:
                 continue  # a lower hit that does not fit leaves room for the reserved rule below
+            room = budget - used
+            part = leading(shows[id(hit)], lambda t: approx_tokens(hit_line(hit, t)) <= room) if talk else None
+            if part is not None:
+                lines.append(hit_line(hit, part))
+                hit.expanded = []
+                kept.append(hit)
             break
         at[id(hit)] = len(lines)
         lines.append(line)
