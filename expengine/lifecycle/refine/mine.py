@@ -231,7 +231,9 @@ def _mine_preceding(mined: Mined, records: list[dict[str, Any]], by_session: dic
     """Tools regularly called earlier in the same session, before the first call of the main tool."""
     tool = mined.primary_tool
     sessions = {r.get("session") for r in records if r.get("tool_name") == tool and r["kind"] == "tool_call"}
-    for session in sessions:
+    # in the sessions' order, not a set's: tools called as often keep the order of the first session,
+    # whatever the process's string hashing (tau's procedures listed their steps either way, run to run)
+    for session in sorted(sessions, key=lambda s: s or ""):
         before: list[str] = []
         for r in by_session.get(session or "", []):
             if r["kind"] != "tool_call":
