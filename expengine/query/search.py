@@ -16,8 +16,9 @@ How a query is answered:
        score = alpha·similarity + beta·weight + gamma·recency + utility_weight·utility
 
    weight  = W / (1 + W), W the stored weight (0.5 for a fresh memory, → 1 as it is reinforced);
-   recency = recency_base ** hours since the latest of: a memory's ts and last access; a unit's
-             newest source ts, as_of and last use (not `updated`, which refinement rewrites);
+   recency = recency_base ** hours from the latest of these to the query's `now` (default the wall
+             clock): a memory's ts and last access; a unit's newest source ts, as_of and last use
+             (not `updated`, which refinement rewrites);
    utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
 5. The best `k` are kept (equal scores: units first, then the closer vector, then the id). When
    none of them is a rule, the last slot goes to the best-scored rule candidate whose cosine
