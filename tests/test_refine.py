@@ -785,3 +785,39 @@ def test_with_observe_sources_off_a_rules_sources_are_archived_at_once(store):
     states = dict(store.store.con.execute("SELECT id, state FROM records WHERE agent = 'bot'").fetchall())
     assert states["w0-call"] == "archived" and states["w0-err"] == "active"  # lessons stay
     assert report.archiving == sum(1 for s in states.values() if s == "archived")
+
+
+_PRECEDED = """
+import datetime as dt
+from expengine.lifecycle.refine.mine import mine_cluster
+rows = []
+for n in range(8):  # half the sessions look up the user first, half the order: the two are as common
+    order = ["get_user", "get_order", "refund"] if n % 2 else ["get_order", "get_user", "refund"]
+    for step, tool in enumerate(order):
+        rows.append({"id": f"s{n}-{step}", "agent": "bot", "session": f"s{n}", "goal_id": None,
+                     "ts": dt.datetime(2026, 1, 1, 0, n, step), "kind": "tool_call", "role": None,
+                     "content": None, "text": tool, "tool_name": tool, "tool_args": "{}", "tool_result": None,
+                     "tool_error": None, "outcome": None, "feedback_signal": None, "category": "tool",
+                     "pinned": False, "protected": False, "state": "active"})
+rows += [dict(r, id=r["id"] + "b", session=r["session"] + "b") for r in rows if r["tool_name"] == "refund"]
+print(list(mine_cluster(rows).preceded_by))
+"""
+
+
+def test_a_procedures_steps_called_as_often_keep_one_order_whatever_the_string_hashing():
+    """Steps with equal counts keep the first session's order (s0: get_order first), not a set's, which
+    moves with PYTHONHASHSEED: tau's procedures listed their steps either way, run to run."""
+    import subprocess
+    import sys
+
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", _PRECEDED],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in range(4)
+    }
+    assert orders == {"['get_order', 'get_user']"}
