@@ -347,10 +347,8 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
     def query(self, text: str, *, now: "dt.datetime | None" = None, **options: Any) -> "QueryResult":
         """The best `k` units and memories for `text`, scored, rendered for a prompt; unless touch=False,
         what the prompt shows is reinforced and logged for `session` / `goal_id` (what outcomes credit).
-        `options` are the fields of `operations.QueryArgs` (k, touch, agent, category, kind, outcome,
-        since, until, goal, user, project, budget, include_dormant, expand, session, goal_id). `now`
-        (naive UTC, default the wall clock): the moment recency is measured from, as `compact(now=…)`
-        is a cycle's; a replay passes the clock its cycles ran on, so its rankings do not move with the hour."""
+        `options`: the fields of `operations.QueryArgs`. `now` (naive UTC, default the wall clock): when
+        recency is measured to; a replay passes its cycles' clock, so its rankings do not move with the hour."""
         from ..operations import QueryArgs
         from ..query.search import query
 
