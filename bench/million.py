@@ -5,6 +5,7 @@ and the memory it holds), the query path's pieces, and reads by id.
                             [--out bench/results/million.json]
     python bench/million.py --query-store DIR/store-100000 [--queries 200]   # million-query.json
     python bench/million.py --ids-table 1000000                              # million-ids.json
+    python bench/million.py --grown 100000 [--chunk 10000]                   # million-grown.json
 
 The real ingest path (`Engine.ingest`, the int8 ONNX encoder a new store gets, every text distinct so
 every one is embedded) into ONE store, `--chunks` files of bench/fleet.py's short synthetic records
@@ -24,6 +25,11 @@ without their texts), the full-text searches, the sleeping turns' search and the
 `--ids-table N` times a read of 5 records by id in a DuckDB table of N synthetic records (ids as
 bench/query.py's copies spell them, a 160-character text) written as `IN (SELECT unnest(?))` and as
 `db.in_ids` writes it (the ids as parameters): what a query's reads by id cost as the store grows.
+
+`--grown N` times one `ingest` of `--chunk` fresh records into an empty store and into a store of N
+records (built once, copied for each try), with the encoder replaced by a hash of the text (`HashEmbedder`:
+what the store's writes cost, not the model's), under cProfile: the CPU seconds of each and the functions
+whose cumulative time grew most. A cost that grows with the store shows up as the difference.
 
 Issue #38 asks for 1M records at >= 1,000 records/s on 2 cores; a 1M run takes ~20 minutes of both
 cores at best, so a shorter `--records` measures the trend and the note extrapolates from it.
@@ -212,6 +218,65 @@ def measure_ids(rows: int, folder: Path) -> dict[str, Any]:
     return out
 
 
+class HashEmbedder:
+    """Unit vectors drawn from a hash of each text: as cheap as an encoder can be, distinct per text."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def encode(self, texts: list[str]) -> Any:
+        import hashlib
+
+        import numpy as np
+
+        out = np.empty((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out[row] = np.random.default_rng(seed).standard_normal(self.dim, dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def measure_grown(records: int, chunk: int, folder: Path) -> dict[str, Any]:
+    """CPU seconds and profile of one chunk into an empty store and into one of `records` (see the docstring)."""
+    import cProfile
+    import pstats
+    import shutil
+
+    from fleet import synthetic_logs
+
+    from expengine import Engine
+
+    files = synthetic_logs(folder / "logs", records + chunk, files=records // chunk + 1)
+    fresh, built = files[records // chunk], files[: records // chunk]
+    build_cpu = time.process_time()
+    for store, feed in (("empty", []), ("grown", built)):
+        with Engine(store=folder / store, embedder=HashEmbedder()) as engine:
+            for path in feed:
+                engine.ingest([str(path)])
+            engine.stats()
+    build_cpu = time.process_time() - build_cpu
+    out: dict[str, Any] = {"records": records, "chunk": chunk, "build_cpu_s": round(build_cpu, 1)}
+    cumulative: dict[str, dict[str, float]] = {}
+    for store in ("empty", "grown"):
+        shutil.copytree(folder / store, folder / f"try-{store}")
+        with Engine(store=folder / f"try-{store}", embedder=HashEmbedder()) as engine:
+            profile = cProfile.Profile()
+            cpu = time.process_time()
+            profile.enable()
+            stored = engine.ingest([str(fresh)]).stored
+            profile.disable()
+            out[f"{store}_cpu_s"] = round(time.process_time() - cpu, 2)
+            out[f"{store}_stored"] = stored
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        cumulative[store] = {f"{f}:{line}({name})": row[3] for (f, line, name), row in stats.items()}
+    grew = {
+        name: round(seconds - cumulative["empty"].get(name, 0.0), 2) for name, seconds in cumulative["grown"].items()
+    }
+    out["grew_most_s"] = dict(sorted(grew.items(), key=lambda kv: -kv[1])[:15])
+    out["load"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
@@ -224,14 +289,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--query-store", type=Path, help="time the query path on this bench/query.py store instead")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ids-table", type=int, help="time reads by id in a DuckDB table of this many rows instead")
+    parser.add_argument("--grown", type=int, help="profile one chunk into an empty store and one of this many")
+    parser.add_argument("--chunk", type=int, default=10_000, help="records of the --grown chunk")
     args = parser.parse_args(argv)
-    mode = "-ids" if args.ids_table else "-query" if args.query_store else ""
+    mode = "-ids" if args.ids_table else "-query" if args.query_store else "-grown" if args.grown else ""
     args.out = args.out or RESULTS / f"million{mode}.json"
     if args.ids_table:
         with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
             ids = {"machine": machine(), "argv": sys.argv[1:], **measure_ids(args.ids_table, Path(tmp))}
         write_json(args.out, ids)
         print(ids)
+        return
+    if args.grown:
+        with tempfile.TemporaryDirectory(prefix="bench-grown-") as tmp:
+            grown = {"machine": machine(), "argv": sys.argv[1:], **measure_grown(args.grown, args.chunk, Path(tmp))}
+        write_json(args.out, grown)
+        print(grown)
         return
     if args.query_store:
         timed = {"machine": machine(), "argv": sys.argv[1:], **measure_query(args.query_store, args.queries)}

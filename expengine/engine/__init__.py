@@ -206,8 +206,11 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
         runs, coding-agent trajectories), then the `outcomes` reports grading them; `user_field`: the users' field."""
         from ..ingest.pipeline import ingest
+        from ..store.db import INGEST_ROW_GROUP_ROWS
 
-        with self.session() as store:  # each batch's transaction records the encoder (`write_batch`)
+        # each batch's transaction records the encoder (`write_batch`); small row groups: its checkpoints
+        # rewrite what it appends, not the store's last 122,880 rows (a store held open keeps its own)
+        with self.session(row_group_rows=INGEST_ROW_GROUP_ROWS) as store:
             options: dict[str, Any] = {"strict": strict, "agent": agent, "user_field": user_field, "outcomes": outcomes}
             return ingest(store, paths, fmt=fmt, on_progress=on_progress, **options)
 
