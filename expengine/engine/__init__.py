@@ -19,7 +19,7 @@ from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
 from ..store.permissions import check_store_dir, make_store_dir, private_files
 from ..store.reindex import heal_pending, rebuild_if_pending
-from ..store.row_memo import RowMemo, unit_memo
+from ..store.row_memo import RecordMemo, unit_memo
 from ..store.store import Store
 from ..store.vectors import record_encoder, settle_encoder
 from .agent_logs import AgentLogs
@@ -80,7 +80,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         self._held = False
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
-        self._rows = RowMemo()
+        self._rows = RecordMemo()
         self._unit_rows = unit_memo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
