@@ -14,7 +14,7 @@ from ..config import Config, default_store_dir
 from ..errors import TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
-from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
+from ..store.db import INGEST_ROW_GROUP_ROWS, LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
 from ..store.permissions import check_store_dir, make_store_dir, private_files
@@ -206,11 +206,8 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         """Validate, redact, assess, embed and store events from log files (native JSONL, openai-chat
         runs, coding-agent trajectories), then the `outcomes` reports grading them; `user_field`: the users' field."""
         from ..ingest.pipeline import ingest
-        from ..store.db import INGEST_ROW_GROUP_ROWS
 
-        # each batch's transaction records the encoder (`write_batch`); small row groups: its checkpoints
-        # rewrite what it appends, not the store's last 122,880 rows (a store held open keeps its own)
-        with self.session(row_group_rows=INGEST_ROW_GROUP_ROWS) as store:
+        with self.session(row_group_rows=INGEST_ROW_GROUP_ROWS) as store:  # each batch records the encoder
             options: dict[str, Any] = {"strict": strict, "agent": agent, "user_field": user_field, "outcomes": outcomes}
             return ingest(store, paths, fmt=fmt, on_progress=on_progress, **options)
 
