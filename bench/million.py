@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder", default="onnx-int8")
     parser.add_argument("--workdir", type=Path, help="keep the store here (default: a temp folder)")
     parser.add_argument(
-        "--out", type=Path, help="default bench/results/million.json, million-query.json or million-ids.json"
+        "--out", type=Path, help="default bench/results/million.json, or million-{query,ids,grown,memo}.json"
     )
     parser.add_argument("--query-store", type=Path, help="time the query path on this bench/query.py store instead")
     parser.add_argument("--queries", type=int, default=200)
