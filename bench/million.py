@@ -397,23 +397,16 @@ def main(argv: list[str] | None = None) -> None:
     modes = {"-ids": args.ids_table, "-query": args.query_store, "-grown": args.grown, "-memo": args.memo_table}
     mode = next((name for name, asked in modes.items() if asked), "")
     args.out = args.out or RESULTS / f"million{mode}.json"
-    if args.ids_table:
-        with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
-            ids = {"machine": machine(), "argv": sys.argv[1:], **measure_ids(args.ids_table, Path(tmp))}
-        write_json(args.out, ids)
-        print(ids)
-        return
-    if args.memo_table:
-        with tempfile.TemporaryDirectory(prefix="bench-memo-") as tmp:
-            memo = {"machine": machine(), "argv": sys.argv[1:], **measure_memo(args.memo_table, Path(tmp))}
-        write_json(args.out, memo)
-        print(memo)
-        return
-    if args.grown:
-        with tempfile.TemporaryDirectory(prefix="bench-grown-") as tmp:
-            grown = {"machine": machine(), "argv": sys.argv[1:], **measure_grown(args.grown, args.chunk, Path(tmp))}
-        write_json(args.out, grown)
-        print(grown)
+    in_a_folder = {
+        "-ids": lambda folder: measure_ids(args.ids_table, folder),
+        "-memo": lambda folder: measure_memo(args.memo_table, folder),
+        "-grown": lambda folder: measure_grown(args.grown, args.chunk, folder),
+    }
+    if mode in in_a_folder:
+        with tempfile.TemporaryDirectory(prefix=f"bench{mode}-") as tmp:
+            measured = {"machine": machine(), "argv": sys.argv[1:], **in_a_folder[mode](Path(tmp))}
+        write_json(args.out, measured)
+        print(measured)
         return
     if args.query_store:
         timed = {"machine": machine(), "argv": sys.argv[1:], **measure_query(args.query_store, args.queries)}
