@@ -248,17 +248,19 @@ class Columns:
     def rows(self, ids: list[str], make: Any) -> list[Any]:
         """The rows of `ids` it holds, in the order of `ids`, each `make(values)`."""
         wanted = np.fromiter((hash(rid) for rid in ids), dtype=np.int64, count=len(ids))
-        starts = np.searchsorted(self.hashes, wanted, side="left").tolist()
-        ends = np.searchsorted(self.hashes, wanted, side="right").tolist()
-        candidates = [p for start, end in zip(starts, ends) for p in range(start, end)]
-        # equal hashes: the row whose id is this one, if any (an id it does not hold may share a hash)
-        held = dict(zip(self.ids.take(pa.array(candidates, type=pa.int64())).to_pylist(), candidates))
-        found = [(rid, held[rid]) for rid in ids if rid in held]
-        if not found:
+        starts = np.searchsorted(self.hashes, wanted, side="left")
+        counts = np.searchsorted(self.hashes, wanted, side="right") - starts
+        # every held row whose hash is an asked id's (almost always one or none), asked id by asked id
+        firsts = np.cumsum(counts) - counts
+        places = np.repeat(starts, counts) + np.arange(int(counts.sum())) - np.repeat(firsts, counts)
+        asked = np.repeat(np.asarray(ids, dtype=object), counts).tolist()
+        held = self.ids.take(pa.array(places)).to_pylist()
+        same = [have == rid for have, rid in zip(held, asked)]  # an id it does not hold may share a hash
+        if not any(same):
             return []
-        places = np.asarray([p for _, p in found], dtype=np.int64)
+        places = places[np.asarray(same)]
         values = [column.take(places) for column in self.columns]
-        return [make(row) for row in zip([rid for rid, _ in found], *values)]
+        return list(map(make, zip([rid for rid, kept in zip(asked, same) if kept], *values)))
 
 
 def _pieces(column: pa.ChunkedArray, size: int = 65536) -> Any:
