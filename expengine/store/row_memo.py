@@ -25,14 +25,16 @@ import os
 import threading
 from collections import namedtuple
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from .db import DB_ALIAS, DB_FILE, in_ids, json_ids
 from .vocabulary import UNIT_EMBEDDED_TEXT
+
+if TYPE_CHECKING:  # pyarrow is loaded when a query first reads the records' memo, never by a cron's ingest
+    import pyarrow as pa
 
 # what `query.score.rank` reads of a record (its text comes from LanceDB)
 RECORD_COLUMNS = (
@@ -197,6 +199,8 @@ class _Plain:
     column through Arrow."""
 
     def __init__(self, column: pa.Array):
+        import pyarrow as pa
+
         as_numpy = pa.types.is_timestamp(column.type) or (
             column.null_count == 0 and (pa.types.is_floating(column.type) or pa.types.is_integer(column.type))
         )
@@ -205,10 +209,12 @@ class _Plain:
     def take(self, places: np.ndarray) -> list[Any]:
         if isinstance(self.array, np.ndarray):
             return self.array[places].tolist()
-        return self.array.take(pa.array(places)).to_pylist()
+        return self.array.take(places).to_pylist()
 
 
 def _held_column(column: pa.Array) -> _Coded | _Plain:
+    import pyarrow as pa
+
     if pa.types.is_string(column.type) and column.null_count < len(column):
         encoded = column.dictionary_encode()
         if len(encoded.dictionary) * 4 < len(column):
@@ -222,6 +228,8 @@ class Columns:
     tuple per row took ~1 KB. Python's string hash is seeded per process, as is the memo."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, select: str, table: str):
+        import pyarrow as pa
+
         cursor = con.cursor()  # a relation of its own: `con` may hold a result not yet fetched
         try:
             cursor.execute(f"USE {DB_ALIAS}")
@@ -238,8 +246,8 @@ class Columns:
         by_hash = arrow.take(pa.array(order))
         self.columns = [_held_column(by_hash.column(n).combine_chunks()) for n in range(1, arrow.num_columns)]
         del arrow, by_hash
-        # the copies made on the way, which Arrow's allocator would keep: at 300k records 95 MB more
-        # resident than the memo holds (9 MB at 100k), read again after every write that settles
+        # the copies made on the way, which Arrow's allocator would keep (read again after every write
+        # that settles): at 300k records the read added 150 MB of RSS without this, 101 with it (it holds 25)
         pa.default_memory_pool().release_unused()
 
     def __len__(self) -> int:
@@ -247,6 +255,8 @@ class Columns:
 
     def rows(self, ids: list[str], make: Any) -> list[Any]:
         """The rows of `ids` it holds, in the order of `ids`, each `make(values)`."""
+        import pyarrow as pa
+
         wanted = np.fromiter((hash(rid) for rid in ids), dtype=np.int64, count=len(ids))
         starts = np.searchsorted(self.hashes, wanted, side="left")
         counts = np.searchsorted(self.hashes, wanted, side="right") - starts
