@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--chunks", type=int, default=10)
-    parser.add_argument("--encoder", default="onnx-int8")
+    parser.add_argument("--encoder", default="onnx-int8", help="or `hash`: the store's own costs (`HashEmbedder`)")
     parser.add_argument("--workdir", type=Path, help="keep the store here (default: a temp folder)")
     parser.add_argument(
         "--out", type=Path, help="default bench/results/million.json, or million-{query,ids,grown,memo}.json"
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from expengine.models.embedder import get_embedder
 
-    embedder = get_embedder(encoder=args.encoder)
+    embedder = HashEmbedder() if args.encoder == "hash" else get_embedder(encoder=args.encoder)
     embedder.encode(["warm up the model once"] * 8)
     rss = PeakRss()
     with tempfile.TemporaryDirectory(prefix="bench-million-") as tmp:
