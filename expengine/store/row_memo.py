@@ -10,9 +10,9 @@ Never used inside a transaction (its own writes are not in the files yet). Read 
 lookups in a row see the same files: a stream of writes (queries that touch what they show) keeps
 reading DuckDB instead of reloading the table after every write.
 
-The records' memo (`RecordMemo`) holds its columns as Arrow arrays, found by a sorted array of the ids'
-hashes: as a tuple per row it took ~1 KB a record and 2.5 s to read at 100k (~1 GB and ~25 s at 1M),
-as columns 18 MB and 0.22 s (`bench/million.py --memo-table 100000`).
+The records' memo (`RecordMemo`) holds its columns as numpy and Arrow arrays, found by a sorted array of the ids'
+hashes: as a tuple per row it held 55 MB at 100k records and 162 MB at 300k, as columns 8.3 and 24.9
+MB, the same rows (`bench/million.py --memo-table 100000`).
 
 The same memo holds the `units` columns queries read (`unit_memo`): the unit candidates' scoring
 columns and sources, whether a rule's LanceDB vector embeds its text (the rule slot), the projects'
@@ -224,8 +224,8 @@ def _held_column(column: pa.Array) -> _Coded | _Plain:
 
 class Columns:
     """A table's columns as arrays (repeating text as codes) in the order of `hashes`, the process's
-    `hash` of each row's id, sorted: a few dozen bytes a row and no Python object per row, where a
-    tuple per row took ~1 KB. Python's string hash is seeded per process, as is the memo."""
+    `hash` of each row's id, sorted: ~83 bytes a row and no Python object per row, where a tuple per
+    row took ~550. Python's string hash is seeded per process, as is the memo."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, select: str, table: str):
         import pyarrow as pa
@@ -282,7 +282,7 @@ def _pieces(column: pa.ChunkedArray, size: int = 65536) -> Any:
 
 class RecordMemo(RowMemo):
     """The records' memo (`RECORD_COLUMNS`) as `Columns`: `lookup` and `read` give the rows as `RowMemo`'s
-    do; what it holds grows by a few dozen bytes a record, not ~1 KB (see the module docstring)."""
+    do; what it holds grows by ~83 bytes a record, not ~550 (see the module docstring)."""
 
     def __init__(self) -> None:
         super().__init__("records", RECORD_COLUMNS)
