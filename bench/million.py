@@ -5,6 +5,8 @@ and the memory it holds), the query path's pieces, and reads by id.
                             [--out bench/results/million.json]
     python bench/million.py --query-store DIR/store-100000 [--queries 200]   # million-query.json
     python bench/million.py --ids-table 1000000                              # million-ids.json
+    python bench/million.py --grown 100000 [--chunk 10000]                   # million-grown.json
+    python bench/million.py --memo-table 100000                              # million-memo.json
 
 The real ingest path (`Engine.ingest`, the int8 ONNX encoder a new store gets, every text distinct so
 every one is embedded) into ONE store, `--chunks` files of bench/fleet.py's short synthetic records
@@ -24,6 +26,18 @@ without their texts), the full-text searches, the sleeping turns' search and the
 `--ids-table N` times a read of 5 records by id in a DuckDB table of N synthetic records (ids as
 bench/query.py's copies spell them, a 160-character text) written as `IN (SELECT unnest(?))` and as
 `db.in_ids` writes it (the ids as parameters): what a query's reads by id cost as the store grows.
+
+`--grown N` times one `ingest` of `--chunk` fresh records into an empty store and into a store of N
+records (built once, copied for each try), with the encoder replaced by a hash of the text (`HashEmbedder`:
+what the store's writes cost, not the model's), under cProfile: the CPU seconds of each and the functions
+whose cumulative time grew most. A cost that grows with the store shows up as the difference.
+
+`--memo-table N` reads the records' memo (`store.rows`: the scoring columns of every record, which a warm
+process reads whole after each write settles) from a store of N synthetic records, as a tuple per row
+(`RowMemo`, as it was) and as columns (`RecordMemo`), each in a fresh forked process: the CPU seconds of
+the read, the resident memory it added (DuckDB's cached blocks of the table included), what the memo
+itself holds (a second read, traced: Python's allocations and Arrow's), the CPU ms of a lookup of 300 ids (a query's candidates and
+sources; 5 not held), and whether both give the same rows.
 
 Issue #38 asks for 1M records at >= 1,000 records/s on 2 cores; a 1M run takes ~20 minutes of both
 cores at best, so a shorter `--records` measures the trend and the note extrapolates from it.
@@ -212,26 +226,187 @@ def measure_ids(rows: int, folder: Path) -> dict[str, Any]:
     return out
 
 
+MEMO_KINDS = ("rows", "columns")
+
+
+def _memo_in_child(db: str, kind: str, ids: list[str]) -> dict[str, Any]:
+    """One memo read and its lookups, in a forked process so that what it adds to RSS is its own."""
+    import gc
+    import hashlib
+
+    from expengine.store.db import close_database, open_database
+    from expengine.store.row_memo import RECORD_COLUMNS, RecordMemo, RowMemo
+
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * page
+
+    import tracemalloc
+
+    import pyarrow as pa
+
+    con = open_database(Path(db), read_only=True)
+    memo = RowMemo("records", RECORD_COLUMNS) if kind == "rows" else RecordMemo()
+    gc.collect()
+    before, cpu = rss(), time.process_time()
+    held = memo.load(con, Path(db).parent)
+    cpu = time.process_time() - cpu
+    gc.collect()
+    added = rss() - before
+    memo._rows = None  # read again, traced: what the memo itself holds, without DuckDB's cached blocks
+    gc.collect()
+    tracemalloc.start()
+    arrow = pa.total_allocated_bytes()
+    memo.load(con, Path(db).parent)
+    gc.collect()
+    holds = tracemalloc.get_traced_memory()[0] + pa.total_allocated_bytes() - arrow
+    tracemalloc.stop()
+    lookups = []
+    for _ in range(200):
+        started = time.process_time()
+        rows = memo.lookup(con, Path(db).parent, ids, in_transaction=False)
+        lookups.append((time.process_time() - started) * 1000)
+    close_database(con, whole=False)
+    assert rows is not None
+    return {
+        "rows": held,
+        "load_cpu_s": round(cpu, 2),
+        "rss_added_mb": round(added / 2**20, 1),
+        "holds_mb": round(holds / 2**20, 1),
+        "lookup_cpu_ms": _ms(lookups),
+        "found": len(rows),
+        "answers": hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()[:16],
+    }
+
+
+def measure_memo(rows: int, folder: Path) -> dict[str, Any]:
+    """The records' memo as rows and as columns on a store of `rows` records (see the docstring)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from expengine.store.db import DB_FILE, close_database, open_database
+
+    db = folder / DB_FILE
+    con = open_database(db)  # the store's schema, by its migrations
+    con.execute(
+        """
+        INSERT INTO records (id, content_hash, agent, ts, kind, text, importance, category, weight, state,
+                             last_access, utility, merged_ids, "user", ingested_at)
+        SELECT 'sb-' || lpad((i % 3890)::VARCHAR, 6, '0') || '~r' || (i // 3890)::VARCHAR, md5(i::VARCHAR),
+               'agent-' || (i % 20)::VARCHAR, TIMESTAMP '2026-01-01' + to_seconds(i * 37),
+               ['message', 'tool_call', 'tool_result', 'outcome'][1 + i % 4], 'text of record ' || i::VARCHAR,
+               0.5, ['tool', 'error', 'success', 'preference', 'episodic'][1 + i % 5], 1.0 - (i % 97) / 100.0,
+               ['active', 'active', 'active', 'dormant', 'archived'][1 + i % 5],
+               CASE WHEN i % 7 = 0 THEN TIMESTAMP '2026-06-01' + to_seconds(i) END, (i % 11) / 10.0,
+               CASE WHEN i % 13 = 0 THEN '["m' || i::VARCHAR || '"]' END,
+               CASE WHEN i % 3 = 0 THEN 'user-' || (i % 50)::VARCHAR END, TIMESTAMP '2026-12-01'
+        FROM range(?) t(i)
+        """,
+        [rows],
+    )
+    ids = [i for (i,) in con.execute("SELECT id FROM records USING SAMPLE 295 ROWS").fetchall()]
+    ids += [f"absent-{n}" for n in range(5)]
+    close_database(con)
+    out: dict[str, Any] = {"records": rows}
+    for kind in MEMO_KINDS:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            out[kind] = pool.submit(_memo_in_child, str(db), kind, ids).result()
+        print(kind, out[kind], file=sys.stderr, flush=True)
+    out["same_answers"] = out["rows"]["answers"] == out["columns"]["answers"]
+    out["load"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
+class HashEmbedder:
+    """Unit vectors drawn from a hash of each text: as cheap as an encoder can be, distinct per text."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def encode(self, texts: list[str]) -> Any:
+        import hashlib
+
+        import numpy as np
+
+        out = np.empty((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out[row] = np.random.default_rng(seed).standard_normal(self.dim, dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def measure_grown(records: int, chunk: int, folder: Path) -> dict[str, Any]:
+    """CPU seconds and profile of one chunk into an empty store and into one of `records` (see the docstring)."""
+    import cProfile
+    import pstats
+    import shutil
+
+    from fleet import synthetic_logs
+
+    from expengine import Engine
+
+    files = synthetic_logs(folder / "logs", records + chunk, files=records // chunk + 1)
+    fresh, built = files[records // chunk], files[: records // chunk]
+    build_cpu = time.process_time()
+    for store, feed in (("empty", []), ("grown", built)):
+        with Engine(store=folder / store, embedder=HashEmbedder()) as engine:
+            for path in feed:
+                engine.ingest([str(path)])
+            engine.stats()
+    build_cpu = time.process_time() - build_cpu
+    out: dict[str, Any] = {"records": records, "chunk": chunk, "build_cpu_s": round(build_cpu, 1)}
+    cumulative: dict[str, dict[str, float]] = {}
+    for store in ("empty", "grown"):
+        shutil.copytree(folder / store, folder / f"try-{store}")
+        with Engine(store=folder / f"try-{store}", embedder=HashEmbedder()) as engine:
+            profile = cProfile.Profile(time.process_time)
+            cpu = time.process_time()
+            profile.enable()
+            stored = engine.ingest([str(fresh)]).stored
+            profile.disable()
+            out[f"{store}_cpu_s"] = round(time.process_time() - cpu, 2)
+            out[f"{store}_stored"] = stored
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        cumulative[store] = {f"{f}:{line}({name})": row[3] for (f, line, name), row in stats.items()}
+    grew = {
+        name: round(seconds - cumulative["empty"].get(name, 0.0), 2) for name, seconds in cumulative["grown"].items()
+    }
+    out["grew_most_s"] = dict(sorted(grew.items(), key=lambda kv: -kv[1])[:15])
+    out["load"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--chunks", type=int, default=10)
-    parser.add_argument("--encoder", default="onnx-int8")
+    parser.add_argument("--encoder", default="onnx-int8", help="or `hash`: the store's own costs (`HashEmbedder`)")
     parser.add_argument("--workdir", type=Path, help="keep the store here (default: a temp folder)")
     parser.add_argument(
-        "--out", type=Path, help="default bench/results/million.json, million-query.json or million-ids.json"
+        "--out", type=Path, help="default bench/results/million.json, or million-{query,ids,grown,memo}.json"
     )
     parser.add_argument("--query-store", type=Path, help="time the query path on this bench/query.py store instead")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ids-table", type=int, help="time reads by id in a DuckDB table of this many rows instead")
+    parser.add_argument("--grown", type=int, help="profile one chunk into an empty store and one of this many")
+    parser.add_argument("--chunk", type=int, default=10_000, help="records of the --grown chunk")
+    parser.add_argument("--memo-table", type=int, help="read the records' memo of this many records instead")
     args = parser.parse_args(argv)
-    mode = "-ids" if args.ids_table else "-query" if args.query_store else ""
+    modes = {"-ids": args.ids_table, "-query": args.query_store, "-grown": args.grown, "-memo": args.memo_table}
+    mode = next((name for name, asked in modes.items() if asked), "")
     args.out = args.out or RESULTS / f"million{mode}.json"
-    if args.ids_table:
-        with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
-            ids = {"machine": machine(), "argv": sys.argv[1:], **measure_ids(args.ids_table, Path(tmp))}
-        write_json(args.out, ids)
-        print(ids)
+    in_a_folder = {
+        "-ids": lambda folder: measure_ids(args.ids_table, folder),
+        "-memo": lambda folder: measure_memo(args.memo_table, folder),
+        "-grown": lambda folder: measure_grown(args.grown, args.chunk, folder),
+    }
+    if mode in in_a_folder:
+        with tempfile.TemporaryDirectory(prefix=f"bench{mode}-") as tmp:
+            measured = {"machine": machine(), "argv": sys.argv[1:], **in_a_folder[mode](Path(tmp))}
+        write_json(args.out, measured)
+        print(measured)
         return
     if args.query_store:
         timed = {"machine": machine(), "argv": sys.argv[1:], **measure_query(args.query_store, args.queries)}
@@ -243,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from expengine.models.embedder import get_embedder
 
-    embedder = get_embedder(encoder=args.encoder)
+    embedder = HashEmbedder() if args.encoder == "hash" else get_embedder(encoder=args.encoder)
     embedder.encode(["warm up the model once"] * 8)
     rss = PeakRss()
     with tempfile.TemporaryDirectory(prefix="bench-million-") as tmp:

@@ -1,5 +1,6 @@
-"""A cron's `ingest --from-agents` appends in small row groups, so DuckDB's checkpoints rewrite one small
-row group instead of the whole growing records table (its peak memory, `bench/sources.py`)."""
+"""Every ingest appends in small row groups, so DuckDB's checkpoints rewrite one small row group instead of
+the whole growing records table and embedding cache (a cron's peak memory, `bench/sources.py`; the CPU of
+an ingest into a grown store, `bench/million.py --grown`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from test_agent_sources import claude_line, session_file
 
 import expengine.ingest.agents as agents
 from expengine.store.db import (
-    CRON_ROW_GROUP_ROWS,
     DB_FILE,
+    INGEST_ROW_GROUP_ROWS,
     close_database,
     drop_table_blocks,
     open_database,
@@ -25,7 +26,7 @@ def attach_options(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("defer_index", [True, False])
-def test_only_a_deferred_ingest_attaches_the_store_with_small_row_groups(
+def test_an_ingest_from_agents_attaches_the_store_with_small_row_groups(
     home: Path, make_engine, monkeypatch: pytest.MonkeyPatch, defer_index: bool
 ):
     session_file(home, [claude_line(n) for n in range(4)])
@@ -39,13 +40,61 @@ def test_only_a_deferred_ingest_attaches_the_store_with_small_row_groups(
     monkeypatch.setattr(agents, "ingest_agents", watched)
     result = make_engine().ingest_agents(["claude-code"], defer_index=defer_index)
     assert result.ingest.stored > 0
-    expected = str(CRON_ROW_GROUP_ROWS) if defer_index else None
-    assert seen and seen[0].get("row_group_size") == expected
+    assert seen and seen[0].get("row_group_size") == str(INGEST_ROW_GROUP_ROWS)
+
+
+def test_an_ingest_keeps_the_full_row_groups_of_what_the_store_held(make_engine, write_jsonl):
+    """The second ingest's checkpoints leave the first one's full row group (its vectors, 1.5 KB each,
+    compressed again at every rewrite) on the blocks it was written to; only the unfilled one is rewritten."""
+    import expengine.ingest.pipeline as pipeline
+
+    events = [
+        {
+            "id": f"e{n}",
+            "ts": "2026-01-01T00:00:00Z",
+            "agent": "a",
+            "session": "s",
+            "kind": "message",
+            "role": "user",
+            "content": f"step {n} done",
+        }
+        for n in range(5200)
+    ]
+    engine = make_engine()
+    seen: list[dict[str, str]] = []
+    real = pipeline.ingest
+
+    def watched(store, *args, **kwargs):
+        seen.append(attach_options(store.con))
+        return real(store, *args, **kwargs)
+
+    def blocks(group: int) -> set[tuple]:
+        with engine.session() as store:
+            return set(
+                store.con.execute(
+                    "SELECT column_name, segment_id, block_id FROM pragma_storage_info('embeddings') "
+                    "WHERE row_group_id = ? AND block_id >= 0",
+                    [group],
+                ).fetchall()
+            )
+
+    pipeline.ingest = watched
+    try:
+        assert engine.ingest([write_jsonl("first.jsonl", events[:2200])]).stored == 2200
+        first_group = blocks(0)
+        assert engine.ingest([write_jsonl("second.jsonl", events[2200:])]).stored == 3000
+    finally:
+        pipeline.ingest = real
+    assert first_group and blocks(0) == first_group
+    assert [options.get("row_group_size") for options in seen] == [str(INGEST_ROW_GROUP_ROWS)] * 2
+    with engine.session() as store:
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone() == (5200,)
+        assert store.con.execute("SELECT count(DISTINCT id) FROM records").fetchone() == (5200,)
 
 
 def test_rows_appended_in_small_row_groups_fill_them_and_read_back_as_written(tmp_path: Path):
     path = tmp_path / DB_FILE
-    con = open_database(path, row_group_rows=CRON_ROW_GROUP_ROWS)
+    con = open_database(path, row_group_rows=INGEST_ROW_GROUP_ROWS)
     try:
         con.execute("CREATE TABLE lines (n INTEGER, text VARCHAR)")
         for start in range(0, 5000, 500):  # one commit per batch, as an ingest writes
@@ -74,7 +123,7 @@ def test_a_deferred_ingest_keeps_no_vectors_in_memory(home: Path, make_engine):
 
 def test_dropping_table_blocks_frees_duckdb_memory_and_keeps_every_row(tmp_path: Path):
     path = tmp_path / DB_FILE
-    con = open_database(path, row_group_rows=CRON_ROW_GROUP_ROWS)
+    con = open_database(path, row_group_rows=INGEST_ROW_GROUP_ROWS)
     try:
         con.execute("CREATE TABLE lines (n INTEGER PRIMARY KEY, text VARCHAR)")
         for start in range(0, 4000, 500):

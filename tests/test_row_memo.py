@@ -86,9 +86,82 @@ def test_warm_moves_what_it_read_out_of_the_cyclic_collector(make_engine, write_
     try:
         engine.warm()
         with engine.session() as store:
-            rows = store.rows.current(store.con, store.dir, in_transaction=store.in_transaction)
-            assert rows is not None and "m1" in rows
-            assert gc.get_freeze_count() > len(rows)
-            assert not any(r is rows for r in gc.get_objects(generation=2)), "the memo is in the permanent generation"
+            units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
+            records = store.rows._rows  # columns: a few arrays, not an object per record
+            assert units is not None and records is not None and len(records) == 2
+            assert gc.get_freeze_count() > 0
+            for memo in (units, records):
+                assert not any(r is memo for r in gc.get_objects(generation=2)), (
+                    "the memo is in the permanent generation"
+                )
     finally:
         gc.unfreeze()  # the test process's collector as it was
+
+
+def _memo_store(tmp_path, count: int):
+    """A store's database with `count` records whose scoring columns vary (NULLs included)."""
+    from expengine.store.db import DB_FILE, open_database
+
+    con = open_database(tmp_path / DB_FILE)
+    con.execute(
+        """
+        INSERT INTO records (id, content_hash, agent, ts, kind, text, importance, category, weight, state,
+                             last_access, utility, merged_ids, "user", ingested_at)
+        SELECT 'r' || i::VARCHAR, md5(i::VARCHAR), 'agent-' || (i % 3)::VARCHAR, TIMESTAMP '2026-01-01' + to_seconds(i),
+               ['message', 'tool_call'][1 + i % 2], 'text ' || i::VARCHAR, 0.5, 'tool', 1.0 - i / 1000.0,
+               ['active', 'dormant', 'archived'][1 + i % 3],
+               CASE WHEN i % 4 = 0 THEN TIMESTAMP '2026-06-01 10:00:00.123456' + to_seconds(i) END,
+               i / 7.0, CASE WHEN i % 5 = 0 THEN '["m' || i::VARCHAR || '"]' END,
+               CASE WHEN i % 2 = 0 THEN 'user-' || (i % 9)::VARCHAR END, TIMESTAMP '2026-12-01'
+        FROM range(?) t(i)
+        """,
+        [count],
+    )
+    return con
+
+
+def test_the_records_memo_as_columns_gives_the_rows_duckdb_gives(tmp_path):
+    """`RecordMemo` holds columns, not a tuple per row: its rows are DuckDB's, value for value and type
+    for type, in the order asked, without the ids it does not hold."""
+    from expengine.store.db import close_database
+    from expengine.store.row_memo import RecordMemo
+
+    con = _memo_store(tmp_path, 3000)
+    try:
+        con.execute("CHECKPOINT")
+        memo = RecordMemo()
+        assert memo.load(con, tmp_path) == 3000
+        ids = ["r2999", "absent", "r0", "r5", "r1234", "r7", "also-absent", "r20"]
+        rows = memo.lookup(con, tmp_path, ids, in_transaction=False)
+        expected = {r.id: r for r in memo.read(con, ids)}
+        assert rows == [expected[i] for i in ids if i in expected] and len(rows) == 6
+        for got in rows:
+            want = expected[got.id]
+            assert [type(v) for v in got] == [type(v) for v in want]
+        assert rows[2].last_access is None and rows[1].merged_ids == '["m0"]' and rows[2].user is None
+        assert memo.lookup(con, tmp_path, [], in_transaction=False) == []
+        assert memo.lookup(con, tmp_path, ids, in_transaction=True) is None
+    finally:
+        close_database(con, whole=False)
+
+
+def test_the_records_memo_finds_a_row_among_ids_that_share_its_hash(tmp_path):
+    """Ids whose hashes are equal (forced here: every held hash made one value) are told apart by the id."""
+    from expengine.store.db import close_database
+    from expengine.store.row_memo import RecordMemo
+
+    con = _memo_store(tmp_path, 50)
+    try:
+        memo = RecordMemo()
+        memo.load(con, tmp_path)
+        columns = memo._rows
+        r41, r3 = (memo.read(con, [i])[0] for i in ("r41", "r3"))
+        columns.hashes[:] = hash("r41")  # every row in the range a lookup of r41 searches
+        assert memo.lookup(con, tmp_path, ["r41"], in_transaction=False) == [r41]
+        assert memo.lookup(con, tmp_path, ["r41", "r41"], in_transaction=False) == [r41, r41]
+        columns.hashes[:] = hash("r3")
+        assert memo.lookup(con, tmp_path, ["r41", "r3"], in_transaction=False) == [r3]
+        columns.hashes[:] = hash("nope")  # an id it does not hold, whose hash every row shares
+        assert memo.lookup(con, tmp_path, ["nope"], in_transaction=False) == []
+    finally:
+        close_database(con, whole=False)

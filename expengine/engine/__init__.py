@@ -14,12 +14,12 @@ from ..config import Config, default_store_dir
 from ..errors import TooLargeError
 from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
-from ..store.db import LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
+from ..store.db import INGEST_ROW_GROUP_ROWS, LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
 from ..store.embeddings import VectorMemo
 from ..store.index import UNITS, Index
 from ..store.permissions import check_store_dir, make_store_dir, private_files
 from ..store.reindex import heal_pending, rebuild_if_pending
-from ..store.row_memo import RowMemo, unit_memo
+from ..store.row_memo import RecordMemo, unit_memo
 from ..store.store import Store
 from ..store.vectors import record_encoder, settle_encoder
 from .agent_logs import AgentLogs
@@ -80,7 +80,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         self._held = False
         self._index: Index | None = None  # the LanceDB tables, kept open between calls
         self._memo = VectorMemo()
-        self._rows = RowMemo()
+        self._rows = RecordMemo()
         self._unit_rows = unit_memo()
         self._host: Any = None  # the in-memory DuckDB the store's file is attached to per call
         self._reembedding = False  # reindex: the store may hold another encoder's vectors, which it replaces
@@ -207,7 +207,7 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
         runs, coding-agent trajectories), then the `outcomes` reports grading them; `user_field`: the users' field."""
         from ..ingest.pipeline import ingest
 
-        with self.session() as store:  # each batch's transaction records the encoder (`write_batch`)
+        with self.session(row_group_rows=INGEST_ROW_GROUP_ROWS) as store:  # each batch records the encoder
             options: dict[str, Any] = {"strict": strict, "agent": agent, "user_field": user_field, "outcomes": outcomes}
             return ingest(store, paths, fmt=fmt, on_progress=on_progress, **options)
 

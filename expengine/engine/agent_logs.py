@@ -43,12 +43,11 @@ class AgentLogs:
         `defer_index` (a one-shot process: the CLI's cron run), the records go into DuckDB only and the
         next open of the store that heals (the nightly `compact`, or the first query) appends them to
         LanceDB; this process then loads neither lance nor lancedb, so its peak memory is the encoder's
-        and DuckDB's, and what it appends goes into small row groups (`CRON_ROW_GROUP_ROWS`), so DuckDB's
+        and DuckDB's. Like any ingest, it appends in small row groups (`INGEST_ROW_GROUP_ROWS`), so DuckDB's
         checkpoints rewrite little. A process that keeps the store open (a server) must not defer: it would
         not heal."""
         from ..ingest.agents import ingest_agents
-        from ..store.db import CRON_ROW_GROUP_ROWS
+        from ..store.db import INGEST_ROW_GROUP_ROWS
 
-        rows = CRON_ROW_GROUP_ROWS if defer_index else None
-        with self.session(heal=not defer_index, row_group_rows=rows) as store:
+        with self.session(heal=not defer_index, row_group_rows=INGEST_ROW_GROUP_ROWS) as store:
             return ingest_agents(store, tools, roots, strict=strict, defer_index=defer_index)

@@ -39,11 +39,13 @@ REPAIR_HINT = "run `expengine repair` to put the newest good snapshot back (see 
 # in its own partly filled block, so on the sample logs 256 KiB blocks made a fresh copy 12.3 MB, 16 KiB
 # ones 8.5 MB. A file keeps the block size it was made with.
 BLOCK_SIZE = 16384
-# rows per row group in what a cron's `ingest --from-agents` appends: a checkpoint rewrites the table's last,
-# unfilled row group whole, and at DuckDB's default of 122,880 rows that is every record of most stores
-# (the cron run after 20 of 2,000 session files grew: 281-283 MB at the default, 239-249 MB at 2,048;
-# `bench/sources.py`)
-CRON_ROW_GROUP_ROWS = 2048
+# rows per row group in what an ingest appends: a checkpoint rewrites the table's last, unfilled row group
+# whole, and at DuckDB's default of 122,880 rows that is every record of most stores, and every vector of
+# the embedding cache (1.5 KB each, compressed again every time): 10k records into a 100k store took 12.2
+# CPU s at the default, 7.5 at 2,048, as into an empty one (7.2; `bench/million.py --grown 100000`). A cron's
+# `ingest --from-agents` after 20 of 2,000 session files grew: 281-283 MB at the default, 239-249 MB at
+# 2,048 (`bench/sources.py`)
+INGEST_ROW_GROUP_ROWS = 2048
 # what DuckDB may keep of a cron ingest's table blocks before `drop_table_blocks`: it keeps every block a
 # checkpoint writes, so a first run's memory grew with the store (2,000 session files: 35 MB of blocks by
 # the end, peak 297 MB; 12 MB and 271 MB with this bound, `bench/sources.py`)
@@ -128,7 +130,7 @@ def open_database(
     """Attach the file to `host` (a new one when None), check it is whole, and apply any migrations not yet
     applied, in order, each in its own transaction; a connection of its own whose default database it
     is, closed by `close_database`. `read_only`: for a store this user cannot write; it must need no
-    migration. `row_group_rows`: the row group size of what this attachment appends (`CRON_ROW_GROUP_ROWS`);
+    migration. `row_group_rows`: the row group size of what this attachment appends (`INGEST_ROW_GROUP_ROWS`);
     DuckDB keeps it for the attachment only, not in the file."""
     short = short_of_its_header(path)
     con = (host or database_host()).cursor()

@@ -19,7 +19,7 @@ from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_database, utc
 from .embeddings import EmbeddingCache, VectorMemo
 from .index import Index
 from .lance_rows import storage_options
-from .row_memo import RowMemo, unit_memo
+from .row_memo import RecordMemo, RowMemo, unit_memo
 from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
@@ -47,7 +47,7 @@ class Store:
         index: Index | None = None,
         memo: VectorMemo | None = None,
         host: duckdb.DuckDBPyConnection | None = None,
-        rows: RowMemo | None = None,
+        rows: RecordMemo | None = None,
         unit_rows: RowMemo | None = None,
         row_group_rows: int | None = None,
     ):
@@ -68,7 +68,7 @@ class Store:
         self.index = index or store_index(self.dir, config)
         self.index.tokenizer = self.text_tokenizer
         self.embeddings = EmbeddingCache(self.con, embedder, memo, self.index)
-        self.rows = rows or RowMemo()  # the records' scoring columns, in memory while the files are unchanged
+        self.rows = rows or RecordMemo()  # the records' scoring columns, in memory while the files are unchanged
         self.unit_rows = unit_rows or unit_memo()  # the units' columns queries read, the same way
         self._depth = 0
         self._lent = False  # a `reader` view was made: another thread may hold a cursor on this connection
