@@ -312,11 +312,10 @@ class EmbeddingCache:
         showing that memory would embed it again, and appending one row made DuckDB rewrite the cache's
         whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store)."""
         model = self.name
-        settled = self._settle_recent(model)
         if not self._indexes(model):
-            if self.recent is not None:
-                self.recent.delete(settled)
+            self.settle_recent()
             return 0
+        settled = self._settle_recent(model, leave_indexed=True)
         self._keep_shared(model)
         gone = self.con.execute(
             "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
@@ -326,12 +325,23 @@ class EmbeddingCache:
         ).fetchone()
         if self.recent is not None:
             self.recent.delete(settled)
+        self.settle_recent()
         return int(gone[0]) if gone else 0
 
-    def _settle_recent(self, model: str) -> list[Path]:
-        """Put the recent files' vectors into the table, but those of texts only memories in LanceDB hold
-        (which `drop_indexed` would delete at once); the files, for the caller to delete once the table
-        has them. A vector the table holds already stays as it is."""
+    def settle_recent(self, *, every_model: bool = False) -> None:
+        """Put the recent files' vectors into the table and delete the files: those of other models than
+        the one LanceDB holds (at a cycle, `drop_indexed`), or with `every_model` all (before a reindex
+        makes LanceDB another model's)."""
+        if self.recent is None:
+            return
+        for model in self.recent.models():
+            if every_model or model != self.name or not self._indexes(model):
+                self.recent.delete(self._settle_recent(model, leave_indexed=False))
+
+    def _settle_recent(self, model: str, *, leave_indexed: bool) -> list[Path]:
+        """Put the recent files' vectors of `model` into the table (`leave_indexed`: but those of texts only
+        memories in LanceDB hold, which `drop_indexed` would delete at once); the files, for the caller to
+        delete once the table has them. A vector the table holds already stays as it is."""
         import pyarrow as pa
 
         if self.recent is None:
@@ -339,6 +349,13 @@ class EmbeddingCache:
         files, vectors = self.recent.everything(model)
         if not vectors:
             return files
+        leave = (
+            "WHERE text_hash NOT IN "
+            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}) "
+            if leave_indexed
+            else ""
+        )
         rows = pa.table(
             {
                 "text_hash": list(vectors),
@@ -348,10 +365,7 @@ class EmbeddingCache:
         with arrow_view(self.con, "settled_vectors", rows):
             self.con.execute(
                 "INSERT INTO embeddings (text_hash, model, vector, float16) "
-                "SELECT text_hash, ?, vector, false FROM settled_vectors WHERE text_hash NOT IN "
-                f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
-                f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}) "
-                "ON CONFLICT DO NOTHING",
+                f"SELECT text_hash, ?, vector, false FROM settled_vectors {leave}ON CONFLICT DO NOTHING",
                 [model],
             )
         return files

@@ -27,8 +27,9 @@ def _model_key(model: str) -> str:
 
 
 class RecentVectors:
-    """One folder of files, each a NumPy array of (text hash, float32 vector) rows of one model; the hashes
-    of each file read are kept in memory (the files never change, only go)."""
+    """One folder of files, each a NumPy array of (text hash, float32 vector) rows of one model, named by a
+    hash of the model's name (whose `.model` file holds the name); the hashes of each file read are kept
+    in memory (the files never change, only go)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -40,6 +41,16 @@ class RecentVectors:
             return []
         return sorted(self.folder.glob(f"{_model_key(model)}-*.npy"))
 
+    def models(self) -> list[str]:
+        """The models whose vectors the files hold."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(
+            path.read_text(encoding="utf-8")
+            for path in self.folder.glob("*.model")
+            if any(self.folder.glob(f"{path.stem}-*.npy"))
+        )
+
     def add(self, model: str, vectors: dict[str, np.ndarray]) -> None:
         """Write `vectors` (hash -> vector) as one new file (whole or not at all: written aside, then renamed)."""
         if not vectors:
@@ -48,6 +59,12 @@ class RecentVectors:
         rows = np.zeros(len(vectors), dtype=[("hash", "S32"), ("vector", "<f4", (stacked.shape[1],))])
         rows["hash"] = [h.encode("ascii") for h in vectors]
         rows["vector"] = stacked
+        named = self.folder / f"{_model_key(model)}.model"
+        if not named.exists():
+            self.folder.mkdir(exist_ok=True)
+            aside = self.folder / (TMP_PREFIX + named.name)
+            aside.write_text(model, encoding="utf-8")
+            os.replace(aside, named)
         self._write(_model_key(model), rows)
 
     def _write(self, key: str, rows: np.ndarray) -> None:
