@@ -20,10 +20,10 @@ import numpy as np
 
 from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
-from .db import arrow_view, in_ids, insert_columns
+from .db import in_ids, insert_columns
 from .filters import sql_str
 from .recent_vectors import RecentVectors
-from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_blobs, vector_bytes
+from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_bytes
 from .vocabulary import INDEXED_RECORDS_SQL
 
 if TYPE_CHECKING:
@@ -342,33 +342,13 @@ class EmbeddingCache:
         """Put the recent files' vectors of `model` into the table (`leave_indexed`: but those of texts only
         memories in LanceDB hold, which `drop_indexed` would delete at once); the files, for the caller to
         delete once the table has them. A vector the table holds already stays as it is."""
-        import pyarrow as pa
-
         if self.recent is None:
             return []
-        files, vectors = self.recent.everything(model)
-        if not vectors:
-            return files
-        leave = (
-            "WHERE text_hash NOT IN "
-            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
-            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}) "
-            if leave_indexed
-            else ""
+        only_indexed = (
+            f"SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}"
         )
-        rows = pa.table(
-            {
-                "text_hash": list(vectors),
-                "vector": vector_blobs(np.stack(list(vectors.values()))),
-            }
-        )
-        with arrow_view(self.con, "settled_vectors", rows):
-            self.con.execute(
-                "INSERT INTO embeddings (text_hash, model, vector, float16) "
-                f"SELECT text_hash, ?, vector, false FROM settled_vectors {leave}ON CONFLICT DO NOTHING",
-                [model],
-            )
-        return files
+        return self.recent.move_into(self.con, model, leave=only_indexed if leave_indexed else None)
 
     def _keep_shared(self, model: str) -> None:
         """Cache, as `keep_leaving` does, LanceDB's vectors of the texts that memories out of it hold and

@@ -17,7 +17,11 @@ import threading
 import uuid
 from pathlib import Path
 
+import duckdb
 import numpy as np
+
+from .db import arrow_view
+from .vector_bytes import vector_blobs
 
 TMP_PREFIX = ".tmp-"
 
@@ -109,6 +113,25 @@ class RecentVectors:
             if rows is not None:
                 vectors.update(zip((h.decode("ascii") for h in rows["hash"].tolist()), np.array(rows["vector"])))
         return files, vectors
+
+    def move_into(self, con: duckdb.DuckDBPyConnection, model: str, *, leave: str | None) -> list[Path]:
+        """Insert the vectors of `model` into the cache table (but those whose hash the query `leave`
+        gives; a row the table holds stays as it is); the files they came from, for the caller to delete
+        once the table has them."""
+        import pyarrow as pa
+
+        files, vectors = self.everything(model)
+        if not vectors:
+            return files
+        rows = pa.table({"text_hash": list(vectors), "vector": vector_blobs(np.stack(list(vectors.values())))})
+        where = f"WHERE text_hash NOT IN ({leave}) " if leave else ""
+        with arrow_view(con, "settled_vectors", rows):
+            con.execute(
+                "INSERT INTO embeddings (text_hash, model, vector, float16) "
+                f"SELECT text_hash, ?, vector, false FROM settled_vectors {where}ON CONFLICT DO NOTHING",
+                [model],
+            )
+        return files
 
     def delete(self, files: list[Path]) -> None:
         """Delete these files, and any a killed write left half made."""
