@@ -250,3 +250,32 @@ def test_a_store_that_lent_a_reader_view_keeps_its_file_for_the_readers_cursors(
         assert not store.shed_free_blocks(share=0.0)  # a server's query thread may be reading through it
         assert view.con.execute("SELECT count(*) FROM records").fetchone()[0] == len(BOOKING)  # type: ignore[index]
         view.con.close()
+
+
+def test_record_tokens_lose_their_key_and_keep_their_counts(make_engine, write_jsonl, tmp_path):
+    """`m020_record_tokens_unkeyed`: a store whose counts were keyed by id keeps them, unkeyed, and a
+    cycle adds the new records' counts once."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    engine.compact(refine=False)
+    engine.close()
+    path = tmp_path / "store" / DB_FILE
+    con = duckdb.connect(str(path))
+    counts = sorted(con.execute("SELECT id, tokens FROM record_tokens").fetchall())
+    con.execute("CREATE TABLE keyed (id VARCHAR PRIMARY KEY, tokens INTEGER NOT NULL)")  # as m019 made it
+    con.execute("INSERT INTO keyed SELECT * FROM record_tokens")
+    con.execute("DROP TABLE record_tokens")
+    con.execute("ALTER TABLE keyed RENAME TO record_tokens")
+    con.execute("DELETE FROM migrations WHERE name = 'm020_record_tokens_unkeyed'")
+    con.close()
+    assert counts
+    engine = make_engine()
+    engine.ingest([write_jsonl("b.jsonl", CHATTER)])
+    engine.compact(refine=False)
+    with engine.session() as store:
+        assert not store.con.execute(
+            "SELECT * FROM duckdb_constraints() WHERE table_name = 'record_tokens' AND constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+        after = store.con.execute("SELECT id, count(*) FROM record_tokens GROUP BY id").fetchall()
+        assert len(after) == len(BOOKING + REFUND + CHATTER) and {n for _, n in after} == {1}
+        assert set(counts) <= set(store.con.execute("SELECT id, tokens FROM record_tokens").fetchall())
