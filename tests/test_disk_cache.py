@@ -21,6 +21,15 @@ def column_type(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchone()[0]  # type: ignore[index]
 
 
+def cache_recent(engine) -> None:
+    """Put the vectors ingest left in the recent files into the cache table, where ingest wrote them
+    before `store.recent_vectors` (what a store made then holds)."""
+    with engine.session() as store:
+        files, vectors = store.recent_vectors.everything(store.embeddings.name)
+        store.embeddings._write(store.embeddings.name, vectors)
+        store.recent_vectors.delete(files)
+
+
 def make_float32_store(path) -> dict[str, np.ndarray]:
     """Turn a store's cache back into the float32 lists of before `m011_embeddings_blob`; its vectors."""
     con = duckdb.connect(str(path))
@@ -42,6 +51,7 @@ def test_a_float32_cache_is_converted_to_float16_on_open_and_nothing_is_embedded
 ):
     engine = make_engine()
     first = engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    cache_recent(engine)
     engine.close()
     path = tmp_path / "store" / DB_FILE
     before = make_float32_store(path)
@@ -61,6 +71,7 @@ def test_a_float32_cache_is_converted_to_float16_on_open_and_nothing_is_embedded
 def test_a_conversion_that_fails_midway_leaves_the_float32_cache_whole(make_engine, write_jsonl, tmp_path, monkeypatch):
     engine = make_engine()
     engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    cache_recent(engine)
     engine.close()
     path = tmp_path / "store" / DB_FILE
     before = make_float32_store(path)
@@ -102,6 +113,7 @@ def test_a_cycle_leaves_the_vectors_lancedb_holds_to_it_and_archiving_puts_them_
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
     with engine.session() as store:
         before = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        before += len(store.recent_vectors.everything(store.embeddings.name)[1])  # ingest's, out of the table
     engine.compact(refine=False)
     embedded = counting.texts
     with engine.session() as store:
@@ -138,8 +150,10 @@ def test_an_archived_memory_keeps_lancedbs_float16_vector_and_why_and_revive_use
     with engine.session() as store:
         rows = store.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} ORDER BY id").fetchall()
         (fresh_id, fresh_text), (dropped_id, dropped_text) = rows[0], rows[1]
-        assert cached_row(store, fresh_text) == (4 * embedder.dim, False)  # float32 as ingest cached it
+        assert cached_row(store, fresh_text) is None  # float32 as ingest cached it, in the recent files
+        assert store.recent_vectors.get(store.embeddings.name, [text_hash(fresh_text)])
         store.embeddings.drop_indexed()
+        assert not store.recent_vectors.files(store.embeddings.name)
         assert cached_row(store, dropped_text) is None  # LanceDB holds it
         held = store.index.vectors(MEMORIES, [fresh_id, dropped_id])
         set_state(store, [fresh_id, dropped_id], "archived", reason="test")
@@ -241,3 +255,41 @@ def test_a_snapshot_from_before_the_float16_flag_takes_only_the_float32_vectors(
         text_hash("book a flight to Tokyo"): 4 * embedder.dim,
         text_hash("the refund window is 30 days"): 4 * embedder.dim,
     }
+
+
+def test_ingest_keeps_its_vectors_out_of_the_cache_table_until_the_cycle(make_engine, write_jsonl, embedder):
+    """Ingest's vectors go to the recent files (each call's into the table rewrote its whole row group at
+    the call's checkpoint); a later process reads the same float32 vectors from them, and the cycle moves
+    those LanceDB does not hold into the table and deletes the files."""
+    counting = Counting(embedder)
+    engine = make_engine(embedder=counting)
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    embedded = counting.texts
+    with engine.session() as store:
+        model = store.embeddings.name
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone() == (0,)
+        _, recent = store.recent_vectors.everything(model)
+        texts = [t for (t,) in store.con.execute("SELECT DISTINCT text FROM records ORDER BY text").fetchall()]
+        assert {text_hash(t) for t in texts} <= recent.keys()
+        store.embeddings.memo = VectorMemo()  # as a later process reads it
+        assert np.array_equal(store.embeddings.encode(texts), np.stack([recent[text_hash(t)] for t in texts]))
+        archived = store.con.execute(f"SELECT id, text FROM records WHERE {INDEXED_SQL} ORDER BY id LIMIT 1").fetchone()
+        store.con.execute("INSERT INTO pending_index VALUES (?, 'memory')", [archived[0]])  # as a kill leaves it
+        store.embeddings.drop_indexed()
+        assert not store.recent_vectors.files(model)
+        assert cached_row(store, archived[1]) == (4 * embedder.dim, False)  # not in LanceDB: kept, as ingest made it
+        kept = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        assert 0 < kept < len(texts)
+    assert counting.texts == embedded
+
+
+def test_forget_drops_the_forgotten_texts_vectors_from_the_recent_files(make_engine, write_jsonl):
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    with engine.session() as store:
+        gone_id, gone_text = store.con.execute("SELECT id, text FROM records ORDER BY id LIMIT 1").fetchone()
+        left = store.con.execute("SELECT text FROM records WHERE text != ? LIMIT 1", [gone_text]).fetchone()[0]
+    engine.forget(ids=[gone_id])
+    with engine.session() as store:
+        _, recent = store.recent_vectors.everything(store.embeddings.name)
+        assert text_hash(gone_text) not in recent and text_hash(left) in recent

@@ -16,7 +16,7 @@ from helpers import BOOKING, CHATTER, DIM, REFUND, rows
 
 from expengine.lifecycle.snapshot import PACKED_DB, snapshot_database, snapshot_files
 from expengine.store.chunks import MANIFEST
-from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, SNAPSHOT_DIR, link_tree
+from expengine.store.db import BLOCK_SIZE, DB_FILE, LANCE_DIR, RECENT_DIR, SNAPSHOT_DIR, link_tree
 from expengine.store.index import MEMORIES, Index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +38,12 @@ def count(path: Path, table: str) -> int:
         con.close()
 
 
+def cached_vectors(store: Path) -> int:
+    """The vectors a store caches: in its cache table, and ingest's in the recent files (`RECENT_DIR`)."""
+    recent = sum(len(np.load(p)) for p in (store / RECENT_DIR).glob("*.npy"))
+    return count(store / DB_FILE, "embeddings") + recent
+
+
 def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(make_engine, write_jsonl, tmp_path):
     engine = make_engine()
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
@@ -46,7 +52,7 @@ def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(mak
     engine.close()
     store = tmp_path / "store"
     folder = store / SNAPSHOT_DIR / snap.id
-    cached = count(store / DB_FILE, "embeddings")
+    cached = cached_vectors(store)
     assert not (folder / DB_FILE).exists() and not (folder / PACKED_DB).exists() and (folder / MANIFEST).exists()
     with snapshot_database(folder) as copy:
         assert count(copy, "embeddings") == 0 < cached
@@ -59,7 +65,7 @@ def test_a_snapshot_leaves_out_cached_vectors_and_a_restore_keeps_the_stores(mak
     engine = make_engine()
     assert engine.restore(snap.id).raw_after == len(BOOKING + REFUND)
     engine.close()
-    assert count(store / DB_FILE, "embeddings") == cached  # the replaced store's vectors, none embedded again
+    assert cached_vectors(store) == cached  # the replaced store's vectors, none embedded again
     assert {p: p.read_bytes() for p in kept} == kept  # the snapshot itself is left as it was
     hits = make_engine().query("request_refund error: order W123 is past the 30 day refund window", k=3, touch=False)
     assert hits.hits and hits.hits[0].id == "r04"
@@ -244,3 +250,32 @@ def test_a_store_that_lent_a_reader_view_keeps_its_file_for_the_readers_cursors(
         assert not store.shed_free_blocks(share=0.0)  # a server's query thread may be reading through it
         assert view.con.execute("SELECT count(*) FROM records").fetchone()[0] == len(BOOKING)  # type: ignore[index]
         view.con.close()
+
+
+def test_record_tokens_lose_their_key_and_keep_their_counts(make_engine, write_jsonl, tmp_path):
+    """`m020_record_tokens_unkeyed`: a store whose counts were keyed by id keeps them, unkeyed, and a
+    cycle adds the new records' counts once."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    engine.compact(refine=False)
+    engine.close()
+    path = tmp_path / "store" / DB_FILE
+    con = duckdb.connect(str(path))
+    counts = sorted(con.execute("SELECT id, tokens FROM record_tokens").fetchall())
+    con.execute("CREATE TABLE keyed (id VARCHAR PRIMARY KEY, tokens INTEGER NOT NULL)")  # as m019 made it
+    con.execute("INSERT INTO keyed SELECT * FROM record_tokens")
+    con.execute("DROP TABLE record_tokens")
+    con.execute("ALTER TABLE keyed RENAME TO record_tokens")
+    con.execute("DELETE FROM migrations WHERE name = 'm020_record_tokens_unkeyed'")
+    con.close()
+    assert counts
+    engine = make_engine()
+    engine.ingest([write_jsonl("b.jsonl", CHATTER)])
+    engine.compact(refine=False)
+    with engine.session() as store:
+        assert not store.con.execute(
+            "SELECT * FROM duckdb_constraints() WHERE table_name = 'record_tokens' AND constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+        after = store.con.execute("SELECT id, count(*) FROM record_tokens GROUP BY id").fetchall()
+        assert len(after) == len(BOOKING + REFUND + CHATTER) and {n for _, n in after} == {1}
+        assert set(counts) <= set(store.con.execute("SELECT id, tokens FROM record_tokens").fetchall())

@@ -26,7 +26,9 @@ def recorded(engine: Engine) -> tuple | None:
 
 
 def cached_models(engine: Engine) -> set[str]:
-    return {m for (m,) in engine.store.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
+    """The models of the cached vectors: the cache table's and ingest's recent files' (`RecentVectors`)."""
+    table = {m for (m,) in engine.store.con.execute("SELECT DISTINCT model FROM embeddings").fetchall()}
+    return table | set(engine.store.recent_vectors.models())
 
 
 def hit_ids(engine: Engine) -> list[str]:

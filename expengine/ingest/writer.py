@@ -52,7 +52,11 @@ class BatchWriter:
             # an ingest that defers LanceDB (a cron run) ends with its process, and the next open reads its
             # vectors back from DuckDB: it keeps none in memory (2,000 session files: peak 316 -> 295 MB)
             memo = self.store.embeddings.memo if self.index else VectorMemo(0)
-            self._cache = EmbeddingCache(cursor, self.store.embeddings.embedder, memo)
+            # what LanceDB will hold goes to the recent files, out of DuckDB's cache table (store/recent_vectors.py);
+            # a cron run's vectors stay in the table, for the open that indexes them
+            self._cache = EmbeddingCache(
+                cursor, self.store.embeddings.embedder, memo, recent=self.store.recent_vectors, to_recent=self.index
+            )
         if not self.index and table_blocks_bytes(self.store.con) > CRON_TABLE_BLOCKS_BYTES:
             self.drain()  # the embedding done first: no other query runs while the limit is low
             drop_table_blocks(self.store.con)

@@ -359,6 +359,10 @@ def forget(
 def finish_forget(store: "Store") -> None:
     """Leave no copy of forgotten rows in the store's files (see store/scrub.py), then drop the mark."""
     scrub_index(store.index, [MEMORIES, UNITS])
+    live = store.con.execute(
+        "SELECT substr(sha256(text), 1, 32) FROM records UNION SELECT substr(sha256(text), 1, 32) FROM units"
+    ).fetchall()
+    store.recent_vectors.keep_only({h for (h,) in live})
     store.close()
     rewrite_database(store.dir / DB_FILE)
     store.reopen()

@@ -28,6 +28,7 @@ SNAPSHOT_DIR = "snapshots"
 # marks a `forget` whose deletion may have committed before its scrub: the next open finishes the scrub,
 # since a rerun of the same `forget` finds nothing left to delete and would leave the old bytes in the files
 SCRUB_PENDING = ".forget-scrub-pending"
+RECENT_DIR = "recent_vectors"  # the vectors ingest embedded since the last cycle (store/recent_vectors.py)
 # marks a store whose LanceDB must be rebuilt from DuckDB: a snapshot holds no LanceDB folder, so a restore
 # writes it before it puts the snapshot's database in place, and the rebuild (then, or at the next open
 # after a kill) removes it

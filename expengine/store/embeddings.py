@@ -22,6 +22,7 @@ from ..models.embedder import Embedder, mixed_halves
 from ..models.mixed import DIMS, reads_multilingual, side_by_side
 from .db import in_ids, insert_columns
 from .filters import sql_str
+from .recent_vectors import RecentVectors
 from .vector_bytes import ARCHIVED_TYPE, STORED_TYPE, as_stored, blob_vectors, vector_bytes
 from .vocabulary import INDEXED_RECORDS_SQL
 
@@ -123,7 +124,10 @@ class EmbeddingCache:
     those from the cache (`drop_indexed`), and `encode(..., indexed=True)` reads them back from it.
     `persist=False` (a reader view's): what it embeds stays in the shared memo, never written, since a
     query thread's insert would race the writer's open transaction (DuckDB then refuses the writer's own
-    insert of that text, a key committed where its transaction cannot see it, and a compaction fails)."""
+    insert of that text, a key committed where its transaction cannot see it, and a compaction fails).
+    `recent`: the files of vectors embedded since the last cycle (`RecentVectors`), read after the table;
+    `to_recent`: what this cache embeds goes there rather than into the table (ingest's writer, for the
+    memories it also puts into LanceDB; not a mixed embedder's halves, which no cycle drops)."""
 
     def __init__(
         self,
@@ -133,12 +137,18 @@ class EmbeddingCache:
         index: "Index | None" = None,
         *,
         persist: bool = True,
+        recent: RecentVectors | None = None,
+        to_recent: bool = False,
     ):
         self.con, self.embedder, self.index, self.persist = con, embedder, index, persist
         self.memo = memo if memo is not None else VectorMemo()
+        self.recent = recent
         halves = mixed_halves(embedder)
+        self.to_recent = to_recent and recent is not None and halves is None
         self.halves = (
-            None if halves is None else tuple(EmbeddingCache(con, h, self.memo, persist=persist) for h in halves)
+            None
+            if halves is None
+            else tuple(EmbeddingCache(con, h, self.memo, persist=persist, recent=recent) for h in halves)
         )
 
     @property
@@ -205,15 +215,20 @@ class EmbeddingCache:
         return len(fresh)
 
     def _read(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        """The vectors DuckDB holds for `hashes`, kept in the memo."""
+        """The vectors DuckDB, then the recent files, hold for `hashes`, kept in the memo."""
         cached, params = in_ids("text_hash", hashes)
         rows = self.con.execute(
             f"SELECT text_hash, vector, float16 FROM embeddings WHERE model = ? AND {cached}", [model, *params]
         ).fetchall()
-        if not rows:
-            return {}
-        read = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows])))
-        self.memo.put(model, read)
+        read = (
+            dict(zip((h for h, _, _ in rows), blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows])))
+            if rows
+            else {}
+        )
+        if self.recent is not None and len(read) < len(hashes):
+            read.update(self.recent.get(model, [h for h in hashes if h not in read]))
+        if read:
+            self.memo.put(model, read)
         return read
 
     def encode(self, texts: list[str], counts: EmbedCounts | None = None, *, indexed: bool = False) -> np.ndarray:
@@ -240,7 +255,9 @@ class EmbeddingCache:
         if unique_missing:
             new_vectors = as_stored(self.embedder.encode([texts[i] for i in unique_missing.values()]))
             fresh = dict(zip(unique_missing.keys(), new_vectors))
-            if self.persist:
+            if self.to_recent and self.recent is not None:
+                self.recent.add(model, fresh)
+            elif self.persist:
                 self._write(model, fresh)
             self.memo.put(model, fresh)
             cached.update(fresh)
@@ -296,7 +313,9 @@ class EmbeddingCache:
         whole row group at the next checkpoint (+1.2 MB, a tenth of the sample logs' store)."""
         model = self.name
         if not self._indexes(model):
+            self.settle_recent()
             return 0
+        settled = self._settle_recent(model, leave_indexed=True)
         self._keep_shared(model)
         gone = self.con.execute(
             "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
@@ -304,7 +323,32 @@ class EmbeddingCache:
             f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL})",
             [model],
         ).fetchone()
+        if self.recent is not None:
+            self.recent.delete(settled)
+        self.settle_recent()
         return int(gone[0]) if gone else 0
+
+    def settle_recent(self, *, every_model: bool = False) -> None:
+        """Put the recent files' vectors into the table and delete the files: those of other models than
+        the one LanceDB holds (at a cycle, `drop_indexed`), or with `every_model` all (before a reindex
+        makes LanceDB another model's)."""
+        if self.recent is None:
+            return
+        for model in self.recent.models():
+            if every_model or model != self.name or not self._indexes(model):
+                self.recent.delete(self._settle_recent(model, leave_indexed=False))
+
+    def _settle_recent(self, model: str, *, leave_indexed: bool) -> list[Path]:
+        """Put the recent files' vectors of `model` into the table (`leave_indexed`: but those of texts only
+        memories in LanceDB hold, which `drop_indexed` would delete at once); the files, for the caller to
+        delete once the table has them. A vector the table holds already stays as it is."""
+        if self.recent is None:
+            return []
+        only_indexed = (
+            f"SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}"
+        )
+        return self.recent.move_into(self.con, model, leave=only_indexed if leave_indexed else None)
 
     def _keep_shared(self, model: str) -> None:
         """Cache, as `keep_leaving` does, LanceDB's vectors of the texts that memories out of it hold and

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from ..config import CONFIG_FILE
 from ..errors import InputError, NoStoreError, StoreError
-from .db import DB_FILE, LANCE_DIR, LOCK_FILE, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
+from .db import DB_FILE, LANCE_DIR, LOCK_FILE, RECENT_DIR, REINDEX_PENDING, SCRUB_PENDING, SNAPSHOT_DIR
 from .journal import INGEST_JOURNAL
 from .pause import PAUSE_MARKER
 
@@ -25,6 +25,7 @@ STORE_ENTRIES = (
     DB_FILE + ".wal",
     LANCE_DIR,
     SNAPSHOT_DIR,
+    RECENT_DIR,
     CONFIG_FILE,
     LOCK_FILE,
     INGEST_JOURNAL,

@@ -51,7 +51,7 @@ def hot_text(store: "Store", *, keep: bool = False) -> dict[str, Any]:
     counted = [(record_id, state, approx_tokens(text)) for record_id, state, text in fresh]
     if keep and counted:
         con.execute(
-            "INSERT OR REPLACE INTO record_tokens SELECT * FROM (SELECT unnest(?), unnest(?))",
+            "INSERT INTO record_tokens SELECT * FROM (SELECT unnest(?), unnest(?))",
             [[c[0] for c in counted], [c[2] for c in counted]],
         )
         counted = []

@@ -15,10 +15,11 @@ import duckdb
 
 from ..config import Config
 from ..models.embedder import MINILM, Embedder, LazyEmbedder, packaged_model
-from .db import DB_ALIAS, DB_FILE, LANCE_DIR, close_database, open_database, utcnow
+from .db import DB_ALIAS, DB_FILE, LANCE_DIR, RECENT_DIR, close_database, open_database, utcnow
 from .embeddings import EmbeddingCache, VectorMemo
 from .index import Index
 from .lance_rows import storage_options
+from .recent_vectors import RecentVectors
 from .row_memo import RecordMemo, RowMemo, unit_memo
 from .scrub import rewrite_database
 
@@ -67,7 +68,8 @@ class Store:
         )
         self.index = index or store_index(self.dir, config)
         self.index.tokenizer = self.text_tokenizer
-        self.embeddings = EmbeddingCache(self.con, embedder, memo, self.index)
+        self.recent_vectors = RecentVectors(self.dir / RECENT_DIR)
+        self.embeddings = EmbeddingCache(self.con, embedder, memo, self.index, recent=self.recent_vectors)
         self.rows = rows or RecordMemo()  # the records' scoring columns, in memory while the files are unchanged
         self.unit_rows = unit_rows or unit_memo()  # the units' columns queries read, the same way
         self._depth = 0
@@ -112,7 +114,9 @@ class Store:
         )
         self.index = store_index(self.dir, self.config)
         self.index.tokenizer = self.text_tokenizer
-        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo, self.index)
+        self.embeddings = EmbeddingCache(
+            self.con, self.embedder, self.embeddings.memo, self.index, recent=self.recent_vectors
+        )
 
     def shed_free_blocks(self, *, share: float = FREE_SHARE) -> bool:
         """Rewrite the database into a fresh file (`rewrite_database`) when over `share` of its blocks
@@ -131,7 +135,9 @@ class Store:
         close_database(self.con)
         rewrite_database(self.dir / DB_FILE)
         self.con = open_database(self.dir / DB_FILE, host=self._host, row_group_rows=self._row_group_rows)
-        self.embeddings = EmbeddingCache(self.con, self.embedder, self.embeddings.memo, self.index)
+        self.embeddings = EmbeddingCache(
+            self.con, self.embedder, self.embeddings.memo, self.index, recent=self.recent_vectors
+        )
         return True
 
     @property
@@ -167,7 +173,9 @@ class Store:
         """Embed with `embedder` from now on (`vectors.settle_encoder`: the one that wrote the vectors)."""
         if embedder is not self.embedder:
             self.embedder = embedder
-            self.embeddings = EmbeddingCache(self.con, embedder, self.embeddings.memo, self.index)
+            self.embeddings = EmbeddingCache(
+                self.con, embedder, self.embeddings.memo, self.index, recent=self.recent_vectors
+            )
 
     def reader(self) -> "Store":
         """A view for another thread: its own DuckDB cursor (a consistent MVCC read while this Store writes)
@@ -176,7 +184,9 @@ class Store:
         view = copy.copy(self)
         view.con = self.con.cursor()
         view.con.execute(f"USE {DB_ALIAS}")
-        view.embeddings = EmbeddingCache(view.con, self.embedder, self.embeddings.memo, self.index, persist=False)
+        view.embeddings = EmbeddingCache(
+            view.con, self.embedder, self.embeddings.memo, self.index, persist=False, recent=self.recent_vectors
+        )
         view._depth = 0
         return view
 
