@@ -293,3 +293,21 @@ def test_forget_drops_the_forgotten_texts_vectors_from_the_recent_files(make_eng
     with engine.session() as store:
         _, recent = store.recent_vectors.everything(store.embeddings.name)
         assert text_hash(gone_text) not in recent and text_hash(left) in recent
+
+
+def test_ingest_past_the_recent_files_limit_writes_its_vectors_to_the_table(make_engine, write_jsonl, monkeypatch):
+    """An agent that ingests each turn would leave a file per call for every lookup to ask: past
+    `MAX_FILES` the vectors go to the cache table, and nothing is embedded twice or lost."""
+    import expengine.store.recent_vectors as recent_vectors
+
+    monkeypatch.setattr(recent_vectors, "MAX_FILES", 1)
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    engine.ingest([write_jsonl("b.jsonl", REFUND)])
+    with engine.session() as store:
+        model = store.embeddings.name
+        files, recent = store.recent_vectors.everything(model)
+        in_table = {h for (h,) in store.con.execute("SELECT text_hash FROM embeddings").fetchall()}
+        texts = {text_hash(t) for (t,) in store.con.execute("SELECT DISTINCT text FROM records").fetchall()}
+    assert len(files) == 1 and recent and in_table  # the first call's file, the second call's table rows
+    assert not recent.keys() & in_table and texts <= recent.keys() | in_table

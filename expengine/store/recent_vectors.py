@@ -24,6 +24,9 @@ from .db import arrow_view
 from .vector_bytes import vector_blobs
 
 TMP_PREFIX = ".tmp-"
+# files of one model kept at most between cycles: every cache lookup of a new text lists the folder and
+# asks each file, so an agent that ingests each turn (a hook, a server) writes to the table past this
+MAX_FILES = 256
 
 
 def _model_key(model: str) -> str:
@@ -55,10 +58,13 @@ class RecentVectors:
             if any(self.folder.glob(f"{path.stem}-*.npy"))
         )
 
-    def add(self, model: str, vectors: dict[str, np.ndarray]) -> None:
-        """Write `vectors` (hash -> vector) as one new file (whole or not at all: written aside, then renamed)."""
+    def add(self, model: str, vectors: dict[str, np.ndarray]) -> bool:
+        """Write `vectors` (hash -> vector) as one new file (whole or not at all: written aside, then
+        renamed); False, writing nothing, when `MAX_FILES` of the model's are there already."""
         if not vectors:
-            return
+            return True
+        if len(self.files(model)) >= MAX_FILES:
+            return False
         stacked = np.stack(list(vectors.values())).astype(np.float32)
         rows = np.zeros(len(vectors), dtype=[("hash", "S32"), ("vector", "<f4", (stacked.shape[1],))])
         rows["hash"] = [h.encode("ascii") for h in vectors]
@@ -70,6 +76,7 @@ class RecentVectors:
             aside.write_text(model, encoding="utf-8")
             os.replace(aside, named)
         self._write(_model_key(model), rows)
+        return True
 
     def _write(self, key: str, rows: np.ndarray) -> None:
         self.folder.mkdir(exist_ok=True)
