@@ -54,9 +54,8 @@ class Upkeep:
         self._reembedding = True  # the store may hold another encoder's vectors: this replaces them
         try:
             with self.session() as store:
-                store.embeddings.settle_recent(
-                    every_model=True
-                )  # the vectors of the memories LanceDB held, kept in the cache
+                # the vectors of the memories LanceDB held, kept in the cache
+                store.embeddings.settle_recent(every_model=True)
                 if model is not None and not store.choose_embedder(known_model(model), explicit=True):
                     raise InputError(
                         "this store's embedder is a model folder or one passed in, so --model cannot switch it",
