@@ -39,6 +39,11 @@ INDEXED_SQL = (
     f"{INDEXED_RECORDS_SQL} AND NOT EXISTS "
     "(SELECT 1 FROM pending_index p WHERE p.id = records.id AND p.target = 'memory')"
 )
+# the hashes (`text_hash`) of texts only memories in LanceDB hold: the vectors the cache leaves to it
+ONLY_INDEXED_HASHES_SQL = (
+    f"SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
+    f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}"
+)
 
 
 def text_hash(text: str) -> str:
@@ -317,9 +322,7 @@ class EmbeddingCache:
         settled = self._settle_recent(model, leave_indexed=True)
         self._keep_shared(model)
         gone = self.con.execute(
-            "DELETE FROM embeddings WHERE model = ? AND text_hash IN "
-            f"(SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
-            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL})",
+            f"DELETE FROM embeddings WHERE model = ? AND text_hash IN ({ONLY_INDEXED_HASHES_SQL})",
             [model],
         ).fetchone()
         if self.recent is not None:
@@ -343,11 +346,7 @@ class EmbeddingCache:
         delete once the table has them. A vector the table holds already stays as it is."""
         if self.recent is None:
             return []
-        only_indexed = (
-            f"SELECT substr(sha256(text), 1, 32) FROM records WHERE {INDEXED_SQL} "
-            f"EXCEPT SELECT substr(sha256(text), 1, 32) FROM records WHERE NOT {INDEXED_SQL}"
-        )
-        return self.recent.move_into(self.con, model, leave=only_indexed if leave_indexed else None)
+        return self.recent.move_into(self.con, model, leave=ONLY_INDEXED_HASHES_SQL if leave_indexed else None)
 
     def _keep_shared(self, model: str) -> None:
         """Cache, as `keep_leaving` does, LanceDB's vectors of the texts that memories out of it hold and
