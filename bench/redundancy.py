@@ -4,10 +4,11 @@
                                [--budget 1000] [--k 100] [--no-locomo] [--no-samples] [--out PATH]
                                [--pairs]
 
-A prompt line is a hit line or an evidence line (the header apart), its text without the "- [label] "
-or "evidence (state): " prefix and without a collapsed line's "(said N times, …)" tail. A line is
-redundant when its text's cosine similarity (the store's own encoder) to another line of the same
-prompt is at least 0.9 (`decay.merge_similarity`, the near-duplicate threshold). Measured on
+A prompt line is a hit line or an evidence line (the header and the day headings apart), its text
+without the "- [label] " or "evidence (state): " prefix and without a collapsed line's "(said N
+times, …)" tail. A line is redundant when its text's cosine similarity (the store's own encoder) to
+another line of the same prompt is at least 0.9 (`decay.merge_similarity`, the near-duplicate
+threshold). Measured on
 - the English sample logs (sample_logs/, one store) with the 50 questions of `SAMPLE_QUESTIONS`
   (the support bot's users, weather, refunds, orders, bookings; the companion's cilantro, dog, job;
   the coding assistant's tests and commits), asked as an agent would (k 5, no budget), and with k 20
@@ -99,7 +100,7 @@ SAMPLE_QUESTIONS = [
     "test_stock_never_negative is failing",
     "the user's rules for git commits",
 ]
-_LABEL = re.compile(r"^\s*-\s+(?:\[[^\]]*\]|evidence \([^)]*\):)\s*")
+_LABEL = re.compile(r"^\s*-\s+(?:\[[^\]]*\]|evidence \([^)]*\):)?\s*")
 _SAID = re.compile(r"\s*\(said \d+ times[^)]*\)$")
 assert len(SAMPLE_QUESTIONS) == 50, len(SAMPLE_QUESTIONS)
 
@@ -107,7 +108,7 @@ assert len(SAMPLE_QUESTIONS) == 50, len(SAMPLE_QUESTIONS)
 def line_texts(prompt: str) -> list[str]:
     """The prompt's hit and evidence lines, each without its label and collapse tail."""
     lines = prompt.splitlines()[1:]
-    return [_SAID.sub("", _LABEL.sub("", line)).strip() for line in lines if line.strip()]
+    return [_SAID.sub("", _LABEL.sub("", line)).strip() for line in lines if line.lstrip().startswith("- ")]
 
 
 def redundant_lines(texts: list[str], vectors: dict[str, np.ndarray]) -> int:

@@ -207,6 +207,10 @@ class QueryConfig:
     # a line's statements whose words the lines above already hold are left out of it, "…" in their place
     # (query/novelty.py): the budget goes to what is new
     say_once: bool = True
+    # what people said on a known day (notes, a conversation's turns) goes under one heading per day,
+    # oldest first, the year only where it changes (query/render.py): a day is said once, not on each
+    # line (LoCoMo after 3 cycles at 500 words: the labels took 12% of the prompt)
+    day_headings: bool = True
     # longer query text is refused (HTTP 413, exit 2): the tokenizer took ~140 MB per MB of text, and
     # the embedder reads only the first 256 tokens anyway
     max_text_chars: int = 8192

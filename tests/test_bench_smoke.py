@@ -246,11 +246,19 @@ def test_redundancy_counts_prompt_lines_that_repeat_another():
             "- [outcome, 2026-04-03] refund approved (said 2 times, 3–9 April 2026)",
             "  - evidence (dormant): refund approved",
             "- [message, 2026-04-05] my dog is called Biscuit",
+            "7 May 2023:",
+            "- Caroline went to a support group",
         ]
     )
     texts = redundancy.line_texts(prompt)
-    assert texts == ["refund approved", "refund approved", "my dog is called Biscuit"]
+    assert texts == [
+        "refund approved",
+        "refund approved",
+        "my dog is called Biscuit",
+        "Caroline went to a support group",
+    ]
     vectors = {"refund approved": [1.0, 0.0], "my dog is called Biscuit": [0.0, 1.0]}
+    vectors["Caroline went to a support group"] = [0.6, 0.8]
     assert redundancy.redundant_lines(texts, {t: np.array(v) for t, v in vectors.items()}) == 2
     assert len(redundancy.SAMPLE_QUESTIONS) == 50
 

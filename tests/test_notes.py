@@ -514,7 +514,7 @@ def test_a_sleeping_turn_is_shown_as_evidence_under_its_note(compacted):
     note = _note_citing(engine, "D1:3")
     hit = next(h for h in result.hits if h.id == note["id"])
     assert [(e.id, e.state) for e in hit.expanded] == [("conv-26:D1:3", "dormant")]
-    assert "- [7 May 2023] Caroline went to a LGBTQ support group on 7 May 2023" in result.prompt
+    assert "\n7 May 2023:\n- Caroline went to a LGBTQ support group on 7 May 2023" in result.prompt
     assert "  - evidence (dormant): Caroline: I went to a LGBTQ support group yesterday" in result.prompt
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 
 from expengine.query.hits import Hit, ScoreParts
 from expengine.query.novelty import ELLIPSIS, untold, words
-from expengine.query.render import render_prompt
+from expengine.query.render import HEADER, render_prompt
 from expengine.textutil import approx_tokens
 
 JOB = "Losing their job was tough but it gave them the push to start the dance studio"
@@ -118,3 +118,39 @@ def test_the_last_hit_that_fits_only_in_part_shows_its_first_statements():
     # fewer than a few words would fit: the line is left out, as rules and tool records always are
     _, kept = render_prompt(hits, budget=approx_tokens(first) + 8)
     assert [h.id for h in kept] == ["n1"]
+
+
+def test_what_was_said_on_a_day_goes_under_that_days_heading_once():
+    hits = [
+        _note(4, "Gina opened an online clothing store"),
+        _note(1, "Jon lost his job as a banker"),
+        _note(4, "Gina's store sold out of scarves"),
+    ]
+    hits[2].id, hits[2].ts = "n5", dt.datetime(2024, 1, 2)
+    rule = _note(9, "When the studio's card is declined: call the bank")
+    rule.kind = "rule"
+    prompt, kept = render_prompt([*hits, rule], budget=None)
+    assert prompt.splitlines()[1:] == [
+        "- [rule] When the studio's card is declined: call the bank",
+        "2 April 2023:",
+        "- Jon lost his job as a banker",
+        "5 April:",  # the year of the heading above
+        "- Gina opened an online clothing store",
+        "2 January 2024:",
+        "- Gina's store sold out of scarves",
+    ]
+    assert [h.id for h in kept] == ["n4", "n1", "n5", "n9"]  # the hits stay in rank order
+    # the tokens of a date said once go to another hit: without headings, one hit fewer fits
+    budget = approx_tokens(prompt)
+    _, kept = render_prompt([*hits, rule], budget=budget, by_day=False)
+    assert len(kept) == 3
+    flat, _ = render_prompt(hits, budget=None, by_day=False)
+    assert flat.splitlines()[1] == "- [5 April 2023] Gina opened an online clothing store"
+
+
+def test_a_day_heading_counts_against_the_budget():
+    hits = [_note(1, "Jon lost his job as a banker"), _note(2, "Jon opened a dance studio downtown")]
+    prompt, _ = render_prompt(hits, budget=None)
+    assert approx_tokens(prompt) == approx_tokens(HEADER) + sum(map(approx_tokens, prompt.splitlines()[1:]))
+    _, kept = render_prompt(hits, budget=approx_tokens(prompt) - 1)
+    assert [h.id for h in kept] == ["n1"]  # the second line fits, its day's heading does not

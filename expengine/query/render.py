@@ -13,6 +13,7 @@ from .novelty import leading, untold, words
 
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Iterable
 
     from .hits import Evidence, Hit
 
@@ -61,8 +62,28 @@ def said(hit: "Hit") -> str:
     return f" ({count}, {span})"
 
 
-def hit_line(hit: "Hit", text: str | None = None) -> str:
-    """A hit's prompt line, showing `text` in place of its own (a shortened one, `novelty.untold`)."""
+def heard_on(hit: "Hit") -> "dt.date | None":
+    """The day whose heading a hit's line goes under: what people said (a note, a turn) on a known day.
+    Other lines (rules, tool records, undated notes) keep their rank order above the days."""
+    return hit.ts.date() if hit.kind in TALK and hit.ts else None
+
+
+def day_headings(days: "Iterable[dt.date]") -> list[str]:
+    """One heading per day, oldest first, the year only where it changes ("7 May 2023:", "20 July:")."""
+    headings, year = [], None
+    for d in sorted(set(days)):
+        headings.append(f"{day(d) if d.year != year else f'{d.day} {d:%B}'}:")
+        year = d.year
+    return headings
+
+
+def hit_line(hit: "Hit", text: str | None = None, *, under_day: bool = False) -> str:
+    """A hit's prompt line, showing `text` in place of its own (a shortened one, `novelty.untold`);
+    `under_day`: the line goes under its day's heading, so its label leaves the day out (a note's
+    label is its day alone, so it has none)."""
+    if under_day:
+        kind = "" if hit.type == "unit" else f"[{hit.kind}] "
+        return f"- {kind}{_clip(hit.text if text is None else text)}{said(hit)}"
     if hit.type == "unit" and hit.kind == "note" and hit.ts:
         label = day(hit.ts)  # "[7 May 2023] Caroline went to …": the day the fact is about
     elif hit.type == "unit":
@@ -123,6 +144,25 @@ class _Lines:
             self.owners.append(owner)
 
 
+class _Days:
+    """The day headings of the prompt so far: what a line under a new day costs for its heading."""
+
+    def __init__(self) -> None:
+        self.days: set["dt.date"] = set()
+        self.tokens = 0
+
+    def extra(self, d: "dt.date | None") -> int:
+        """The tokens the headings would gain with `d` among them (0: no day, or one already there)."""
+        if d is None or d in self.days:
+            return 0
+        return sum(map(approx_tokens, day_headings(self.days | {d}))) - self.tokens
+
+    def add(self, d: "dt.date | None") -> None:
+        if d is not None:
+            self.tokens += self.extra(d)
+            self.days.add(d)
+
+
 def render_prompt(
     hits: list["Hit"],
     *,
@@ -132,6 +172,7 @@ def render_prompt(
     vectors: dict[str, np.ndarray] | None = None,
     repeat_similarity: float = 0.9,
     once: bool = True,
+    by_day: bool = True,
 ) -> tuple[str, list["Hit"]]:
     """The prompt text and the hits it holds.
 
@@ -152,15 +193,19 @@ def render_prompt(
     `repeat_similarity`) is not added either: a memory hit goes under that line's hit as one of its
     `repeats` (its count updated where the budget allows), a source is marked `quoted`.
     With `once`, a line leaves out its statements that the lines above already say (`novelty.py`).
+    With `by_day`, what people said on a known day (`heard_on`) goes under that day's heading, the
+    days oldest first below the other lines, each day said once (`arrange`).
     """
-    lines = [HEADER]
     used = approx_tokens(HEADER)
+    blocks: list[list[str]] = []  # each kept hit's line and its evidence lines, in rank order
+    block_days: list["dt.date | None"] = []  # the day heading each block goes under (None: above the days)
+    days = _Days()
     kept: list["Hit"] = []
     in_prompt: set[str] = set()  # records whose text the prompt already holds
     texts_in_prompt: set[str] = set()  # evidence texts shown (`same_words`), so like sources are not repeated
     set_aside = sum(approx_tokens(hit_line(h)) for h in hits if h.reserved)
     said = _Lines(vectors, repeat_similarity)
-    at: dict[int, int] = {}  # id(hit) → its line's index
+    at: dict[int, int] = {}  # id(hit) → its block's index
     told: set[str] = set()  # the words of the lines shown (`once`: a statement said in them is left out)
     shows: dict[int, str] = {}  # id(hit) → the text its line shows
     for hit in hits:
@@ -169,29 +214,39 @@ def render_prompt(
         owner = said.repeated(hit.text) if hit.type == "memory" else None
         if owner is not None:
             room = None if budget is None else budget - used - set_aside
-            used += _fold(owner, hit, lines, at[id(owner)], room=room, text=shows[id(owner)])
+            block = at[id(owner)]
+            used += _fold(owner, hit, blocks[block], room, shows[id(owner)], under_day=block_days[block] is not None)
             in_prompt.update(hit.source_ids)
             continue
         talk = once and hit.kind in TALK  # what people said; rules and tool records keep their wording
         shows[id(hit)] = untold(hit.text, told) if talk else hit.text
-        line = hit_line(hit, shows[id(hit)])
-        cost = approx_tokens(line)
+        heard = heard_on(hit) if by_day else None
+        line = hit_line(hit, shows[id(hit)], under_day=heard is not None)
+        cost = approx_tokens(line) + days.extra(heard)
         if hit.reserved:
             set_aside -= cost
         if budget is not None and used + cost + set_aside > budget:
             if set_aside:
                 continue  # a lower hit that does not fit leaves room for the reserved rule below
-            room = budget - used
-            part = leading(shows[id(hit)], lambda t: approx_tokens(hit_line(hit, t)) <= room) if talk else None
+            room = budget - used - days.extra(heard)
+            under_day = heard is not None
+            part = (
+                leading(shows[id(hit)], lambda t: approx_tokens(hit_line(hit, t, under_day=under_day)) <= room)
+                if talk
+                else None
+            )
             if part is not None:
-                lines.append(hit_line(hit, part))
+                blocks.append([hit_line(hit, part, under_day=under_day)])
+                block_days.append(heard)
                 hit.expanded = []
                 kept.append(hit)
             break
-        at[id(hit)] = len(lines)
-        lines.append(line)
+        at[id(hit)] = len(blocks)
+        blocks.append([line])
+        block_days.append(heard)
+        days.add(heard)
         used += cost
-        told |= words(line)
+        told |= words(line) | (words(day(heard)) if heard else set())
         said.add(hit.text, hit)
         if hit.type == "memory":
             in_prompt.update(hit.source_ids)
@@ -209,7 +264,7 @@ def render_prompt(
                 extra_cost = approx_tokens(extra)
                 if budget is not None and used + extra_cost + set_aside > budget:
                     continue
-                lines.append(extra)
+                blocks[-1].append(extra)
                 used += extra_cost
                 told |= words(extra)
                 evidence_lines += 1
@@ -221,18 +276,29 @@ def render_prompt(
             in_prompt.add(evidence.id)
         hit.expanded = shown
         kept.append(hit)
-    return ("\n".join(lines) if kept else ""), kept
+    return ("\n".join([HEADER, *arrange(blocks, block_days)]) if kept else ""), kept
 
 
-def _fold(owner: "Hit", hit: "Hit", lines: list[str], line_at: int, room: int | None, text: str) -> int:
-    """Put `hit` under `owner` as a repeat and show the new count on `owner`'s line when it fits in
-    `room` tokens (None: no budget); the tokens that took."""
+def arrange(blocks: list[list[str]], block_days: list["dt.date | None"]) -> list[str]:
+    """The blocks without a day in rank order, then each day's heading (oldest first) over its blocks
+    in rank order: a day is said once, however many lines were said on it."""
+    lines = [line for block, d in zip(blocks, block_days) if d is None for line in block]
+    dated = sorted({d for d in block_days if d is not None})
+    for heading, d in zip(day_headings(dated), dated):
+        lines.append(heading)
+        lines.extend(line for block, on in zip(blocks, block_days) if on == d for line in block)
+    return lines
+
+
+def _fold(owner: "Hit", hit: "Hit", block: list[str], room: int | None, text: str, *, under_day: bool) -> int:
+    """Put `hit` under `owner` as a repeat and show the new count on `owner`'s line (`block[0]`) when
+    it fits in `room` tokens (None: no budget); the tokens that took."""
     from .hits import Repeat
 
     owner.repeats.append(Repeat.of(hit))
-    line = hit_line(owner, text)
-    extra = approx_tokens(line) - approx_tokens(lines[line_at])
+    line = hit_line(owner, text, under_day=under_day)
+    extra = approx_tokens(line) - approx_tokens(block[0])
     if room is not None and extra > room:
         return 0
-    lines[line_at] = line
+    block[0] = line
     return extra

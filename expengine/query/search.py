@@ -159,6 +159,7 @@ def _shown(
         vectors=vectors if cfg.repeat_similarity <= 1 else None,
         repeat_similarity=cfg.repeat_similarity,
         once=cfg.say_once,
+        by_day=cfg.day_headings,
     )
 
 
