@@ -157,7 +157,7 @@ def _shown(
     evidence lines unless `expand` is off."""
     vector = found.vector
     ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now)
-    ranked, vectors = fold_repeats(store, ranked, args.k, units)
+    ranked, vectors = fold_repeats(store, ranked, args.k, units, found.vectors)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
         attach_sources(store, top, found.texts, filters)
