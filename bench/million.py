@@ -18,7 +18,7 @@ is a step that reads what the store holds rather than what the chunk brings.
 
 `--query-store` instead times the query path on a store bench/query.py built (`--workdir DIR`): the
 whole warm `Engine.query` with the bound on the sleeping turns' search (`retrieve.noted_could_reach`)
-and without it (each query asked once untimed first, so both read its vector from the process's memo,
+(wall, and the process's CPU: LanceDB's threads included, what a loaded machine does not distort) and without it (each query asked once untimed first, so both read its vector from the process's memo,
 and in turns, each first every other query, so both see the same load), whether their answers agree,
 and the pieces: the query embedding, the memories' vector search (50 candidates, refined, with and
 without their texts), the full-text searches, the sleeping turns' search and the bound.
@@ -130,16 +130,17 @@ def measure_query(store: Path, count: int) -> dict[str, Any]:
     queries = query_texts(REPO / "sample_logs", SHARED_DATA / "locomo" / "locomo_dev.json", count)
     bound = search.noted_could_reach
 
-    def answer(engine: Any, q: str) -> tuple[float, tuple]:
-        started = time.perf_counter()
+    def answer(engine: Any, q: str) -> tuple[float, float, tuple]:
+        started, cpu = time.perf_counter(), time.process_time()
         r = engine.query(q, touch=False)
-        return (time.perf_counter() - started) * 1000, (r.relevant, r.best_similarity, [h.id for h in r.hits])
+        took = ((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000)
+        return (*took, (r.relevant, r.best_similarity, [h.id for h in r.hits]))
 
     with Engine(store=store, embedder=embedder) as engine, engine.session() as db:
         engine.warm()
         for q in WARM_UP:
             engine.query(q, touch=False)
-        on, off, same = [], [], 0
+        on, off, on_cpu, same = [], [], [], 0
         for n, q in enumerate(queries):
             answer(engine, q)  # untimed: the query's vector is then the process's memo's for both
             results = {}
@@ -148,7 +149,8 @@ def measure_query(store: Path, count: int) -> dict[str, Any]:
                 results[with_bound] = answer(engine, q)
             on.append(results[True][0])
             off.append(results[False][0])
-            same += results[True][1] == results[False][1]
+            on_cpu.append(results[True][1])
+            same += results[True][2] == results[False][2]
         search.noted_could_reach = bound
         units = db.unit_rows.current(db.con, db.dir, in_transaction=db.in_transaction)
         filters = make_filters(QueryArgs(text="any"))
@@ -177,6 +179,7 @@ def measure_query(store: Path, count: int) -> dict[str, Any]:
         "store": str(store),
         "queries": len(queries),
         "query_with_bound": _ms(on),
+        "query_with_bound_cpu": _ms(on_cpu),
         "query_without_bound": _ms(off),
         "same_answers": same,
         "noted_vectors": noted,

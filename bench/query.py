@@ -226,14 +226,15 @@ WARM_UP = [f"warm-up question {i}: what did the agent do about the weather?" for
 def measure_api(store: Path, queries: list[str], embedder) -> dict:
     """p50/p95 of the whole `Engine.query`, of the query embedding alone, and of the rest, split into
     its steps: the four LanceDB searches, the DuckDB join and scoring, and the rule slot plus unit
-    expansion (the sources' vectors from LanceDB, or from the embedding cache when archived)."""
+    expansion (the shown units' sources, their vectors from LanceDB, or from the embedding cache when
+    archived)."""
     from expengine import Engine
     from expengine.clock import utcnow
     from expengine.operations import QueryArgs
     from expengine.query.expand import attach_evidence
     from expengine.query.filters import make_filters
     from expengine.query.retrieve import retrieve
-    from expengine.query.score import rank, top_with_unit_slot
+    from expengine.query.score import attach_sources, rank, top_with_unit_slot
 
     def timed(engine, fn) -> list[float]:
         for q in WARM_UP:  # not the timed texts: a warm process answers a text it was asked from its memo
@@ -271,7 +272,9 @@ def measure_api(store: Path, queries: list[str], embedder) -> dict:
 
         def expand(d, q: str) -> None:
             vector = precomputed.encode([q])[0]
-            attach_evidence(d, top_with_unit_slot(d, ranked[q], vector, 5, unit_memo_rows(d)), vector)
+            top = top_with_unit_slot(d, ranked[q], vector, 5, unit_memo_rows(d))
+            attach_sources(d, top, found[q].texts, filters)
+            attach_evidence(d, top, vector)
 
         expansion = timed(db, expand)
         units = sum(h.type == "unit" for q in queries[:20] for h in engine.query(q, touch=False).hits)

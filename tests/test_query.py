@@ -343,6 +343,36 @@ def test_unit_recency_comes_from_its_sources_as_of_and_last_use_not_updated(engi
     assert unit_recency() == pytest.approx(0.995**1, abs=1e-3)
 
 
+def test_a_warm_engine_takes_unit_recency_from_memory_and_sees_another_process_change_a_source(engine_on, store):
+    """A warm Engine derives each unit's newest source time once per version of the memo
+    (`score.units_newest_source_ts`) and reads the sources of the hits shown only (`score.attach_sources`):
+    the same recency and evidence as reading them all in the query (inside a transaction, no memo); a
+    source's time changed by another process is seen by the next query."""
+    engine = engine_on()
+    engine.warm()
+    now = utcnow()
+
+    def recency_and_evidence() -> tuple[float, list[tuple[str, str, float]]]:
+        hit = engine.query("get_weather 429 retry", k=1, touch=False, kind="rule", now=now).hits[0]
+        return hit.parts.recency, [(e.id, e.state, e.similarity) for e in hit.expanded]
+
+    warm = recency_and_evidence()
+    with engine.session() as s:
+        assert s.unit_rows.current(s.con, s.dir, in_transaction=s.in_transaction) is not None
+        with s.transaction():
+            assert recency_and_evidence() == warm
+    assert {e[0] for e in warm[1]} == {"w1", "w3", "s3"} and warm[0] < 0.1
+    script = (
+        "import duckdb, sys; con = duckdb.connect(sys.argv[1]); con.execute(sys.argv[2], [sys.argv[3]]); con.close()"
+    )
+    newer = (now - dt.timedelta(hours=2)).isoformat()
+    update = "UPDATE records SET ts = CAST(? AS TIMESTAMP) WHERE id = 'w1'"
+    subprocess.run([sys.executable, "-c", script, str(store / "expengine.duckdb"), update, newer], check=True)
+    for _ in range(2):  # the first query after a write reads DuckDB, the next one memory read again
+        recency, evidence = recency_and_evidence()
+        assert recency == pytest.approx(0.995**2, abs=1e-6) and evidence == warm[1]
+
+
 def test_quoted_in_tolerates_labels_punctuation_and_clipped_tails():
     from expengine.query.render import quoted_in
 

@@ -171,3 +171,33 @@ def test_conditions_join_where_they_part():
         joined(["当 book_train 报错“余票不足”时", "当 book_train 报错“无座”时"])
         == "当 book_train 报错“余票不足”时，或报错“无座”时"
     )
+
+
+def test_the_vector_search_brings_each_memorys_stored_vector_and_folding_reads_no_other(
+    make_engine, write_jsonl, monkeypatch
+):
+    """The memories' vector search returns each row's stored vector (`Retrieved.vectors`), the one
+    `Index.vectors` reads by id; folding repeats takes those and reads LanceDB for none of its hits
+    (where the memories' vectors are not held in memory, as with an IVF-PQ index)."""
+    import numpy as np
+
+    from expengine.query.filters import Filters
+    from expengine.query.retrieve import retrieve
+    from expengine.store.index import MEMORIES, Index
+
+    engine = make_engine(overrides={"llm.mode": "template"})
+    engine.ingest([write_jsonl("refunds.jsonl", _events())], fmt="native")
+    store, text = engine.store, "refund approved for the order"
+    found = retrieve(store, text, store.embedder.encode([text])[0], Filters())
+    stored = store.index.vectors(MEMORIES, list(found.vectors))
+    assert set(found.vectors) == {i for t, i in found.cosines if t == "memory"} == set(stored)
+    assert all(found.vectors[i].dtype == np.float32 and np.array_equal(found.vectors[i], stored[i]) for i in stored)
+    reads: list[str] = []
+    original, held = Index.vectors, Index.held
+    # as in a store with an IVF-PQ index, whose memories' vectors are not held in memory
+    monkeypatch.setattr(Index, "held", lambda self, name: None if name == MEMORIES else held(self, name))
+    monkeypatch.setattr(
+        Index, "vectors", lambda self, name, ids, **kw: reads.append(name) or original(self, name, ids, **kw)
+    )
+    result = engine.query(text, k=4, touch=False)
+    assert any(h.repeats for h in result.hits) and MEMORIES not in reads

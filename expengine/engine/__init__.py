@@ -16,7 +16,7 @@ from ..models.embedder import Embedder, LazyEmbedder
 from ..models.llm import LLM
 from ..store.db import INGEST_ROW_GROUP_ROWS, LOCK_FILE, SCRUB_PENDING, StoreLock, database_host, store_errors
 from ..store.embeddings import VectorMemo
-from ..store.index import UNITS, Index
+from ..store.index import Index
 from ..store.permissions import check_store_dir, make_store_dir, private_files
 from ..store.reindex import heal_pending, rebuild_if_pending
 from ..store.row_memo import RecordMemo, unit_memo
@@ -322,23 +322,18 @@ class Engine(Upkeep, Explain, AgentLogs, Coding):
 
     # --- query (owner: query/); show, why, trace and feedback are in explain.py ----------------
     def warm(self) -> int:
-        """Load the embedding model and read into memory the vectors queries compare but LanceDB does
-        not hold (`query.search.warm`): what a long-lived process does before its first query. Returns
-        how many vectors were read. What it read stays, so it leaves the cyclic GC's sight (`gc.freeze`):
+        """Load the embedding model and read into memory what queries read (`query.search.warm`: the
+        memos, and the vectors queries compare but LanceDB does not hold): what a long-lived process does
+        before its first query. Returns how many vectors were read. What it read stays, so it leaves the cyclic GC's sight (`gc.freeze`):
         a full collection walked the memos' ~100k rows at 100k memories, 124-293 ms in a query of 200."""
         import gc
 
-        from ..query.expand import warm
+        from ..query.search import warm
 
         with self.session():  # first: on `auto`, the store's vectors name the encoder to load
             pass
         self.embedder.encode(["warm up", "预热"])  # English and Chinese: a mixed store loads both encoders
         with self.session() as store:
-            if not store.in_transaction:
-                store.rows.load(store.con, store.dir)
-                store.unit_rows.load(store.con, store.dir)
-            with store.index.files.reading():
-                store.index.held(UNITS)  # the units' vectors, searched in memory
             read = warm(store)
         gc.collect()  # no garbage goes to the permanent generation (refcounting frees a replaced memo)
         gc.freeze()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 
-def warm(store: "Store") -> int:
+def cached_vectors(store: "Store") -> int:
     """Read into memory the cached vectors queries compare but LanceDB does not hold (`cached_texts`). Each
     first read would cost a query 45-65 ms at 100k memories (see `VectorMemo`); a server does them all at
     start. How many were read."""

@@ -109,7 +109,15 @@ def same_words(text: str) -> str:
 def quoted_in(line: str, source_text: str) -> bool:
     """Does `line` already carry `source_text` verbatim (give or take a "Speaker: " label, punctuation
     and a clipped tail)? Then an evidence line for it would only repeat the unit's words."""
-    shown = f" {' '.join(lowercase_words(line))} "
+    return _quoted(_spaced_words(line), source_text)
+
+
+def _spaced_words(line: str) -> str:
+    return f" {' '.join(lowercase_words(line))} "
+
+
+def _quoted(shown: str, source_text: str) -> bool:
+    """`quoted_in` for a line's `_spaced_words`, taken once for all of a unit's sources."""
     for text in (source_text, SPEAKER_LABEL.sub("", source_text, count=1)):
         words = lowercase_words(text)
         shortest = max(MIN_QUOTED_WORDS, math.ceil(len(words) * QUOTED_SHARE))
@@ -127,13 +135,16 @@ class _Lines:
         self.vectors, self.similar = vectors or {}, similar
         self.rows: list[np.ndarray] = []
         self.owners: list["Hit"] = []
+        self._matrix: np.ndarray | None = None  # `rows` stacked, until the next `add`
 
     def repeated(self, text: str) -> "Hit | None":
         """The hit whose line (or evidence line) `text` repeats, if any."""
         vector = self.vectors.get(text)
         if vector is None or not self.rows:
             return None
-        sims = np.stack(self.rows) @ vector
+        if self._matrix is None:
+            self._matrix = np.stack(self.rows)
+        sims = self._matrix @ vector
         best = int(np.argmax(sims))
         return self.owners[best] if sims[best] >= self.similar else None
 
@@ -142,6 +153,7 @@ class _Lines:
         if vector is not None:
             self.rows.append(vector)
             self.owners.append(owner)
+            self._matrix = None
 
 
 class _Days:
@@ -208,6 +220,8 @@ def render_prompt(
     at: dict[int, int] = {}  # id(hit) → its block's index
     told: set[str] = set()  # the words of the lines shown (`once`: a statement said in them is left out)
     shows: dict[int, str] = {}  # id(hit) → the text its line shows
+    # a source text's `same_words`, once a prompt: sources of units say the same things again and again
+    words_of: dict[str, str] = {}
     for hit in hits:
         if hit.type == "memory" and hit.id in in_prompt:
             continue
@@ -253,11 +267,17 @@ def render_prompt(
         in_prompt.update(i for r in hit.repeats for i in (r.id, *r.source_ids) if r.type == "memory")
         shown, evidence_lines = [], 0
         floor = note_evidence_floor if hit.kind == "note" and note_evidence_floor is not None else evidence_floor
+        line_words, quoted = _spaced_words(line), {}  # whether the line quotes a source text, by text
         for evidence in hit.expanded:
             if evidence.id in in_prompt:
                 continue
-            shown_as = same_words(evidence.text)
-            if quoted_in(line, evidence.text) or shown_as in texts_in_prompt or said.repeated(evidence.text):
+            text = evidence.text
+            if text not in words_of:
+                words_of[text] = same_words(text)
+            if text not in quoted:
+                quoted[text] = _quoted(line_words, text)
+            shown_as = words_of[text]
+            if quoted[text] or shown_as in texts_in_prompt or said.repeated(text):
                 evidence.quoted = True
             elif evidence_lines < EVIDENCE_LINES_PER_UNIT and evidence.similarity >= floor:
                 extra = evidence_line(evidence, untold(evidence.text, told) if talk else None)

@@ -49,11 +49,15 @@ def _holds(longer: str, shorter: str) -> bool:
     return shorter.count(" ") - 1 >= MIN_CONTAINED_WORDS and shorter in longer
 
 
-def hit_vectors(store: "Store", hits: list[Hit], units: "Rows | None") -> dict[str, np.ndarray]:
+def hit_vectors(
+    store: "Store", hits: list[Hit], units: "Rows | None", known: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """id → the vector LanceDB holds for each memory hit and each unit hit whose vector embeds its text
-    (held in memory where the index keeps them, else one read per table); none is embedded anew."""
-    found: dict[str, np.ndarray] = {}
-    memory_ids = [h.id for h in hits if h.type == "memory"]
+    (a memory's from `known`, what its search returned, held in memory where the index keeps them, else
+    one read per table); none is embedded anew."""
+    known = known or {}
+    found = {h.id: known[h.id] for h in hits if h.type == "memory" and h.id in known}
+    memory_ids = [h.id for h in hits if h.type == "memory" and h.id not in found]
     unit_ids = [u.id for u in unit_rows(store, units, [h.id for h in hits if h.type == "unit"]) if u.text_keyed]
     for table, ids in ((MEMORIES, memory_ids), (UNITS, unit_ids)):
         if not ids:
@@ -65,13 +69,18 @@ def hit_vectors(store: "Store", hits: list[Hit], units: "Rows | None") -> dict[s
 
 
 def fold_repeats(
-    store: "Store", ranked: list[Hit], k: int, units: "Rows | None" = None
+    store: "Store",
+    ranked: list[Hit],
+    k: int,
+    units: "Rows | None" = None,
+    known: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[Hit], dict[str, np.ndarray]]:
     """`ranked` with each repeat folded under the first hit it repeats, and each rule that gives the fix
     of a rule kept above it under that rule while fewer than `k` hits are kept (see the module
     docstring), looked for until `k` distinct non-rule hits are kept; the candidates below stay as they were (the rule slot
     reads them). Order is kept; a kept hit whose repeat holds its text takes that repeat's text. With
-    it, the unit-length vectors read, by text (for `render_prompt`'s check of its evidence lines)."""
+    it, the unit-length vectors read, by text (for `render_prompt`'s check of its evidence lines).
+    `known`: memory id → its stored vector where the search returned it (`Retrieved.vectors`)."""
     similar = store.config.query.repeat_similarity
     if similar > 1 or k < 1:
         return ranked, {}
@@ -89,7 +98,7 @@ def fold_repeats(
             continue
         if n >= read:
             batch = ranked[n : n + 2 * k]
-            vectors.update((i, unit_length(v)) for i, v in hit_vectors(store, batch, units).items())
+            vectors.update((i, unit_length(v)) for i, v in hit_vectors(store, batch, units, known).items())
             read = n + len(batch)
         words, vector = _words(hit.text), vectors.get(hit.id)
         at = next((h for h in heads if _same(h, hit, words, vector, similar)), None)

@@ -64,8 +64,11 @@ def _embed_one(store: "Store", text: str) -> np.ndarray:
 
 
 # The columns a search returns beyond id and distance/score: a memory candidate's text comes with it, so
-# the DuckDB join (`score.rank`) reads no text (at 100k memories projecting `text` doubled the join).
+# the DuckDB join (`score.rank`) reads no text (at 100k memories projecting `text` doubled the join), and
+# from the vector search its vector, which the refinement of IVF-PQ distances reads anyway (no CPU measured
+# for it), so folding repeats (`repeats.hit_vectors`) reads LanceDB again only for full-text-only hits.
 _WITH = {MEMORIES: ("text",), UNITS: ()}
+_VECTOR_WITH = {MEMORIES: ("text", "vector"), UNITS: ()}
 
 
 class Retrieved(NamedTuple):
@@ -74,6 +77,7 @@ class Retrieved(NamedTuple):
     best_cosine: float
     texts: dict[str, str]  # memory candidate id → its text, from the search results
     cosines: dict[tuple[str, str], float]  # (type, id) → cosine similarity, for the vector searches' rows
+    vectors: dict[str, np.ndarray]  # memory candidate id → its stored vector, for the vector search's rows
 
 
 def nearest(cosines: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
@@ -83,10 +87,20 @@ def nearest(cosines: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
 
 def _columns(rows: Any, first: str, extra: tuple[str, ...]) -> list[tuple]:
     return (
-        list(zip(*(rows.column(c).to_pylist() for c in ("id", first, *extra))))
+        list(zip(*(_values(rows.column(c)) for c in ("id", first, *extra))))
         if rows is not None and rows.num_rows
         else []
     )
+
+
+def _values(column: Any) -> list[Any]:
+    """A column's values; a vector column's as float32 rows, as `Index.vectors` reads them."""
+    import pyarrow as pa
+
+    if not pa.types.is_fixed_size_list(column.type):
+        return column.to_pylist()
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    return list(flat.reshape(len(column), -1))
 
 
 def _vector_search(
@@ -141,18 +155,22 @@ def _vector_job(
     rows = _held_search(store, name, vector, filters, limit)
     if rows is not None:
         return lambda: rows
-    return pool.submit(_vector_search, store, name, vector, where, limit, _WITH[name]).result
+    return pool.submit(_vector_search, store, name, vector, where, limit, _VECTOR_WITH[name]).result
 
 
-def _results(jobs: list[tuple[str, Any]], texts: dict[str, str]) -> list[tuple[float, tuple[str, str]]]:
-    """(distance or score, (type, id)) of each search's rows (a job is called for them); the texts that
-    came with them go to `texts`."""
+def _results(
+    jobs: list[tuple[str, Any]], texts: dict[str, str], vectors: dict[str, np.ndarray]
+) -> list[tuple[float, tuple[str, str]]]:
+    """(distance or score, (type, id)) of each search's rows (a job is called for them); the texts and
+    vectors that came with them go to `texts` and `vectors`."""
     found = []
     for t, job in jobs:
         for i, value, *rest in job():
             found.append((value, (t, i)))
             if rest:
                 texts[i] = rest[0]
+            if len(rest) > 1:
+                vectors[i] = rest[1]
     return found
 
 
@@ -193,13 +211,14 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
     texts: dict[str, str] = {}
-    vector_hits = _results(vector_jobs, texts)
+    vectors: dict[str, np.ndarray] = {}
+    vector_hits = _results(vector_jobs, texts, vectors)
     lists = [[key for _, key in sorted(vector_hits, key=lambda x: x[0])]]
     if words:
-        lists.append([key for _, key in sorted(_results(text_jobs, texts), key=lambda x: -x[0])])
+        lists.append([key for _, key in sorted(_results(text_jobs, texts, vectors), key=lambda x: -x[0])])
     best_cosine = 1.0 - min((d for d, _ in vector_hits), default=2.0)
     cosines = {key: 1.0 - d for d, key in vector_hits}
-    return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts, cosines)
+    return Retrieved(_fuse(lists, store.config.query.rrf_k), vector, best_cosine, texts, cosines, vectors)
 
 
 # sleeping turns looked at when no candidate reaches `query.min_similarity` (`noted_best`)

@@ -62,15 +62,26 @@ def _newest(ts: dict[str, dt.datetime | None], ids: list[str]) -> dt.datetime | 
     return max((ts[i] for i in ids if ts.get(i) is not None), default=None)  # type: ignore[type-var]
 
 
-def newest_source_ts(store: "Store", units: list[dict[str, Any]]) -> dict[str, dt.datetime | None]:
-    """Unit id → ts of its newest source record (any state): when the knowledge it carries is from."""
-    sources = {u["id"]: json_ids(u["source_ids"]) for u in units}
-    wanted = {i for ids in sources.values() for i in ids}
+def newest_source_ts(store: "Store", sources: dict[str, list[str]]) -> dict[str, dt.datetime | None]:
+    """Unit id → ts of its newest source record (any state): when the knowledge it carries is from.
+    `sources`: unit id → its source ids."""
+    wanted = list(dict.fromkeys(i for ids in sources.values() for i in ids))
     if not wanted:
         return {}
-    where, params = in_ids("id", list(wanted))
+    where, params = in_ids("id", wanted)
     ts = dict(store.con.execute(f"SELECT id, ts FROM records WHERE {where}", params).fetchall())
     return {uid: _newest(ts, ids) for uid, ids in sources.items()}
+
+
+def units_newest_source_ts(store: "Store", units: Rows | None, live_units: list[Any]) -> dict[str, dt.datetime | None]:
+    """`newest_source_ts` of `live_units`: from the unit memo's rows (`units`), computed once for every unit
+    of that version (a query's ~100 unit candidates have up to ~3,600 sources at 100k memories, whose rows
+    were most of its scoring), else read for these."""
+    if units is None:
+        return newest_source_ts(store, {u.id: u.sources for u in live_units})
+    return units.derived(
+        "newest source ts", lambda rows: newest_source_ts(store, {u.id: u.sources for u in rows.values()})
+    )
 
 
 def record_texts(store: "Store", ids: list[str]) -> dict[str, str]:
@@ -91,12 +102,11 @@ def rank(
     *,
     now: dt.datetime,
 ) -> list[Hit]:
-    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. One scan
-    of `records` fetches the memory candidates and the unit candidates' sources together: each unit
-    hit gets its sources (any state, archived included) in `expanded`, for `attach_evidence`. Texts
+    """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. Texts
     are not read there (projecting `text` doubled the scan at 100k memories): a memory candidate's is
-    in `texts` (the search returned it) or read by id; a source's (`Evidence.text`) is what `texts`
-    holds, the rest filled by `attach_evidence` for the hits shown. Equal scores (the same fused rank
+    in `texts` (the search returned it) or read by id. A unit's recency takes its newest source's ts
+    (`units_newest_source_ts`); its sources as evidence are attached to the hits shown only
+    (`attach_sources`). Equal scores (the same fused rank
     from different lists, and recency ~0 for old records) go to units first, then to the closer
     vector (`cosines`; a full-text-only candidate has none), then by id: on the mixed demo store the
     reply a question is about (2nd by vector) lost its top-3 place by id to one of four copies of a
@@ -110,18 +120,11 @@ def rank(
     live_units = [
         u for u in found_units if u.status in LIVE_UNIT_STATUSES and visible_unit(u.user, u.quotes, filters.user)
     ]
-    sources = {u.id: u.sources for u in live_units}
-    wanted = dict.fromkeys([*(i for t, i in fused if t == "memory"), *(i for ids in sources.values() for i in ids)])
-    # in memory while the files are unchanged
-    found = store.rows.lookup(store.con, store.dir, list(wanted), in_transaction=store.in_transaction)
-    if found is None:
-        found = store.rows.read(store.con, list(wanted))
-    records = {r.id: r for r in found}
+    records = record_rows(store, [i for t, i in fused if t == "memory"])
     texts.update(record_texts(store, [i for t, i in fused if t == "memory" and i not in texts and i in records]))
-    evidence = {i: Evidence(id=i, text=texts.get(i, ""), state=r.state, similarity=0.0) for i, r in records.items()}
     hits = []
     for r in records.values():
-        if ("memory", r.id) not in fused or r.state not in live or not visible(r.user, filters.user):
+        if r.state not in live or not visible(r.user, filters.user):
             continue
         score, parts = score_parts(
             store,
@@ -145,14 +148,14 @@ def rank(
                 ts=r.ts,
             )
         )
-    source_ts = {i: r.ts for i, r in records.items()}
+    newest = units_newest_source_ts(store, units, live_units)
     for u in live_units:
         score, parts = score_parts(
             store,
             similarity=fused[("unit", u.id)],
             weight=u.weight,
             utility=u.utility,
-            recency_value=recency(base, now, _newest(source_ts, u.sources), u.as_of, u.last_used),
+            recency_value=recency(base, now, newest.get(u.id), u.as_of, u.last_used),
         )
         hits.append(
             Hit(
@@ -167,13 +170,42 @@ def rank(
                 agent=u.agent,
                 category=u.category,
                 ts=u.as_of if u.kind == "note" else u.updated,  # a note shows the day it is about
-                expanded=[evidence[i] for i in u.sources if i in evidence and visible(records[i].user, filters.user)],
             )
         )
     cosine = cosines or {}
     # scores equal to the six places a hit shows (`search._rounded`) are a tie
     hits.sort(key=lambda h: (-round(h.score, 6), h.type != "unit", -cosine.get((h.type, h.id), -1.0), h.id))
     return hits
+
+
+def warm_scoring(store: "Store") -> None:
+    """Derive from the unit memo now what scoring derives from it (`units_newest_source_ts`: ~0.1 s at 100k
+    memories), so a long-lived process's first query does not."""
+    units = store.unit_rows.current(store.con, store.dir, in_transaction=store.in_transaction)
+    if units is not None:
+        units_newest_source_ts(store, units, [])
+
+
+def record_rows(store: "Store", ids: list[str]) -> dict[str, Any]:
+    """id → the records' memo row of each of `ids` it holds (any state), or DuckDB's when it cannot answer now."""
+    found = store.rows.lookup(store.con, store.dir, ids, in_transaction=store.in_transaction)
+    return {r.id: r for r in (store.rows.read(store.con, ids) if found is None else found)}
+
+
+def attach_sources(store: "Store", hits: list[Hit], texts: dict[str, str], filters: Filters) -> None:
+    """Each unit hit's sources (any state, archived included) that the asking user may see, in source
+    order, as its `expanded` (for `expand.attach_evidence`), with their texts where `texts` holds them
+    (`Evidence.text`). A source of two hits is one `Evidence`. For the hits shown only: every unit
+    candidate's sources were ~3,600 rows read a query at 100k memories."""
+    unit_hits = [h for h in hits if h.type == "unit"]
+    records = record_rows(store, list(dict.fromkeys(i for h in unit_hits for i in h.source_ids)))
+    evidence = {
+        i: Evidence(id=i, text=texts.get(i, ""), state=r.state, similarity=0.0)
+        for i, r in records.items()
+        if visible(r.user, filters.user)
+    }
+    for hit in unit_hits:
+        hit.expanded = [evidence[i] for i in hit.source_ids if i in evidence]
 
 
 # Rules read from the embedding cache at a time when looking for the rule slot, best-scored first:

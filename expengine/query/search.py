@@ -66,10 +66,11 @@ from ..models.mixed import encoder_of
 from ..operations import QueryArgs
 from ..store import query_log
 from ..store.db import in_ids
+from ..store.index import UNITS
 from ..store.row_memo import Rows
 from ..store.state import set_state
 from ..store.units import record_use
-from .expand import attach_evidence
+from .expand import attach_evidence, cached_vectors
 from .filters import Filters, make_filters
 from .hits import Hit, QueryResult, Repeat, ScoreParts
 from .lexical import lexical_evidence
@@ -77,10 +78,23 @@ from .projects import other_projects_memories, project_units
 from .render import render_prompt
 from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
-from .score import rank, top_with_unit_slot
+from .score import attach_sources, rank, top_with_unit_slot, warm_scoring
 
 if TYPE_CHECKING:
     from ..store.store import Store
+
+
+def warm(store: "Store") -> int:
+    """Read into memory what queries read of the store: the records' and units' memos and what scoring
+    derives from them, the units' vectors, and the cached vectors LanceDB does not hold
+    (`expand.cached_vectors`). How many cached vectors were read."""
+    if not store.in_transaction:
+        store.rows.load(store.con, store.dir)
+        store.unit_rows.load(store.con, store.dir)
+        warm_scoring(store)
+    with store.index.files.reading():
+        store.index.held(UNITS)  # the units' vectors, searched in memory
+    return cached_vectors(store)
 
 
 def shown_ids(hits: list[Hit]) -> tuple[list[str], list[str]]:
@@ -140,16 +154,14 @@ def _shown(
     store: "Store", found: Retrieved, filters: Filters, args: QueryArgs, units: Rows | None, now: dt.datetime
 ) -> tuple[str, list[Hit]]:
     """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
-    evidence lines."""
+    evidence lines unless `expand` is off."""
     vector = found.vector
     ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now)
-    ranked, vectors = fold_repeats(store, ranked, args.k, units)
+    ranked, vectors = fold_repeats(store, ranked, args.k, units, found.vectors)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
+        attach_sources(store, top, found.texts, filters)
         vectors.update((text, unit_length(v)) for text, v in attach_evidence(store, top, vector).items())
-    else:
-        for hit in top:
-            hit.expanded = []
     cfg = store.config.query
     return render_prompt(
         top,

@@ -107,7 +107,9 @@ def show(store: "Store", item_id: str) -> ShowResult:
         id=item_id,
         type="unit",
         item=unit,
-        scores=_scores(store, unit, newest_source_ts(store, [unit]).get(item_id), unit["as_of"], unit["last_used"]),
+        scores=_scores(
+            store, unit, newest_source_ts(store, {item_id: source_ids}).get(item_id), unit["as_of"], unit["last_used"]
+        ),
         source_ids=source_ids,
         sources=sources,
         history=history,
