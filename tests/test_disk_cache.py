@@ -362,3 +362,17 @@ def test_the_cache_vectors_move_to_an_uncompressed_column_and_stay_there_through
     finally:
         con.close()
     assert make_engine().ingest([write_jsonl("b.jsonl", BOOKING)]).embedded == 0
+
+
+def test_a_restored_store_keeps_its_cache_uncompressed(make_engine, write_jsonl, tmp_path):
+    """A snapshot's schema carries the column's storage, so a restore does not bring compression back."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    cache_recent(engine)
+    taken = engine.snapshot()
+    engine.ingest([write_jsonl("b.jsonl", REFUND)])
+    engine.restore(taken.id)
+    with engine.session() as store:
+        store.con.execute("CHECKPOINT")
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        assert vector_compression(store.con) == {"Uncompressed"}
