@@ -11,6 +11,7 @@ from helpers import BOOKING, CHATTER, REFUND, Counting, ev, weather_session
 from expengine.store.db import DB_FILE, close_database, open_database
 from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
 from expengine.store.index import MEMORIES
+from expengine.store.scrub import rewrite_database
 from expengine.store.state import set_state
 from expengine.store.vector_bytes import blob_vectors
 
@@ -311,3 +312,67 @@ def test_ingest_past_the_recent_files_limit_writes_its_vectors_to_the_table(make
         texts = {text_hash(t) for (t,) in store.con.execute("SELECT DISTINCT text FROM records").fetchall()}
     assert len(files) == 1 and recent and in_table  # the first call's file, the second call's table rows
     assert not recent.keys() & in_table and texts <= recent.keys() | in_table
+
+
+def vector_compression(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """How DuckDB stores the cache's vector column, its constant segments left out."""
+    return {
+        c
+        for (c,) in con.execute(
+            "SELECT DISTINCT compression FROM pragma_storage_info('embeddings') WHERE column_name = 'vector'"
+        ).fetchall()
+    } - {"Constant"}
+
+
+def test_the_cache_vectors_move_to_an_uncompressed_column_and_stay_there_through_a_rewrite(
+    make_engine, write_jsonl, tmp_path
+):
+    """`m021_embeddings_uncompressed`: a cache made before it keeps every vector, now stored uncompressed
+    (a checkpoint no longer compresses the row group's vectors again), also after the file is rewritten."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND)])
+    cache_recent(engine)
+    engine.close()
+    path = tmp_path / "store" / DB_FILE
+    con = duckdb.connect(str(path))
+    before = sorted(con.execute("SELECT * FROM embeddings").fetchall())
+    con.execute(  # as m011 and m012 left it
+        "CREATE TABLE compressed (text_hash VARCHAR NOT NULL, model VARCHAR NOT NULL, vector BLOB NOT NULL, "
+        "float16 BOOLEAN NOT NULL DEFAULT false, PRIMARY KEY (text_hash, model))"
+    )
+    con.execute("INSERT INTO compressed SELECT * FROM embeddings")
+    con.execute("DROP TABLE embeddings")
+    con.execute("ALTER TABLE compressed RENAME TO embeddings")
+    con.execute("DELETE FROM migrations WHERE name = 'm021_embeddings_uncompressed'")
+    con.execute("CHECKPOINT")
+    assert before and vector_compression(con) != {"Uncompressed"}
+    con.close()
+    con = open_database(path)
+    try:
+        con.execute("CHECKPOINT")
+        assert vector_compression(con) == {"Uncompressed"}
+        assert sorted(con.execute("SELECT * FROM embeddings").fetchall()) == before
+    finally:
+        close_database(con)
+    rewrite_database(path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert vector_compression(con) == {"Uncompressed"}
+        assert sorted(con.execute("SELECT * FROM embeddings").fetchall()) == before
+    finally:
+        con.close()
+    assert make_engine().ingest([write_jsonl("b.jsonl", BOOKING)]).embedded == 0
+
+
+def test_a_restored_store_keeps_its_cache_uncompressed(make_engine, write_jsonl, tmp_path):
+    """A snapshot's schema carries the column's storage, so a restore does not bring compression back."""
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
+    cache_recent(engine)
+    taken = engine.snapshot()
+    engine.ingest([write_jsonl("b.jsonl", REFUND)])
+    engine.restore(taken.id)
+    with engine.session() as store:
+        store.con.execute("CHECKPOINT")
+        assert store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]  # type: ignore[index]
+        assert vector_compression(store.con) == {"Uncompressed"}

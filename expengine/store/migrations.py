@@ -366,3 +366,24 @@ def m020_record_tokens_unkeyed(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO record_tokens_unkeyed SELECT id, tokens FROM record_tokens")
     con.execute("DROP TABLE record_tokens")
     con.execute("ALTER TABLE record_tokens_unkeyed RENAME TO record_tokens")
+
+
+@migration
+def m021_embeddings_uncompressed(con: duckdb.DuckDBPyConnection) -> None:
+    """The embedding cache's vectors stored uncompressed: float bytes do not compress (the file is as
+    large), but DuckDB compresses a row group's BLOBs again whole at every checkpoint that changes it,
+    which grew with the cache (0.11 CPU s for 946 vectors, 0.005 uncompressed)."""
+    con.execute(
+        """
+        CREATE TABLE embeddings_uncompressed (
+            text_hash VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            vector BLOB USING COMPRESSION uncompressed NOT NULL,
+            float16 BOOLEAN NOT NULL DEFAULT false,
+            PRIMARY KEY (text_hash, model)
+        )
+        """
+    )
+    con.execute("INSERT INTO embeddings_uncompressed SELECT text_hash, model, vector, float16 FROM embeddings")
+    con.execute("DROP TABLE embeddings")
+    con.execute("ALTER TABLE embeddings_uncompressed RENAME TO embeddings")
