@@ -3,6 +3,7 @@
     python bench/nights.py [--nights 10] [--swe-runs 10] [--tau-runs 10] [--log-lines 300]
                            [--from-store PATH] [--full-every 0] [--out bench/results/nights.json]
                            [--keep PATH] [--first-night N] [--profile PATH] [--set KEY=VALUE ...]
+                           [--encoder hash]
 
 Every night ingests the same amount of new real data through the Python API, with fresh ids: the next
 `--swe-runs` shared SWE-bench runs (their sb-cli grades as outcomes), the next `--tau-runs` tau-bench
@@ -11,10 +12,13 @@ airline runs (a new `trial` per pass, so new sessions) and the next `--log-lines
 `compact` (templates, no LLM), the clock one night on. Printed per night: records in the store, new,
 ingest seconds, the cycle's seconds and each step's, the cycle's CPU seconds and each step's (this
 process's, threads included: what a loaded shared machine's wall clock blurs), the records the sweep
-re-checked, how clustering ran, the DuckDB file's size after the cycle and the process's peak RSS.
+re-checked, how clustering ran, the DuckDB file's size after the cycle, the process's peak RSS and the
+cycle's own (sampled every 20 ms while it ran).
 
 `--from-store PATH` starts from a copy of an existing store (the synthetic variant: a bulk store of
 synthetic memories, e.g. from bench/scale.py), so the nights add real data to a large store.
+`--encoder hash` replaces the model by a hash of each text (bench/million.py's `HashEmbedder`), as a store
+that bench/million.py built with `--encoder hash` needs: what the store's steps cost, not the model's.
 `--full-every N` runs `compact --full` every N-th night instead (0: never), the baseline to compare.
 `--set KEY=VALUE` overrides a config value for every night (e.g. `--set cycle.sweep_rows=400`).
 `--first-night N` numbers the nights from N, with the data and clock the nights before it left off at:
@@ -135,13 +139,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--first-night", type=int, default=1, help="number the nights from N (after a kept store)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--profile", type=Path, help="cProfile each night's compact into this file (the last kept)")
+    parser.add_argument("--encoder", choices=("model", "hash"), default="model", help="hash: the store's costs only")
     return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from million import HashEmbedder
+    from scale import PeakRss
+
     from expengine import Engine
 
     report = grades = None
+    embedder = HashEmbedder() if args.encoder == "hash" else None
+    rss = PeakRss()
     if not SWE.is_dir() or not TAU.is_file():
         raise SystemExit(f"nights needs the shared data under {SHARED_DATA}")
     data = json.loads((SWE / "sb-cli-report.json").read_text(encoding="utf-8"))
@@ -163,6 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "per_night": {"swe_runs": args.swe_runs, "tau_runs": args.tau_runs, "log_lines": args.log_lines},
         "from_store": str(args.from_store) if args.from_store else None,
         "overrides": args.overrides,
+        "encoder": args.encoder,
         "nights": [],
     }
     overrides: dict[str, Any] = dict(TEMPLATE_ONLY)
@@ -185,16 +196,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             folder = Path(tmp) / f"night{night}"
             parts = write_night(folder, night, swe, tau, logs, grades, args)
             full = bool(args.full_every) and night % args.full_every == 0
-            with Engine(store=store, overrides=overrides) as engine:
+            with Engine(store=store, overrides=overrides, embedder=embedder) as engine:
                 started = time.perf_counter()
                 new = ingest_night(engine, parts)
                 ingest_s = time.perf_counter() - started
                 profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU seconds, as reported
                 cpu = time.process_time()
+                rss.peak = rss.rss()
                 if profiler:
                     profiler.enable()
                 cycle = engine.compact(now=START + NIGHT * night, full=full)
                 cycle_cpu = time.process_time() - cpu
+                cycle_peak = rss.peak
                 if profiler:
                     profiler.disable()
                     profiler.dump_stats(args.profile)
@@ -224,6 +237,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "units": cycle.after.units if cycle.after else None,
                 "active": cycle.after.active if cycle.after else None,
                 "peak_rss_mib": peak_rss_mib(),
+                "cycle_peak_rss_mib": round(cycle_peak / 2**20, 1),
                 "db_mib": round((store / "expengine.duckdb").stat().st_size / 2**20, 2),
                 "load": round(os.getloadavg()[0], 1),
             }
@@ -267,6 +281,7 @@ def render(report: dict[str, Any]) -> str:
             n.get("cycle_cpu_s"),
             *(n["steps_s"].get(s) for s in steps),
             n["peak_rss_mib"],
+            n.get("cycle_peak_rss_mib"),
             n["load"],
             n["clustering"][:40],
         ]
@@ -282,6 +297,7 @@ def render(report: dict[str, Any]) -> str:
             "cycle CPU s",
             *(f"{s} s" for s in steps),
             "peak MiB",
+            "cycle peak MiB",
             "load",
             "clustering",
         ],

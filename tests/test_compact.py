@@ -157,6 +157,42 @@ def test_goal_failure_reinforces_what_explains_it(store):
     assert w["c01"] == 1.0  # no goal: untouched
 
 
+def test_goal_records_read_together_are_those_read_goal_by_goal(make_engine, write_jsonl, monkeypatch):
+    """Goals read a few at a time (here one and two a query) get the records a query per goal got: linked
+    by goal_id, or by session within the goal's span when they have none, in time order."""
+    from expengine.lifecycle import goals as goal_step
+    from expengine.store.vocabulary import INDEXED_RECORDS_SQL
+
+    engine = make_engine()
+    by_session = [
+        ev("q01", 40, "goal", session="s9", goal_id="g9", goal={"id": "g9", "status": "open", "description": "Rebook"}),
+        ev("q02", 41, "tool_call", session="s9", tool={"name": "rebook", "args": {"pnr": "X1"}}),
+        ev("q03", 42, "tool_result", session="s9", tool={"name": "rebook", "result": "ok"}),
+        ev("q04", 43, "goal", session="s9", goal_id="g9", goal={"id": "g9", "status": "succeeded"}),
+        ev("q05", 90, "message", session="s9", role="user", content="later, outside the span"),
+    ]
+    engine.ingest([write_jsonl("log.jsonl", BOOKING + REFUND + CHATTER + by_session)])
+    store = engine.store
+    pending = goal_step._pending_goals(store)
+    assert len(pending) == 3
+
+    def one_goal(goal: tuple) -> list[dict]:
+        goal_id, agent, session, _status, opened, updated = goal
+        rows = store.con.execute(
+            f"""SELECT {", ".join(goal_step.FIELDS)} FROM records WHERE {INDEXED_RECORDS_SQL}
+                AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
+                ORDER BY ts, id""",
+            [goal_id, agent, session, opened, updated],
+        ).fetchall()
+        return [dict(zip(goal_step.FIELDS, row)) for row in rows]
+
+    expected = {g[0]: one_goal(g) for g in pending}
+    assert [r["id"] for r in expected["g9"]] == ["q01", "q02", "q03", "q04"]
+    for per_read in (1, 2, 500):
+        monkeypatch.setattr(goal_step, "GOALS_PER_READ", per_read)
+        assert goal_step._linked_records(store, pending) == expected
+
+
 def test_goal_cleanup_handles_each_status_change_once(store):
     store.goal_cleanup(dry_run=False)
     once = weights(store)

@@ -9,6 +9,7 @@ units; and a night reads fewer records than the store holds (nothing at all when
 
 from __future__ import annotations
 
+import pytest
 from helpers import swe_script_fixes
 from test_nights import NIGHT, START, thirds
 
@@ -225,12 +226,15 @@ def record_states(engine) -> list[tuple]:
     return sorted(engine.store.con.execute("SELECT id, state, coalesce(state_reason, '') FROM records").fetchall())
 
 
-def test_reads_once_a_pass_give_what_reads_per_cluster_give(make_engine, tmp_path, monkeypatch):
-    """The changed clusters' units, records and tool use read once a pass (refine/reads.py), and the
-    units a cluster's write changed read again, give the units and record states of reading them from
-    the database cluster by cluster."""
+@pytest.mark.parametrize("per_read", [500, 2])
+def test_reads_once_a_pass_give_what_reads_per_cluster_give(make_engine, tmp_path, monkeypatch, per_read):
+    """The changed clusters' units, records and tool use read once a pass (refine/reads.py), or once per
+    slice of `per_read` clusters, and the units a cluster's write changed read again, give the units and
+    record states of reading them from the database cluster by cluster."""
     import expengine.lifecycle.refine as refine
     from expengine.lifecycle.refine.reads import ClusterReads
+
+    monkeypatch.setattr(refine, "CLUSTERS_PER_READ", per_read)
 
     nights = thirds(tmp_path, LOGS)
     once = make_engine(tmp_path / "once", overrides={"llm.mode": "template"})

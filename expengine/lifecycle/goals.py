@@ -147,16 +147,39 @@ def _pending_goals(store: "Store") -> list[tuple]:
     ).fetchall()
 
 
-def _linked_records(store: "Store", goal: tuple) -> list[dict[str, Any]]:
-    goal_id, agent, session, _status, opened, updated = goal
-    cursor = store.con.execute(
-        f"""SELECT {", ".join(FIELDS)} FROM records
-            WHERE {INDEXED_RECORDS_SQL}
-              AND (goal_id = ? OR (goal_id IS NULL AND agent = ? AND session = ? AND ts BETWEEN ? AND ?))
-            ORDER BY ts, id""",
-        [goal_id, agent, session, opened, updated],
-    )
-    return [dict(zip(FIELDS, row)) for row in cursor.fetchall()]
+GOALS_PER_READ = 500  # pending goals whose records one query reads
+
+
+def _linked_records(store: "Store", goals: list[tuple]) -> dict[str, list[dict[str, Any]]]:
+    """Each goal's records (by `goal_id`, or by session within its time span when they have none), in
+    time order, read `GOALS_PER_READ` goals a query: a query per goal scanned the whole table each time
+    (a night's 240 goals on a store of 1M records)."""
+    linked: dict[str, list[dict[str, Any]]] = {}
+    columns = ", ".join(f"r.{f}" for f in FIELDS)
+    for start in range(0, len(goals), GOALS_PER_READ):
+        some = goals[start : start + GOALS_PER_READ]
+        table = pa.table(
+            {
+                "goal_id": [g[0] for g in some],
+                "agent": pa.array([g[1] for g in some], pa.string()),
+                "session": pa.array([g[2] for g in some], pa.string()),
+                "opened": pa.array([g[4] for g in some], pa.timestamp("us")),
+                "updated": pa.array([g[5] for g in some], pa.timestamp("us")),
+            }
+        )
+        with arrow_view(store.con, "pending_goals", table):
+            rows = store.con.execute(
+                f"""SELECT g.goal_id, r.ts AS at, {columns} FROM records r JOIN pending_goals g ON r.goal_id = g.goal_id
+                    WHERE {INDEXED_RECORDS_SQL}
+                    UNION ALL
+                    SELECT g.goal_id, r.ts AS at, {columns} FROM records r
+                    JOIN pending_goals g ON r.agent = g.agent AND r.session = g.session
+                    WHERE r.goal_id IS NULL AND r.ts BETWEEN g.opened AND g.updated AND {INDEXED_RECORDS_SQL}
+                    ORDER BY 1, 2, 3"""
+            ).fetchall()
+        for goal_id, _, *values in rows:
+            linked.setdefault(goal_id, []).append(dict(zip(FIELDS, values)))
+    return linked
 
 
 def goal_cleanup(
@@ -170,12 +193,13 @@ def goal_cleanup(
     text: dict[str, str] = {}
     states: dict[str, str] = {}
     goals = _pending_goals(store)
+    linked = _linked_records(store, [g for g in goals if g[3] != "cancelled"])
     for goal in goals:
         goal_id, status = goal[0], goal[3]
         report.goals_handled[status] = report.goals_handled.get(status, 0) + 1
         if status == "cancelled":
             continue
-        records = _linked_records(store, goal)
+        records = linked.get(goal_id, [])
         for r in records:
             text[r["id"]], states[r["id"]] = r["text"], r["state"]
         weight = {r["id"]: new_weight.get(r["id"], r["weight"]) for r in records}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ...clock import utcnow
 from ...errors import ModelError
@@ -83,9 +83,8 @@ def refine_clusters(
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
-    reads = ClusterReads(store, changed)
     looked_at: list[tuple[str, str]] = []
-    for position, cluster in enumerate(changed):
+    for position, (cluster, reads) in enumerate(_with_reads(store, changed)):
         if not budget.time_left() or (model is not None and not budget.calls_left()):
             report.clusters_left = [c.key for c in changed[position:]]
             break
@@ -126,6 +125,19 @@ def refine_clusters(
     report.runs_read, report.run_records_read = count.runs, count.records
     report.seconds = round(time.monotonic() - started, 3)
     return report
+
+
+CLUSTERS_PER_READ = 500  # changed clusters whose records `ClusterReads` holds at a time
+
+
+def _with_reads(store: "Store", clusters: list[ClusterInput]) -> Iterator[tuple[ClusterInput, ClusterReads]]:
+    """Each cluster with the reads of its slice of `CLUSTERS_PER_READ` clusters, read when the slice
+    starts: a night's changed clusters are one slice, and a first or full cycle of a large store (every
+    cluster changed: 1M records held at once took 5 GB) holds one slice's members at a time."""
+    for start in range(0, len(clusters), CLUSTERS_PER_READ):
+        some = clusters[start : start + CLUSTERS_PER_READ]
+        reads = ClusterReads(store, some)
+        yield from ((cluster, reads) for cluster in some)
 
 
 def _refine_one(

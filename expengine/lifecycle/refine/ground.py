@@ -9,6 +9,7 @@ about its subject with content words from the sources.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from .mine import Mined
@@ -71,9 +72,16 @@ def _anchors(mined: Mined) -> set[str]:
     return {w.lower() for w in words}
 
 
+@lru_cache(maxsize=4)
+def _vocabulary_words(vocabulary: str) -> frozenset[str]:
+    """The words of a cluster's vocabulary, split once for all the fields of its drafts (split again for
+    each field, it took 70% of refinement's samples in a first cycle of 1M records, py-spy)."""
+    return frozenset(_WORD.findall(vocabulary))
+
+
 def ungrounded_claims(text: str, vocabulary: str) -> list[str]:
     """Identifiers, numbers, codes, names and quotes in `text` that the sources never mention."""
-    words = set(_WORD.findall(vocabulary))
+    words = _vocabulary_words(vocabulary)
     missing: list[str] = []
     for pattern in (_IDENTIFIER, _NUMBER_OR_CODE, _CAPITALISED):
         for token in pattern.findall(text):
