@@ -61,9 +61,9 @@ def text_vectors(store: "Store", evidence: list[Evidence]) -> dict[str, np.ndarr
 
 
 def attach_evidence(store: "Store", hits: list[Hit], vector: np.ndarray) -> dict[str, np.ndarray]:
-    """Order each unit hit's sources (attached by `rank`) by similarity to the query, most similar
-    first (one similarity per distinct text, so equal texts keep their source order); the renderer
-    picks the lines worth showing. Returns the sources' vectors by text (for its check of repeats)."""
+    """Order each unit hit's sources (attached by `score.attach_sources`) by similarity to the query,
+    most similar first (one similarity per distinct text, so equal texts keep their source order); the
+    renderer picks the lines worth showing. Returns the sources' vectors by text (for its check of repeats)."""
     evidence = [e for h in hits if h.type == "unit" for e in h.expanded]
     if not evidence:
         return {}

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..store.embeddings import text_hash
 from ..store.index import MEMORIES, UNITS
+from ..store.lance_rows import float32_rows
 from ..store.row_memo import Rows
 from ..store.vocabulary import LIVE_SQL, LIVE_UNIT_STATUSES
 from .filters import Filters
@@ -97,10 +98,7 @@ def _values(column: Any) -> list[Any]:
     """A column's values; a vector column's as float32 rows, as `Index.vectors` reads them."""
     import pyarrow as pa
 
-    if not pa.types.is_fixed_size_list(column.type):
-        return column.to_pylist()
-    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-    return list(flat.reshape(len(column), -1))
+    return list(float32_rows(column)) if pa.types.is_fixed_size_list(column.type) else column.to_pylist()
 
 
 def _vector_search(

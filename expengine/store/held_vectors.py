@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .lance_rows import float32_rows
+
 
 class HeldVectors:
     """A table's vectors (float32, with their norms) and columns other than `text`, in memory as of one
@@ -21,10 +23,9 @@ class HeldVectors:
         self.dataset, self.files = dataset, files  # the kept dataset read, and its version files then
         rows = dataset.to_table(columns=[c for c in dataset.schema.names if c != "text"])
         column = rows.column("vector").combine_chunks()
-        width = column.type.list_size
         # LanceDB casts the query to the column's number type (float16 here) before comparing
         self.query_type = np.float16 if column.type.value_type == pa.float16() else np.float32
-        self.vectors = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), width)
+        self.vectors = float32_rows(column)
         self.norms = np.linalg.norm(self.vectors, axis=1)
         self.ids = np.array(rows.column("id").to_pylist(), dtype=object)
         self._row = {i: n for n, i in enumerate(self.ids.tolist())}

@@ -18,7 +18,7 @@ import numpy as np
 from .file_guard import FileGuard
 from .filters import lance_in
 from .held_vectors import HeldTables, HeldVectors
-from .lance_rows import ADDED_COLUMNS, as_table_vectors
+from .lance_rows import ADDED_COLUMNS, as_table_vectors, float32_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -200,8 +200,7 @@ class Index:
                 rows = dataset.to_table(columns=columns, filter=lance_in("id", chunk))
             if not rows.num_rows:  # none held (a rule's sources waiting out the observation window)
                 continue
-            column = rows.column("vector").combine_chunks()
-            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), -1)
+            flat = float32_rows(rows.column("vector"))
             ids_found = rows.column("id").to_pylist()
             if texts is not None:
                 texts.update(zip(ids_found, rows.column("text").to_pylist()))

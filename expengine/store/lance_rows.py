@@ -4,7 +4,7 @@ options that reach an index on object storage."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -97,6 +97,17 @@ def with_vectors(rows: list[dict], vectors: np.ndarray, schema: pa.Schema) -> pa
     flat = np.asarray(vectors, dtype=np.float16 if field.type.value_type == pa.float16() else np.float32).reshape(-1)
     column = pa.FixedSizeListArray.from_arrays(pa.array(flat), field.type.list_size)
     return table.append_column(field, column)
+
+
+def float32_rows(column: Any) -> np.ndarray:
+    """A vector column (fixed-size lists of float16 or float32, chunked or not) as float32 rows, one a
+    vector: what every read of stored vectors compares."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    return flat.reshape(len(column), column.type.list_size)
 
 
 # columns a table made before them lacks: `Index.add` adds them (NULL in the rows there) before it appends
