@@ -189,6 +189,11 @@ class QueryConfig:
     candidates: int = 50
     rrf_k: int = 60
     index_above: int = 20000
+    # the memories' vectors are held in memory (float32, with their texts) and searched exactly while
+    # they take at most this many MB (~1.5 KB a memory at 384 dimensions): at 100k memories ~3 ms of
+    # CPU against ~7 for LanceDB's IVF-PQ search (docs/scale.md). A larger table is searched by LanceDB;
+    # 0: always
+    held_memories_mb: int = 256
     # the IVF-PQ index takes new rows into the partitions it was trained on, and is trained again once
     # the table holds this many times the rows of its last training (store/reindex.py)
     index_retrain_growth: float = 2.0

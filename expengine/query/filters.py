@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,11 +47,15 @@ class Filters:
     def search_units(self) -> bool:
         return (self.kind is None or self.kind in UNIT_KINDS) and self.outcome is None and self.goal is None
 
-    def memory_where(self) -> str:
-        states = "('active', 'dormant')" if self.include_dormant else "('active')"
+    @property
+    def memory_states(self) -> tuple[str, ...]:
+        return ("active", "dormant") if self.include_dormant else ("active",)
+
+    def memory_where(self, states: tuple[str, ...] | None = None) -> str:
+        """The memories' prefilter; `states`: those searched instead of `memory_states`."""
         return " AND ".join(
             [
-                f"state IN {states}",
+                f"state IN ({', '.join(repr(s) for s in states or self.memory_states)})",
                 *self._common("ts"),
                 *_equals(kind=self.kind, outcome=self.outcome, goal_id=self.goal),
             ]
@@ -73,6 +77,36 @@ class Filters:
             mask &= columns["ts"] >= np.datetime64(self.since, "us")
         if self.until:
             mask &= columns["ts"] <= np.datetime64(self.until, "us")
+        return mask
+
+    def memory_mask(self, columns: Any) -> np.ndarray | None:
+        """`memory_where` but the state over a fragment's columns held in memory (Arrow,
+        `store.held_fragments`): the rows it keeps, or None when it keeps every row (a missing value
+        matches no filter, as in SQL)."""
+        import pyarrow.compute as pc
+
+        masks = [
+            pc.equal(columns.column(column), value).fill_null(False)
+            for column, value in (
+                ("agent", self.agent),
+                ("category", self.category),
+                ("kind", self.kind),
+                ("outcome", self.outcome),
+                ("goal_id", self.goal),
+            )
+            if value is not None
+        ]
+        if self.user is not None:
+            user = columns.column("user")
+            masks.append(pc.or_(pc.is_null(user), pc.equal(user, self.user).fill_null(False)))
+        for bound, compare in ((self.since, pc.greater_equal), (self.until, pc.less_equal)):
+            if bound is not None:
+                masks.append(compare(columns.column("ts"), np.datetime64(bound, "us")).fill_null(False))
+        if not masks:
+            return None
+        mask = np.ones(columns.num_rows, dtype=bool)
+        for passed in masks:
+            mask &= passed.to_numpy(zero_copy_only=False)
         return mask
 
     def _common(self, ts_column: str) -> list[str]:

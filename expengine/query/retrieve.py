@@ -139,11 +139,20 @@ def _search_pool() -> Any:
     return _SEARCH_POOL
 
 
-def _held_search(store: "Store", name: str, vector: np.ndarray, filters: Filters, limit: int) -> list[tuple] | None:
-    """The units' vector search on their vectors held in memory (`Index.held`: exact, as LanceDB's search
-    of a table without a vector index), or None when they are not held (the memories, or an indexed table)."""
-    held = store.index.held(name) if name == UNITS else None
-    return None if held is None else held.nearest(vector, filters.unit_mask(held.columns), limit)
+def _held_search(
+    store: "Store", name: str, vector: np.ndarray, filters: Filters, limit: int, states: tuple[str, ...] = ()
+) -> list[tuple] | None:
+    """A table's vector search on its rows held in memory (exact, as LanceDB's search of a table without
+    a vector index): the units' (`Index.held`), or the memories' in `states` or the filters' states
+    (`Index.held_memories`, with `_VECTOR_WITH`'s text and vector); None when they are not held (an
+    indexed units table, or memories above `query.held_memories_mb`)."""
+    if name == UNITS:
+        units = store.index.held(UNITS)
+        return None if units is None else units.nearest(vector, filters.unit_mask(units.columns), limit)
+    memories = store.index.held_memories()
+    if memories is None:
+        return None
+    return list(memories.nearest(vector, states or filters.memory_states, filters.memory_mask, limit))
 
 
 def _vector_job(
@@ -204,7 +213,8 @@ def _retrieve(store: "Store", text: str, vector: Any, filters: Filters) -> Retri
         for t, name, where in searchable
     ]
     vector = vector() if callable(vector) else vector
-    # the memories' search starts first (on a thread); the units' held search then runs here meanwhile
+    # a held table is searched here, while the full-text searches run; one not held on a thread (the
+    # memories' first, so the units' held search runs meanwhile)
     vector_jobs = [(t, _vector_job(store, pool, name, vector, where, limit, filters)) for t, name, where in tables]
     # Each table's candidates stay (no cut after merging): units ranked below fifty close memories are
     # still scored, so the rule slot (`top_with_unit_slot`) can find them.
@@ -275,18 +285,19 @@ def noted_best(store: "Store", vector: np.ndarray, filters: Filters, units: Rows
     query (`score.unit_rows`): a store without live notes is not searched."""
     if units is not None and not units.derived("noted turns", _noted):
         return 0.0
-    where = filters.memory_where().replace("state IN ('active', 'dormant')", "state = 'dormant'")
-    where = where.replace("state IN ('active')", "state = 'dormant'")
-    found = _vector_search(store, MEMORIES, vector, where, NOTED_CANDIDATES)
+    with store.index.files.reading():
+        found = _held_search(store, MEMORIES, vector, filters, NOTED_CANDIDATES, states=("dormant",))
+    if found is None:
+        found = _vector_search(store, MEMORIES, vector, filters.memory_where(("dormant",)), NOTED_CANDIDATES)
     if not found:
         return 0.0
     if units is None:
         notes = store.unit_rows.read_where(
             store.con,
             f"kind = 'note' AND {LIVE_SQL} AND list_has_any(CAST(from_json(source_ids, '[\"VARCHAR\"]') AS VARCHAR[]), ?)",
-            [[i for i, _ in found]],
+            [[i for i, *_ in found]],
         )
         noted = _noted(Rows((u.id, u) for u in notes))
     else:
         noted = units.derived("noted turns", _noted)
-    return max((1.0 - d for i, d in found if i in noted), default=0.0)
+    return max((1.0 - d for i, d, *_ in found if i in noted), default=0.0)

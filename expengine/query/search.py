@@ -94,6 +94,7 @@ def warm(store: "Store") -> int:
         warm_scoring(store)
     with store.index.files.reading():
         store.index.held(UNITS)  # the units' vectors, searched in memory
+        store.index.held_memories()  # and the memories', where they fit `query.held_memories_mb`
     return cached_vectors(store)
 
 

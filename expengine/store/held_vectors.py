@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .held_fragments import HeldFragments, estimated_bytes
 from .lance_rows import float32_rows
 
 
@@ -65,6 +66,8 @@ class HeldTables:
 
     def __init__(self) -> None:
         self._held: dict[str, HeldVectors] = {}
+        self._fragments: dict[str, HeldFragments] = {}
+        self._too_large: dict[str, tuple[Any, Any]] = {}  # name -> (dataset, version files) found too large
         self._lock = threading.Lock()
 
     def current(self, name: str, dataset: Any, files: Any) -> HeldVectors:
@@ -72,4 +75,21 @@ class HeldTables:
             held = self._held.get(name)
             if held is None or held.dataset is not dataset or held.files != files:
                 held = self._held[name] = HeldVectors(dataset, files)
+            return held
+
+    def fragments(self, name: str, dataset: Any, files: Any, budget: int) -> HeldFragments | None:
+        """The table's `HeldFragments` as of `dataset`, brought up to it from the ones held before (only
+        new fragments are read); None while the table would take more than `budget` bytes."""
+        with self._lock:
+            held = self._fragments.get(name)
+            if held is not None and held.dataset is dataset and held.files == files:
+                return held
+            seen = self._too_large.get(name)
+            if seen is not None and seen[0] is dataset and seen[1] == files:
+                return None
+            if estimated_bytes(dataset.count_rows(), dataset.schema.field("vector").type.list_size) > budget:
+                self._too_large[name] = (dataset, files)
+                self._fragments.pop(name, None)
+                return None
+            held = self._fragments[name] = HeldFragments(dataset, files, before=held)
             return held

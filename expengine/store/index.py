@@ -17,6 +17,7 @@ import numpy as np
 
 from .file_guard import FileGuard
 from .filters import lance_in
+from .held_fragments import HeldFragments
 from .held_vectors import HeldTables, HeldVectors
 from .lance_rows import ADDED_COLUMNS, as_table_vectors, float32_rows
 
@@ -81,6 +82,8 @@ class Index:
         self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
+        # the most the memories' vectors held in memory may take (`held_memories`; `query.held_memories_mb`)
+        self.held_memories_bytes = 0
 
     @property
     def db(self) -> Any:
@@ -127,6 +130,15 @@ class Index:
         if dataset is None or self.remote or self.has_vector_index(name):
             return None
         return self._held.current(name, dataset, self._versions(name))
+
+    def held_memories(self) -> HeldFragments | None:
+        """The memories' rows in memory (`HeldFragments`), brought to the table's latest version when its
+        version files changed; None for a missing or remote table, or one whose vectors would take more
+        than `held_memories_bytes` (LanceDB's search, approximate above `query.index_above` rows, then)."""
+        dataset = self.dataset(MEMORIES)
+        if dataset is None or self.remote or not self.held_memories_bytes:
+            return None
+        return self._held.fragments(MEMORIES, dataset, self._versions(MEMORIES), self.held_memories_bytes)
 
     def nearest(
         self, name: str, vector: np.ndarray, where: str, limit: int, columns: tuple[str, ...] = ()

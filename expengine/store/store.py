@@ -30,9 +30,11 @@ FREE_SHARE = 0.2
 def store_index(store_dir: Path, config: Config) -> Index:
     """The store's LanceDB: its `lance/` folder, or the object-storage URI of `[index] uri`."""
     cfg = config.index
-    if not cfg.uri:
-        return Index(store_dir / LANCE_DIR)
-    return Index(cfg.uri.rstrip("/"), storage_options(cfg.endpoint, cfg.region))
+    if cfg.uri:
+        return Index(cfg.uri.rstrip("/"), storage_options(cfg.endpoint, cfg.region))
+    index = Index(store_dir / LANCE_DIR)
+    index.held_memories_bytes = config.query.held_memories_mb * 2**20
+    return index
 
 
 class Store:
