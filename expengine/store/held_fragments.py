@@ -101,8 +101,8 @@ class HeldFragments:
         """(id, cosine distance, text, vector) of the `limit` rows in `states` that `mask_of` keeps
         nearest to `vector`, nearest first, as LanceDB's exact cosine search gives them (equal distances
         in fragment and row order)."""
-        query = np.asarray(vector).astype(self.fragments[0].query_type if self.fragments else np.float32)
-        query = query.astype(np.float32)
+        number_type = self.fragments[0].query_type if self.fragments else np.float32
+        query = np.asarray(vector).astype(number_type).astype(np.float32)
         query_norm = np.linalg.norm(query)
         found: list[tuple[float, int, int]] = []  # (distance, fragment, row)
         for number, rows in enumerate(self.fragments):
