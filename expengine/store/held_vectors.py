@@ -67,7 +67,7 @@ class HeldTables:
     def __init__(self) -> None:
         self._held: dict[str, HeldVectors] = {}
         self._fragments: dict[str, HeldFragments] = {}
-        self._too_large: dict[str, tuple[Any, Any]] = {}  # name -> (dataset, version files) found too large
+        self._too_large: dict[str, tuple[Any, Any, int]] = {}  # name -> (dataset, version files, budget) too large
         self._lock = threading.Lock()
 
     def current(self, name: str, dataset: Any, files: Any) -> HeldVectors:
@@ -85,10 +85,10 @@ class HeldTables:
             if held is not None and held.dataset is dataset and held.files == files:
                 return held
             seen = self._too_large.get(name)
-            if seen is not None and seen[0] is dataset and seen[1] == files:
+            if seen is not None and seen[0] is dataset and seen[1:] == (files, budget):
                 return None
             if estimated_bytes(dataset.count_rows(), dataset.schema.field("vector").type.list_size) > budget:
-                self._too_large[name] = (dataset, files)
+                self._too_large[name] = (dataset, files, budget)
                 self._fragments.pop(name, None)
                 return None
             held = self._fragments[name] = HeldFragments(dataset, files, before=held)
