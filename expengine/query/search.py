@@ -3,10 +3,12 @@
 How a query is answered:
 
 1. The query text is embedded once (the model is loaded once per process).
-2. Retrieval in LanceDB, per table (`memories`, `units`), with the filters as prefilters:
-   a vector search (cosine) and a full-text search (LanceDB's own FTS index), each returning
-   `config.query.candidates` rows. The vector lists of both tables are merged by cosine distance
-   (same embedder, so comparable); the FTS lists by BM25 score.
+2. Retrieval, per table (`memories`, `units`), with the filters as prefilters: a vector search
+   (cosine) and a full-text search (LanceDB's own FTS index), each returning `config.query.candidates`
+   rows. The vector search is exact, on the table's vectors held in memory (the units', and the
+   memories' up to `query.held_memories_mb`), or LanceDB's (approximate, IVF-PQ, for a larger
+   memories table). The vector lists of both tables are merged by cosine distance (same embedder, so
+   comparable); the FTS lists by BM25 score.
 3. Reciprocal rank fusion: `rrf = Σ 1 / (rrf_k + rank)` over the lists an item appears in
    (rank starts at 1). `similarity = rrf / (n_lists / (rrf_k + 1))`, where n_lists is the number
    of lists that ran (2, or 1 when the query has no searchable word): 1.0 means first in every
