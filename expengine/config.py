@@ -190,10 +190,12 @@ class QueryConfig:
     rrf_k: int = 60
     index_above: int = 20000
     # the memories' vectors are held in memory (float32, with their texts) and searched exactly while
-    # they take at most this many MB (~1.5 KB a memory at 384 dimensions): at 100k memories ~3 ms of
-    # CPU against ~7 for LanceDB's IVF-PQ search (docs/scale.md). A larger table is searched by LanceDB;
-    # 0: always
-    held_memories_mb: int = 256
+    # they take at most this many MB (1.5 KB a memory at 384 dimensions; ~105k memories): at 100k bench
+    # memories (34k active) ~3 ms of CPU against ~7 for LanceDB's IVF-PQ search, which missed a sixth of
+    # the exact candidates. The search reads the searched states' vectors, ~22 GB/s here, so 160 MB all
+    # active costs what IVF-PQ does; at 1M it took 80 ms against IVF-PQ's 15 and 1.9 GB, so a larger
+    # table is searched by LanceDB (docs/scale.md). 0: always LanceDB
+    held_memories_mb: int = 160
     # the IVF-PQ index takes new rows into the partitions it was trained on, and is trained again once
     # the table holds this many times the rows of its last training (store/reindex.py)
     index_retrain_growth: float = 2.0
