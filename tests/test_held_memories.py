@@ -12,6 +12,7 @@ import pytest
 
 from expengine.query.filters import Filters
 from expengine.query.retrieve import _held_search, noted_best
+from expengine.store import held_vectors
 from expengine.store.index import MEMORIES, Index
 from expengine.store.lance_rows import memory_rows
 
@@ -53,10 +54,11 @@ FILTERS = [
 
 @pytest.fixture
 def index(tmp_path):
-    index = Index(tmp_path / "lance")
-    index.held_memories_bytes = 2**30
+    index = Index(tmp_path / "lance", held_mb=1)
     records, vectors = rows(900)
     index.add(MEMORIES, memory_rows(records, vectors, DIM))
+    assert index.held_memories() is None, "held only by a process that warmed up"
+    assert index.held_memories(hold=True) is not None
     return index
 
 
@@ -121,10 +123,12 @@ def test_the_sleeping_turns_search_reads_the_held_rows(index, monkeypatch):
     assert noted_best(store, vector, Filters(), units) == pytest.approx(1.0, abs=1e-3)  # type: ignore[arg-type]
 
 
-def test_a_table_over_the_budget_is_searched_by_lancedb(index):
-    index.held_memories_bytes = 900 * DIM * 4 - 1
-    assert index.held_memories() is None
+def test_a_table_over_the_budget_is_searched_by_lancedb(index, tmp_path, monkeypatch):
     store = SimpleNamespace(index=index)
+    records, vectors = rows(800, seed=8, prefix="more")
+    index.add(MEMORIES, memory_rows(records, vectors, DIM))
+    # 1,700 rows of 16 floats counted ten times: 1.1 MB, over the 1 MB budget
+    monkeypatch.setattr(held_vectors, "estimated_bytes", lambda rows, dim: rows * dim * 4 * 10)
+    assert index.held_memories() is None
     assert _held_search(store, MEMORIES, np.ones(DIM, dtype=np.float32), Filters(), 5) is None  # type: ignore[arg-type]
-    index.held_memories_bytes = 900 * DIM * 4
-    assert index.held_memories() is not None
+    assert Index(tmp_path / "lance").held_memories(hold=True) is None, "no budget: never held"

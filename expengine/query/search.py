@@ -88,15 +88,15 @@ if TYPE_CHECKING:
 
 def warm(store: "Store") -> int:
     """Read into memory what queries read of the store: the records' and units' memos and what scoring
-    derives from them, the units' vectors, and the cached vectors LanceDB does not hold
-    (`expand.cached_vectors`). How many cached vectors were read."""
+    derives from them, the units' vectors, the memories' (held from now on: `Index.held_memories`), and
+    the cached vectors LanceDB does not hold (`expand.cached_vectors`). How many cached vectors were read."""
     if not store.in_transaction:
         store.rows.load(store.con, store.dir)
         store.unit_rows.load(store.con, store.dir)
         warm_scoring(store)
     with store.index.files.reading():
         store.index.held(UNITS)  # the units' vectors, searched in memory
-        store.index.held_memories()  # and the memories', where they fit `query.held_memories_mb`
+        store.index.held_memories(hold=True)  # and the memories', where they fit `query.held_memories_mb`
     return cached_vectors(store)
 
 

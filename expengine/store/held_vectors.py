@@ -58,17 +58,19 @@ class HeldVectors:
 
 
 class HeldTables:
-    """Each table's `HeldVectors`, read again from the kept dataset when that is another (a commit or
-    `forget_changed` reopened it) or the table's version files changed (any commit: a `stat` and a
-    `listdir`; asking lancedb's table its version went through its event loop, ~0.3 ms idle and ~5 ms
-    while searches run).
+    """Each small table's `HeldVectors`, and the memories' `HeldFragments` (`memories`), read again from
+    the kept dataset when that is another (a commit or `forget_changed` reopened it) or the table's
+    version files changed (any commit: a `stat` and a `listdir`; asking lancedb's table its version went
+    through its event loop, ~0.3 ms idle and ~5 ms while searches run).
     A server's reader threads share them."""
 
-    def __init__(self) -> None:
+    def __init__(self, memories_budget: int = 0) -> None:
         self._held: dict[str, HeldVectors] = {}
-        self._fragments: dict[str, HeldFragments] = {}
-        self._too_large: dict[str, tuple[Any, Any, int]] = {}  # name -> (dataset, version files, budget) too large
         self._lock = threading.Lock()
+        self._memories: HeldFragments | None = None
+        self._memories_budget = memories_budget  # bytes, `estimated_bytes`
+        self._too_large: tuple[Any, Any] | None = None  # (dataset, version files) of memories found too large
+        self._holding = False
 
     def current(self, name: str, dataset: Any, files: Any) -> HeldVectors:
         with self._lock:
@@ -77,19 +79,23 @@ class HeldTables:
                 held = self._held[name] = HeldVectors(dataset, files)
             return held
 
-    def fragments(self, name: str, dataset: Any, files: Any, budget: int) -> HeldFragments | None:
-        """The table's `HeldFragments` as of `dataset`, brought up to it from the ones held before (only
-        new fragments are read); None while the table would take more than `budget` bytes."""
+    def holding(self, hold: bool = False) -> bool:
+        """Whether the memories are held: from the first `hold` on, where a budget is set."""
+        self._holding |= hold and self._memories_budget > 0
+        return self._holding
+
+    def memories(self, dataset: Any, files: Any) -> HeldFragments | None:
+        """The memories' `HeldFragments` as of `dataset`, brought up to it from the ones held before (only
+        new fragments are read); None while the table would take more than the budget."""
         with self._lock:
-            held = self._fragments.get(name)
+            held = self._memories
             if held is not None and held.dataset is dataset and held.files == files:
                 return held
-            seen = self._too_large.get(name)
-            if seen is not None and seen[0] is dataset and seen[1:] == (files, budget):
+            if self._too_large is not None and self._too_large[0] is dataset and self._too_large[1] == files:
                 return None
-            if estimated_bytes(dataset.count_rows(), dataset.schema.field("vector").type.list_size) > budget:
-                self._too_large[name] = (dataset, files, budget)
-                self._fragments.pop(name, None)
+            rows, dim = dataset.count_rows(), dataset.schema.field("vector").type.list_size
+            if estimated_bytes(rows, dim) > self._memories_budget:
+                self._too_large, self._memories = (dataset, files), None
                 return None
-            held = self._fragments[name] = HeldFragments(dataset, files, before=held)
-            return held
+            self._memories = HeldFragments(dataset, files, before=held)
+            return self._memories

@@ -17,9 +17,8 @@ import numpy as np
 
 from .file_guard import FileGuard
 from .filters import lance_in
-from .held_fragments import HeldFragments
-from .held_vectors import HeldTables, HeldVectors
-from .lance_rows import ADDED_COLUMNS, as_table_vectors, float32_rows
+from .held_vectors import HeldFragments, HeldTables, HeldVectors
+from .lance_rows import ADDED_COLUMNS, as_table_vectors, float32_rows, lance_session
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -40,19 +39,6 @@ VECTOR_REFINE_FACTOR = 4
 TRAIN_SAMPLE_RATE = 256
 TRAIN_ITERATIONS = 50
 
-_SESSION: Any = None
-
-
-def _lance_session() -> Any:
-    """One Lance session for every dataset of the process: its index and metadata caches survive the
-    reopening of a dataset after each commit (a server's query keeps its loaded FTS and vector indexes)."""
-    global _SESSION
-    if _SESSION is None:
-        import lance
-
-        _SESSION = lance.Session()
-    return _SESSION
-
 
 class Index:
     """Thin wrapper over the two LanceDB tables; every write is keyed by id so replays are harmless.
@@ -65,8 +51,9 @@ class Index:
     `remember_versions` before letting go and `forget_changed` after taking the lock again reopen
     only the tables whose version files changed meanwhile."""
 
-    def __init__(self, location: str | Path, storage_options: dict[str, str] | None = None):
-        """`location`: a local folder, or an object-storage URI (`s3://bucket/x`) reached with `storage_options`."""
+    def __init__(self, location: str | Path, storage_options: dict[str, str] | None = None, held_mb: int = 0):
+        """`location`: a local folder, or an object-storage URI (`s3://bucket/x`) reached with `storage_options`;
+        `held_mb`: the most the memories' rows held in memory may take (`query.held_memories_mb`)."""
         self.uri = str(location)
         self.remote = "://" in self.uri
         self.path = Path(location)  # the local folder (of a local index only)
@@ -78,12 +65,10 @@ class Index:
         self._text_indexed: dict[str, bool] = {}
         self._text_index_lock = threading.Lock()  # a server's reader threads may find it missing at once
         self._seen: dict[str, Any] = {}  # table name -> its version files when the lock was let go
-        self._held = HeldTables()
+        self._held = HeldTables(held_mb * 2**20)
         self.files = FileGuard()  # searches (`reading`) against deleting old versions' files
         # the full-text tokenizer: "simple" (English, stemmed) or "icu" (segments CJK into words)
         self.tokenizer = "simple"
-        # the most the memories' vectors held in memory may take (`held_memories`; `query.held_memories_mb`)
-        self.held_memories_bytes = 0
 
     @property
     def db(self) -> Any:
@@ -112,7 +97,7 @@ class Index:
                 dataset = lance.dataset(
                     f"{self.uri.rstrip('/')}/{name}.lance",
                     storage_options=self.storage_options or None,
-                    session=_lance_session(),
+                    session=lance_session(),
                 )
             except (FileNotFoundError, ValueError):
                 return None
@@ -131,14 +116,11 @@ class Index:
             return None
         return self._held.current(name, dataset, self._versions(name))
 
-    def held_memories(self) -> HeldFragments | None:
-        """The memories' rows in memory (`HeldFragments`), brought to the table's latest version when its
-        version files changed; None for a missing or remote table, or one whose vectors would take more
-        than `held_memories_bytes` (LanceDB's search, approximate above `query.index_above` rows, then)."""
-        dataset = self.dataset(MEMORIES)
-        if dataset is None or self.remote or not self.held_memories_bytes:
-            return None
-        return self._held.fragments(MEMORIES, dataset, self._versions(MEMORIES), self.held_memories_bytes)
+    def held_memories(self, *, hold: bool = False) -> HeldFragments | None:
+        """The memories' rows in memory (`HeldTables.memories`) from the first call with `hold` on (made when
+        a process warms up: a one-off query would read them for its one search); None for a remote table."""
+        dataset = None if self.remote or not self._held.holding(hold) else self.dataset(MEMORIES)
+        return None if dataset is None else self._held.memories(dataset, self._versions(MEMORIES))
 
     def nearest(
         self, name: str, vector: np.ndarray, where: str, limit: int, columns: tuple[str, ...] = ()

@@ -1,5 +1,5 @@
-"""The rows of the two LanceDB tables: their schemas, Arrow tables of rows with their vectors, and the
-options that reach an index on object storage."""
+"""The rows of the two LanceDB tables: their schemas, Arrow tables of rows with their vectors, the
+options that reach an index on object storage, and the Lance session every read shares."""
 
 from __future__ import annotations
 
@@ -147,3 +147,17 @@ def storage_options(endpoint: str = "", region: str = "") -> dict[str, str]:
     if endpoint.startswith("http://"):
         options["allow_http"] = "true"  # a local S3-compatible server (MinIO, moto)
     return options
+
+
+_SESSION: Any = None
+
+
+def lance_session() -> Any:
+    """One Lance session for every dataset of the process: its index and metadata caches survive the
+    reopening of a dataset after each commit (a server's query keeps its loaded FTS and vector indexes)."""
+    global _SESSION
+    if _SESSION is None:
+        import lance
+
+        _SESSION = lance.Session()
+    return _SESSION

@@ -145,4 +145,6 @@ def refresh_indexes(store: "Store") -> dict[str, dict[str, bool]]:
         else:
             store.con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [key, str(trained)])
         report[name] = {"vector_index": trained is not None, "text_index": store.index.count(name) > 0}
+    # a process that holds the memories reads the rewritten fragments now, not in its next query (~1 s at 100k)
+    store.index.held_memories()
     return report

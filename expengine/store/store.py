@@ -32,9 +32,7 @@ def store_index(store_dir: Path, config: Config) -> Index:
     cfg = config.index
     if cfg.uri:
         return Index(cfg.uri.rstrip("/"), storage_options(cfg.endpoint, cfg.region))
-    index = Index(store_dir / LANCE_DIR)
-    index.held_memories_bytes = config.query.held_memories_mb * 2**20
-    return index
+    return Index(store_dir / LANCE_DIR, held_mb=config.query.held_memories_mb)
 
 
 class Store:
