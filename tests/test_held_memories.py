@@ -132,3 +132,9 @@ def test_a_table_over_the_budget_is_searched_by_lancedb(index, tmp_path, monkeyp
     assert index.held_memories() is None
     assert _held_search(store, MEMORIES, np.ones(DIM, dtype=np.float32), Filters(), 5) is None  # type: ignore[arg-type]
     assert Index(tmp_path / "lance").held_memories(hold=True) is None, "no budget: never held"
+
+
+def test_a_table_lacking_a_filter_column_is_searched_by_lancedb(index):
+    index.table(MEMORIES).drop_columns(["user"])  # a read-only store's table made before `user` was added
+    index._written(MEMORIES)
+    assert index.held_memories() is None

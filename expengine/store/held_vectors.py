@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .held_fragments import HeldFragments, estimated_bytes
+from .held_fragments import HELD_COLUMNS, HeldFragments, estimated_bytes
 from .lance_rows import float32_rows
 
 
@@ -86,7 +86,7 @@ class HeldTables:
 
     def memories(self, dataset: Any, files: Any) -> HeldFragments | None:
         """The memories' `HeldFragments` as of `dataset`, brought up to it from the ones held before (only
-        new fragments are read); None while the table would take more than the budget."""
+        new fragments are read); None while the table would take more than the budget, or lacks a column."""
         with self._lock:
             held = self._memories
             if held is not None and held.dataset is dataset and held.files == files:
@@ -94,7 +94,9 @@ class HeldTables:
             if self._too_large is not None and self._too_large[0] is dataset and self._too_large[1] == files:
                 return None
             rows, dim = dataset.count_rows(), dataset.schema.field("vector").type.list_size
-            if estimated_bytes(rows, dim) > self._memories_budget:
+            # a read-only store's table made before a column was added (`lance_rows.ADDED_COLUMNS`) lacks it
+            lacking = any(c not in dataset.schema.names for c in HELD_COLUMNS)
+            if lacking or estimated_bytes(rows, dim) > self._memories_budget:
                 self._too_large, self._memories = (dataset, files), None
                 return None
             self._memories = HeldFragments(dataset, files, before=held)
