@@ -79,6 +79,7 @@ from .render import render_prompt
 from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
 from .score import attach_sources, rank, top_with_unit_slot, warm_scoring
+from .when import named_periods
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -156,7 +157,8 @@ def _shown(
     """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
     evidence lines unless `expand` is off."""
     vector = found.vector
-    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now)
+    periods = named_periods(args.text) if store.config.query.named_time_weight else []
+    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now, periods=periods)
     ranked, vectors = fold_repeats(store, ranked, args.k, units, found.vectors)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
