@@ -37,8 +37,8 @@ def test_json_shape_and_provenance_of_all_three_hit_types(store):
     for hit in payload["hits"]:
         assert {"id", "type", "text", "score", "parts", "source_ids"} <= hit.keys()
         assert hit["type"] in ("unit", "memory")
-        assert set(hit["parts"]) == {"similarity", "weight", "recency", "utility"}
-        assert all(0.0 <= hit["parts"][p] <= 1.0 for p in ("similarity", "weight", "recency"))
+        assert set(hit["parts"]) == {"similarity", "weight", "recency", "utility", "named_time"}
+        assert all(0.0 <= hit["parts"][p] <= 1.0 for p in ("similarity", "weight", "recency", "named_time"))
     assert by_id["u-weather"]["type"] == "unit" and by_id["u-weather"]["source_ids"] == ["w1", "w3", "s3"]
     assert by_id["s1"]["type"] == "memory" and by_id["s1"]["source_ids"] == ["s1", "s2", "s3"]
     assert by_id["w4"]["source_ids"] == ["w4"]
@@ -123,6 +123,37 @@ def test_a_query_on_a_given_clock_ranks_alike_whatever_the_wall_clock(engine_on,
     monkeypatch.setattr(search, "utcnow", lambda: moment + dt.timedelta(days=30))
     assert ranking(now=moment) == asked
     assert ranking() != asked  # read on the wall clock a month on, the access is old
+
+
+def test_a_hit_about_the_day_the_query_names_ranks_above_its_twin(engine_on):
+    """w1 and w2 say the same; the one on the day the question names comes first, by the `named_time`
+    part (`query.named_time_weight` 0: the fusion order again)."""
+    engine = engine_on(overrides=UNFOLDED)
+    first, second = _order(engine, WEATHER_ERROR)[:2]
+    day = BASE - dt.timedelta(days=3)
+    engine.store.con.execute("UPDATE records SET ts = ? WHERE id = ?", [day, second])
+    asked = f"{WEATHER_ERROR}, as on {day:%B} {day.day}, {day.year}"
+    hits = engine.query(asked, k=10, touch=False, kind="tool_result").hits
+    assert hits[0].id == second
+    assert hits[0].parts.named_time == 1.0 and all(h.parts.named_time == 0.0 for h in hits[1:])
+    assert _order(engine, WEATHER_ERROR)[:2] == [first, second]  # a query that names no day: no change
+    engine.close()
+    blind = engine_on(overrides={**UNFOLDED, "query.named_time_weight": 0.0})
+    assert _order(blind, asked)[:2] == [first, second]
+
+
+def test_the_times_a_query_names():
+    from expengine.query.when import named_periods
+
+    day = dt.date(2023, 10, 13)
+    for text in ("What did Mel show on October 13, 2023?", "on the 13th of October 2023", "log of 2023-10-13"):
+        assert named_periods(text) == [(day, day)], text
+    assert named_periods("What did they paint in July 2023?") == [(dt.date(2023, 7, 1), dt.date(2023, 7, 31))]
+    assert named_periods("December 2023") == [(dt.date(2023, 12, 1), dt.date(2023, 12, 31))]
+    # a day named: its month is not a second period; no year, or no such day: nothing named
+    assert named_periods("on 2 May 2023, in May 2023") == [(dt.date(2023, 5, 2), dt.date(2023, 5, 2))]
+    assert named_periods("What did she do on 3 June?") == []
+    assert named_periods("February 30, 2023 and may 2023") == [(dt.date(2023, 5, 1), dt.date(2023, 5, 31))]
 
 
 # --- filters -----------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def test_search_runs_the_real_query_and_shows_each_score_part(browser, browsed):
     rows = browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
     assert rows, browser.page_source[:2000]
     headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#hits th.part")]
-    assert headers == ["similarity", "weight", "recency", "utility"]
+    assert headers == ["similarity", "weight", "recency", "utility", "named_time"]
     for row in rows:
         parts = {td.get_attribute("data-part"): float(td.text) for td in row.find_elements(By.CSS_SELECTOR, "td.part")}
         assert set(parts) == set(headers) and 0 < parts["similarity"] <= 1

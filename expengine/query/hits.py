@@ -13,6 +13,7 @@ class ScoreParts:
     weight: float
     recency: float
     utility: float
+    named_time: float = 0.0  # 1 when the hit is about a day the query names (`when.py`)
 
 
 @dataclass

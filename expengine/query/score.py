@@ -16,6 +16,7 @@ from ..store.users import visible, visible_unit
 from ..store.vocabulary import LIVE_UNIT_STATUSES
 from .filters import Filters
 from .hits import Evidence, Hit, ScoreParts
+from .when import Period, within
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -43,7 +44,13 @@ def recency(base: float, now: dt.datetime, *moments: dt.datetime | None) -> floa
 
 
 def score_parts(
-    store: "Store", *, similarity: float, weight: float, utility: float, recency_value: float
+    store: "Store",
+    *,
+    similarity: float,
+    weight: float,
+    utility: float,
+    recency_value: float,
+    named_time: bool = False,
 ) -> tuple[float, ScoreParts]:
     q = store.config.query
     parts = ScoreParts(
@@ -51,9 +58,14 @@ def score_parts(
         weight=max(weight, 0.0) / (1.0 + max(weight, 0.0)),
         recency=recency_value,
         utility=math.tanh(utility),
+        named_time=float(named_time),
     )
     score = (
-        q.alpha * parts.similarity + q.beta * parts.weight + q.gamma * parts.recency + q.utility_weight * parts.utility
+        q.alpha * parts.similarity
+        + q.beta * parts.weight
+        + q.gamma * parts.recency
+        + q.utility_weight * parts.utility
+        + q.named_time_weight * parts.named_time
     )
     return score, parts
 
@@ -101,6 +113,7 @@ def rank(
     units: Rows | None = None,
     *,
     now: dt.datetime,
+    periods: list[Period] | None = None,
 ) -> list[Hit]:
     """Join DuckDB (the truth: state, weight, utility, provenance) and score every candidate. Texts
     are not read there (projecting `text` doubled the scan at 100k memories): a memory candidate's is
@@ -111,8 +124,10 @@ def rank(
     vector (`cosines`; a full-text-only candidate has none), then by id: on the mixed demo store the
     reply a question is about (2nd by vector) lost its top-3 place by id to one of four copies of a
     line ranked 2nd by full text. `units`: the unit memo's rows (`unit_rows`); `now`: the moment recency
-    is measured from."""
+    is measured from; `periods`: the times the query names (`when.named_periods`), whose hits (a memory by
+    its ts, a unit by the day it is as of) gain the `named_time` part."""
     base = store.config.query.recency_base
+    periods = periods or []
     live = ("active", "dormant") if filters.include_dormant else ("active",)
     texts = dict(texts or {})
     found_units = unit_rows(store, units, [i for t, i in fused if t == "unit"])
@@ -132,6 +147,7 @@ def rank(
             weight=r.weight,
             utility=r.utility,
             recency_value=recency(base, now, r.ts, r.last_access),
+            named_time=within(r.ts and r.ts.date(), periods),
         )
         hits.append(
             Hit(
@@ -156,6 +172,7 @@ def rank(
             weight=u.weight,
             utility=u.utility,
             recency_value=recency(base, now, newest.get(u.id), u.as_of, u.last_used),
+            named_time=within(u.as_of and u.as_of.date(), periods),
         )
         hits.append(
             Hit(

@@ -16,12 +16,15 @@ How a query is answered:
 4. DuckDB (the source of truth) supplies the lifecycle columns, and each candidate is scored:
 
        score = alpha·similarity + beta·weight + gamma·recency + utility_weight·utility
+               + named_time_weight·named_time
 
    weight  = W / (1 + W), W the stored weight (0.5 for a fresh memory, → 1 as it is reinforced);
    recency = recency_base ** hours from the latest of these to the query's `now` (default the wall
              clock): a memory's ts and last access; a unit's newest source ts, as_of and last use
              (not `updated`, which refinement rewrites);
-   utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful).
+   utility = tanh(U), U the stored utility (0 until feedback arrives; negative when harmful);
+   named_time = 1 when the query names a day (a month, where it names no day) and the candidate is
+             about it: a memory by its ts, a unit by its as_of (when.py); else 0.
 5. The best `k` are kept (equal scores: units first, then the closer vector, then the id). When
    none of them is a rule, the last slot goes to the best-scored rule candidate whose cosine
    similarity to the query reaches `query.unit_slot_floor`: a rule (how to act) worded unlike the
@@ -50,7 +53,7 @@ store has rules for.
 A query that names a project (`[django/django] …`) also gets that project's environment rules as
 if they were first in every list, and no memory or rule of another project (projects.py).
 
-The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), repeats.py, expand.py (the
+The rooms: filters.py (the prefilters of 2), retrieve.py (1-3), projects.py, score.py (4-5), when.py (4), repeats.py, expand.py (the
 evidence under unit hits), render.py (6), hits.py (the result types); this module runs them in
 order (`query`) and records what was shown (`record_shown`).
 """
@@ -81,6 +84,7 @@ from .render import render_prompt
 from .repeats import fold_repeats, unit_length
 from .retrieve import Retrieved, embed_query, nearest, noted_best, noted_could_reach, retrieve
 from .score import attach_sources, rank, top_with_unit_slot, warm_scoring
+from .when import named_periods
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -159,7 +163,8 @@ def _shown(
     """The prompt and the hits it holds: the top k ranked, repeats folded (a rule kept a slot), with
     evidence lines unless `expand` is off."""
     vector = found.vector
-    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now)
+    periods = named_periods(args.text) if store.config.query.named_time_weight else []
+    ranked = rank(store, found.fused, filters, found.texts, found.cosines, units, now=now, periods=periods)
     ranked, vectors = fold_repeats(store, ranked, args.k, units, found.vectors)
     top = top_with_unit_slot(store, ranked, vector, args.k, units)
     if args.expand is None or args.expand:
