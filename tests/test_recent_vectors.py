@@ -107,3 +107,29 @@ def test_keep_only_rewrites_a_merged_file_without_the_forgotten(tmp_path, monkey
     _, every = RecentVectors(tmp_path / "recent").everything(MODEL)
     assert every.keys() == set(written) - {gone}
     assert {_level(f) for f in recent.files(MODEL)} == {0, 1}
+
+
+def test_move_into_the_table_streams_every_file_in_blocks_and_leaves_what_it_is_told(tmp_path, monkeypatch):
+    from expengine.store.db import close_database, open_database
+    from expengine.store.vector_bytes import blob_vectors
+
+    monkeypatch.setattr(recent_vectors, "FAN_IN", 3)
+    monkeypatch.setattr(recent_vectors, "MERGE_BLOCK_ROWS", 2)
+    recent, written = RecentVectors(tmp_path / "recent"), {}
+    for call in range(5):
+        batch = vectors_of([f"m{call}-{n}" for n in range(3)])
+        recent.add(MODEL, batch)
+        written |= batch
+    left = sorted(written)[:2]
+    con = open_database(tmp_path / "db.duckdb")
+    try:
+        con.execute("CREATE TABLE leave_these (h VARCHAR)")
+        con.execute("INSERT INTO leave_these SELECT unnest(?)", [left])
+        files = recent.move_into(con, MODEL, leave="SELECT h FROM leave_these")
+        rows = con.execute("SELECT text_hash, vector, float16 FROM embeddings WHERE model = ?", [MODEL]).fetchall()
+    finally:
+        close_database(con)
+    assert files == recent.files(MODEL)
+    moved = dict(zip((h for h, _, _ in rows), blob_vectors([v for _, v, _ in rows], [f for _, _, f in rows])))
+    assert moved.keys() == written.keys() - set(left)
+    assert all(np.array_equal(moved[h], written[h]) for h in moved)

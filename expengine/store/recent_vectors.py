@@ -38,7 +38,7 @@ TMP_PREFIX = ".tmp-"
 # files of one level merged into one of the next: at most FAN_IN - 1 a level stay for every lookup to ask
 FAN_IN = 16
 HASH_TYPE = "S32"  # `embeddings.text_hash`, as ASCII bytes
-# rows of vectors copied at a time by a merge: its memory is this much, not the merged files'
+# rows of vectors copied at a time by a merge or a move into the table: its memory is this much, not the files'
 MERGE_BLOCK_ROWS = 8192
 
 
@@ -209,15 +209,26 @@ class RecentVectors:
     def move_into(self, con: duckdb.DuckDBPyConnection, model: str, *, leave: str | None) -> list[Path]:
         """Insert the vectors of `model` into the cache table (but those whose hash the query `leave`
         gives; a row the table holds stays as it is); the files they came from, for the caller to delete
-        once the table has them."""
+        once the table has them. Streamed `MERGE_BLOCK_ROWS` rows at a time: after a backfill the files
+        hold a vector per record."""
         import pyarrow as pa
 
-        files, vectors = self.everything(model)
-        if not vectors:
+        files = self.files(model)
+        held = [f for f in (self._read(path) for path in files) if f is not None and len(f.hashes)]
+        if not held:
             return files
-        rows = pa.table({"text_hash": list(vectors), "vector": vector_blobs(np.stack(list(vectors.values())))})
+        schema = pa.schema([("text_hash", pa.string()), ("vector", pa.binary())])
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for one in held:
+                for start in range(0, len(one.hashes), MERGE_BLOCK_ROWS):
+                    at = np.arange(start, min(start + MERGE_BLOCK_ROWS, len(one.hashes)))
+                    yield pa.record_batch(
+                        [pa.array(one.hashes[at].astype(str)), vector_blobs(one.rows(at))], schema=schema
+                    )
+
         where = f"WHERE text_hash NOT IN ({leave}) " if leave else ""
-        with arrow_view(con, "settled_vectors", rows):
+        with arrow_view(con, "settled_vectors", pa.RecordBatchReader.from_batches(schema, batches())):
             con.execute(
                 "INSERT INTO embeddings (text_hash, model, vector, float16) "
                 f"SELECT text_hash, ?, vector, false FROM settled_vectors {where}ON CONFLICT DO NOTHING",
