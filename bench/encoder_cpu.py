@@ -67,7 +67,7 @@ def child(code: str, texts_file: str, out: str, encoder: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--code", type=Path, required=True, help="the other checkout (e.g. main's worktree)")
+    parser.add_argument("--code", type=Path, help="the other checkout (e.g. main's worktree)")
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "encoder-cpu.json")
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         child(*args.child)
         return
+    if args.code is None:
+        parser.error("--code is required")
     import numpy as np
 
     with tempfile.TemporaryDirectory(prefix="bench-encoder-cpu-") as tmp:
