@@ -78,8 +78,8 @@ def _open(path: Path) -> _File | None:
                 np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             )
             shape, _, dtype = read_header(f)
-            vectors = np.memmap(path, dtype=dtype, mode="r", offset=f.tell(), shape=shape) if shape[0] else first
-            return _File(first, vectors.reshape(shape))
+            vectors = np.memmap(path, dtype=dtype, mode="r", offset=f.tell(), shape=shape) if shape[0] else None
+            return _File(first, np.zeros(shape, dtype) if vectors is None else vectors)
     except (OSError, ValueError, EOFError):  # gone (a cycle or a merge took it) or cut short: only a cache
         return None
 
