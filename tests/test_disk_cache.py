@@ -9,7 +9,7 @@ import pytest
 from helpers import BOOKING, CHATTER, REFUND, Counting, ev, weather_session
 
 from expengine.store.db import DB_FILE, close_database, open_database
-from expengine.store.embeddings import INDEXED_SQL, EmbeddingCache, VectorMemo, carry_cache, text_hash
+from expengine.store.embeddings import INDEXED_SQL, EmbedCounts, EmbeddingCache, VectorMemo, carry_cache, text_hash
 from expengine.store.index import MEMORIES
 from expengine.store.scrub import rewrite_database
 from expengine.store.state import set_state
@@ -296,22 +296,28 @@ def test_forget_drops_the_forgotten_texts_vectors_from_the_recent_files(make_eng
         assert text_hash(gone_text) not in recent and text_hash(left) in recent
 
 
-def test_ingest_past_the_recent_files_limit_writes_its_vectors_to_the_table(make_engine, write_jsonl, monkeypatch):
-    """An agent that ingests each turn would leave a file per call for every lookup to ask: past
-    `MAX_FILES` the vectors go to the cache table, and nothing is embedded twice or lost."""
+def test_ingest_calls_past_fan_in_merge_their_files_and_keep_every_vector_out_of_the_table(
+    make_engine, write_jsonl, monkeypatch
+):
+    """An agent that ingests each turn leaves a file per call: `FAN_IN` files of a level merge into one of
+    the next, so a lookup asks few files, and nothing is embedded twice, lost, or written to the table."""
     import expengine.store.recent_vectors as recent_vectors
 
-    monkeypatch.setattr(recent_vectors, "MAX_FILES", 1)
+    monkeypatch.setattr(recent_vectors, "FAN_IN", 2)
     engine = make_engine()
-    engine.ingest([write_jsonl("a.jsonl", BOOKING)])
-    engine.ingest([write_jsonl("b.jsonl", REFUND)])
+    events = BOOKING + REFUND
+    for n, event in enumerate(events):
+        engine.ingest([write_jsonl(f"{n}.jsonl", [event])])
     with engine.session() as store:
         model = store.embeddings.name
         files, recent = store.recent_vectors.everything(model)
-        in_table = {h for (h,) in store.con.execute("SELECT text_hash FROM embeddings").fetchall()}
+        in_table = store.con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
         texts = {text_hash(t) for (t,) in store.con.execute("SELECT DISTINCT text FROM records").fetchall()}
-    assert len(files) == 1 and recent and in_table  # the first call's file, the second call's table rows
-    assert not recent.keys() & in_table and texts <= recent.keys() | in_table
+        assert texts <= recent.keys() and in_table == 0
+        assert len(files) <= len(bin(len(events))) and len({recent_vectors._level(f) for f in files}) == len(files)
+        counts = EmbedCounts()
+        store.embeddings.encode([t for (t,) in store.con.execute("SELECT text FROM records").fetchall()], counts)
+        assert counts.embedded == 0
 
 
 def vector_compression(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -260,8 +260,9 @@ class EmbeddingCache:
         if unique_missing:
             new_vectors = as_stored(self.embedder.encode([texts[i] for i in unique_missing.values()]))
             fresh = dict(zip(unique_missing.keys(), new_vectors))
-            set_aside = self.to_recent and self.recent is not None and self.recent.add(model, fresh)
-            if self.persist and not set_aside:
+            if self.to_recent and self.recent is not None:
+                self.recent.add(model, fresh)
+            elif self.persist:
                 self._write(model, fresh)
             self.memo.put(model, fresh)
             cached.update(fresh)
