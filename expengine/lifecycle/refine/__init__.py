@@ -27,7 +27,7 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
 from ...store.records import select_records
-from ...store.refined import mark_refined, refined_signatures
+from ...store.refined import carried_keys, carry, mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
@@ -64,7 +64,9 @@ def refine_clusters(
     full: bool = False,
 ) -> RefineReport:
     """`now` is the cycle's clock: it stamps the units, their history and the state changes. A cluster
-    whose signature refinement already looked at is skipped, unless `full` (`compact --full`)."""
+    whose signature refinement already looked at is skipped, unless `full` (`compact --full`). At most
+    `refine.max_clusters` changed clusters a pass (but a full one), those a pass left first: the rest
+    wait for the next (`report.clusters_left`), so a backlog spreads over nights instead of one night."""
     started = time.monotonic()
     clock = now or utcnow()
     cfg = store.config.refine
@@ -80,6 +82,10 @@ def refine_clusters(
     looked = {} if full else refined_signatures(store)
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set()) and looked.get(c.key) != c.signature]
     report.clusters_unchanged = len(clusters) - len(changed)
+    changed = _oldest_first(changed, carried_keys(store))
+    later: list[ClusterInput] = []
+    if cfg.max_clusters and not full:
+        changed, later = changed[: cfg.max_clusters], changed[cfg.max_clusters :]
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
@@ -102,8 +108,10 @@ def refine_clusters(
             reads=reads,
         )
         looked_at.append((cluster.key, cluster.signature))
+    report.clusters_left += [c.key for c in later]
     if not dry_run:
         mark_refined(store, looked_at, [c.key for c in clusters])
+        carry(store, report.clusters_left)
     count = ReadCount()
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(
@@ -125,6 +133,12 @@ def refine_clusters(
     report.runs_read, report.run_records_read = count.runs, count.records
     report.seconds = round(time.monotonic() - started, 3)
     return report
+
+
+def _oldest_first(changed: list[ClusterInput], carried: list[str]) -> list[ClusterInput]:
+    """The changed clusters an earlier pass left, in the order they waited, then the others."""
+    waited = {key: position for position, key in enumerate(carried)}
+    return sorted(changed, key=lambda c: waited.get(c.key, len(waited)))
 
 
 CLUSTERS_PER_READ = 500  # changed clusters whose records `ClusterReads` holds at a time
