@@ -115,8 +115,9 @@ class RefineConfig:
     min_support: int = 3
     max_llm_calls: int = 50
     time_limit_s: float = 600.0
-    # changed clusters refined a night (0: all); the rest wait for the next night, which takes them first
-    max_clusters: int = 500
+    # members of the changed clusters refined a night, in all (0: no bound; the oldest waiting cluster is
+    # always taken); the other changed clusters wait for the next night, which takes them first
+    max_members: int = 200_000
     archive_sources: bool = True
     # on: a rule's sources wait out decay.observation_window_hours (dormant, out of LanceDB and of every
     # step, as if archived; a query can wake them) before purge archives them. Off: archived at once

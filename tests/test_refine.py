@@ -824,12 +824,12 @@ def test_a_procedures_steps_called_as_often_keep_one_order_whatever_the_string_h
     assert orders == {"['get_order', 'get_user']"}
 
 
-def test_a_night_refines_at_most_max_clusters_and_the_next_takes_the_left_ones_first(store):
+def test_a_night_refines_up_to_max_members_and_the_next_takes_the_left_clusters_first(store):
     groups = {"weather": weather_ids(store), "profile": ["f1", "f2", "f3", "f5", "f6"]}
     agents = {"weather": "bot", "profile": "companion"}
     for key, ids in groups.items():
         set_clusters(store, {key: ids}, agents[key])
-    store.config.refine.max_clusters = 1
+    store.config.refine.max_members = 1  # one cluster a night, whatever its size
     first = store.refine()
     (waiting,) = first.clusters_left
     (done,) = set(groups) - {waiting}

@@ -64,9 +64,9 @@ def refine_clusters(
     full: bool = False,
 ) -> RefineReport:
     """`now` is the cycle's clock: it stamps the units, their history and the state changes. A cluster
-    whose signature refinement already looked at is skipped, unless `full` (`compact --full`). At most
-    `refine.max_clusters` changed clusters a pass (but a full one), those a pass left first: the rest
-    wait for the next (`report.clusters_left`), so a backlog spreads over nights instead of one night."""
+    whose signature refinement already looked at is skipped, unless `full` (`compact --full`). A pass (but
+    a full one) takes changed clusters holding `refine.max_members` members in all, those a pass left
+    first; the rest wait for the next (`report.clusters_left`), so a backlog spreads over nights."""
     started = time.monotonic()
     clock = now or utcnow()
     cfg = store.config.refine
@@ -84,8 +84,8 @@ def refine_clusters(
     report.clusters_unchanged = len(clusters) - len(changed)
     changed = _oldest_first(changed, carried_keys(store))
     later: list[ClusterInput] = []
-    if cfg.max_clusters and not full:
-        changed, later = changed[: cfg.max_clusters], changed[cfg.max_clusters :]
+    if cfg.max_members and not full:
+        changed, later = _within(changed, cfg.max_members)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
@@ -139,6 +139,18 @@ def _oldest_first(changed: list[ClusterInput], carried: list[str]) -> list[Clust
     """The changed clusters an earlier pass left, in the order they waited, then the others."""
     waited = {key: position for position, key in enumerate(carried)}
     return sorted(changed, key=lambda c: waited.get(c.key, len(waited)))
+
+
+def _within(changed: list[ClusterInput], members: int) -> tuple[list[ClusterInput], list[ClusterInput]]:
+    """The first clusters, in order, holding at most `members` members in all (the first one whatever
+    its size), and the rest: a cluster's refinement costs what its members do (a 1M store's hold up to
+    ~12,000), so the bound is on them rather than on clusters."""
+    total = 0
+    for position, cluster in enumerate(changed):
+        total += len(cluster.member_ids)
+        if position and total > members:
+            return changed[:position], changed[position:]
+    return changed, []
 
 
 CLUSTERS_PER_READ = 500  # changed clusters whose records `ClusterReads` holds at a time
