@@ -233,7 +233,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         ("refine", "clusters_unchanged"),
                         ("refine", "clusters_refined"),
                     )
-                },
+                }
+                | {"clusters_left": len(cycle.steps.get("refine", {}).get("clusters_left") or [])},
                 "units": cycle.after.units if cycle.after else None,
                 "active": cycle.after.active if cycle.after else None,
                 "peak_rss_mib": peak_rss_mib(),

@@ -115,6 +115,9 @@ class RefineConfig:
     min_support: int = 3
     max_llm_calls: int = 50
     time_limit_s: float = 600.0
+    # members of the changed clusters refined a night, in all (0: no bound; the oldest waiting cluster is
+    # always taken); the other changed clusters wait for the next night, which takes them first
+    max_members: int = 50_000
     archive_sources: bool = True
     # on: a rule's sources wait out decay.observation_window_hours (dormant, out of LanceDB and of every
     # step, as if archived; a query can wake them) before purge archives them. Off: archived at once

@@ -147,6 +147,22 @@ print(hits, len(apis), client.__name__)
     assert result.stdout.split() == ["3", "0", "ApiClient"]
 
 
+def test_a_large_database_waits_for_a_larger_free_share(make_engine, write_jsonl, tmp_path, monkeypatch):
+    import expengine.store.store as store_module
+
+    engine = make_engine()
+    engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])
+    with engine.session() as store:
+        store.con.execute("CREATE TABLE filler AS SELECT range AS n, md5(range::VARCHAR) AS pad FROM range(20000)")
+        store.con.execute("CHECKPOINT")
+        store.con.execute("DROP TABLE filler")
+        monkeypatch.setattr(store_module, "LARGE_FILE", 0)  # every file counts as large
+        monkeypatch.setattr(store_module, "LARGE_FREE_SHARE", 0.99)
+        assert not store.shed_free_blocks()
+        monkeypatch.setattr(store_module, "LARGE_FILE", 2**40)
+        assert store.shed_free_blocks()
+
+
 def test_a_database_mostly_free_blocks_is_rewritten_smaller_and_stays_open(make_engine, write_jsonl, tmp_path):
     engine = make_engine()
     engine.ingest([write_jsonl("a.jsonl", BOOKING + REFUND + CHATTER)])

@@ -19,6 +19,7 @@ from expengine.lifecycle.refine.mine import mine_cluster
 from expengine.lifecycle.refine.templates import Draft, wilson_lower_bound
 from expengine.models.llm import get_llm, parse_json_object
 from expengine.store.index import UNITS
+from expengine.store.refined import refined_signatures
 from expengine.store.units import signature_of, unit_id
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -821,3 +822,23 @@ def test_a_procedures_steps_called_as_often_keep_one_order_whatever_the_string_h
         for seed in range(4)
     }
     assert orders == {"['get_order', 'get_user']"}
+
+
+def test_a_night_refines_up_to_max_members_and_the_next_takes_the_left_clusters_first(store):
+    groups = {"weather": weather_ids(store), "profile": ["f1", "f2", "f3", "f5", "f6"]}
+    agents = {"weather": "bot", "profile": "companion"}
+    for key, ids in groups.items():
+        set_clusters(store, {key: ids}, agents[key])
+    store.config.refine.max_members = 1  # one cluster a night, whatever its size
+    first = store.refine()
+    (waiting,) = first.clusters_left
+    (done,) = set(groups) - {waiting}
+    assert first.clusters_refined + first.clusters_not_concrete == 1
+    assert "1 changed clusters left for the next night" in first.summary()
+
+    set_clusters(store, {done: groups[done][:-1]}, agents[done])  # changed again, but it waited less
+    second = store.refine()
+    assert second.clusters_left == [done] and set(refined_signatures(store.store)) == set(groups)
+    third = store.refine()
+    assert third.clusters_left == [] and "left for the next night" not in third.summary()
+    assert refined_signatures(store.store)[done] == signature_of(groups[done][:-1])

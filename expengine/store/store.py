@@ -25,6 +25,11 @@ from .scrub import rewrite_database
 
 # `Store.shed_free_blocks` rewrites a database file once more than this share of its blocks is free
 FREE_SHARE = 0.2
+# and a file over LARGE_FILE bytes once more than LARGE_FREE_SHARE: a rewrite copies the whole file (26 CPU s
+# for a 1M-record store's 460 MB, every other night), and a cycle's writes reuse the blocks the last freed, so
+# the free share settles (near a quarter on bench/nights.py) instead of growing
+LARGE_FILE = 256 * 2**20
+LARGE_FREE_SHARE = 0.5
 
 
 def store_index(store_dir: Path, config: Config) -> Index:
@@ -118,18 +123,22 @@ class Store:
             self.con, self.embedder, self.embeddings.memo, self.index, recent=self.recent_vectors
         )
 
-    def shed_free_blocks(self, *, share: float = FREE_SHARE) -> bool:
+    def shed_free_blocks(self, *, share: float | None = None) -> bool:
         """Rewrite the database into a fresh file (`rewrite_database`) when over `share` of its blocks
         are free: DuckDB reuses free blocks but never gives them back, and a cycle rewrites enough rows
         to leave a quarter of the file free (2.8 of 11.2 MB after three cycles of the sample logs).
-        Whether it did. Holds the store lock, as a restore does. Never once a `reader` view was made
-        (a server's query threads): closing the connection would pull the file from under their cursors."""
+        `share`: FREE_SHARE, or LARGE_FREE_SHARE for a file over LARGE_FILE. Whether it did. Holds the
+        store lock, as a restore does. Never once a `reader` view was made (a server's query threads):
+        closing the connection would pull the file from under their cursors."""
         if self.read_only or self._lent:
             return False
         self.con.execute("CHECKPOINT")  # a cycle's deleted rows free their blocks only at a checkpoint
-        total, free = self.con.execute(
-            "SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+        total, free, block = self.con.execute(
+            "SELECT total_blocks, free_blocks, block_size FROM pragma_database_size() "
+            "WHERE database_name = current_database()"
         ).fetchone()  # type: ignore[misc]
+        if share is None:
+            share = LARGE_FREE_SHARE if total * block > LARGE_FILE else FREE_SHARE
         if not total or free <= share * total:
             return False
         close_database(self.con)

@@ -27,10 +27,11 @@ from ...errors import ModelError
 from ...store import units
 from ...store.db import json_ids, json_meta
 from ...store.records import select_records
-from ...store.refined import mark_refined, refined_signatures
+from ...store.refined import carried_keys, carry, mark_refined, refined_signatures
 from ...store.state import set_state
 from ...store.vocabulary import TIME_ASSUMED
 from ..cycle import Failed, Skipped
+from .backlog import tonights
 from .ground import check_digest, check_fact, check_rule, source_text
 from .inputs import ClusterInput, agent_wording, goal_status, load_clusters
 from .mine import mine_cluster
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from ...models.llm import LLM, LLMProvider
     from ...store.store import Store
     from ..cycle import CycleContext, StepReport
-    from .environment import Call
 
 
 def refine_clusters(
@@ -64,7 +64,8 @@ def refine_clusters(
     full: bool = False,
 ) -> RefineReport:
     """`now` is the cycle's clock: it stamps the units, their history and the state changes. A cluster
-    whose signature refinement already looked at is skipped, unless `full` (`compact --full`)."""
+    whose signature refinement already looked at is skipped, unless `full` (`compact --full`); a night
+    takes the changed clusters `backlog.tonights` gives, and leaves the rest (`report.clusters_left`)."""
     started = time.monotonic()
     clock = now or utcnow()
     cfg = store.config.refine
@@ -80,6 +81,7 @@ def refine_clusters(
     looked = {} if full else refined_signatures(store)
     changed = [c for c in clusters if c.signature not in stored.get(c.key, set()) and looked.get(c.key) != c.signature]
     report.clusters_unchanged = len(clusters) - len(changed)
+    changed, later = tonights(changed, carried_keys(store), 0 if full else cfg.max_members)
     model = load_llm(store, llm, report) if changed else None
     wordings: dict[str, Wording] = {}
     statuses = dict(store.con.execute("SELECT goal_id, status FROM goals").fetchall())  # refinement changes none
@@ -102,8 +104,10 @@ def refine_clusters(
             reads=reads,
         )
         looked_at.append((cluster.key, cluster.signature))
+    report.clusters_left += [c.key for c in later]
     if not dry_run:
         mark_refined(store, looked_at, [c.key for c in clusters])
+        carry(store, report.clusters_left)
     count = ReadCount()
     if store.config.lessons.enabled and budget.time_left():
         _refine_intents(
@@ -291,7 +295,7 @@ def _refine_environments(
     """Per (agent, repository) of coding-agent runs, the environment rules over every run's commands
     whatever their records' state (only the sessions that changed are read again: runs_read.py);
     rewritten only when the project's commands or results changed."""
-    from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, environment_drafts, settled_ids
+    from .environment import PROJECT_MIN_RUNS, SESSION_SILENT, calls_cluster, environment_drafts, settled_ids
     from .fixes import fix_drafts, shared_fix_drafts
 
     # a run ends with an outcome, or by falling silent: a coding assistant's session rarely reports one
@@ -304,7 +308,7 @@ def _refine_environments(
     min_runs = min(store.config.refine.min_support, PROJECT_MIN_RUNS)
     by_project = project_commands(store, count, full=full, dry_run=dry_run)
     for (agent, repo), calls in sorted(by_project.items()):
-        cluster = _calls_cluster(f"environment:{repo}", agent, calls, resolved)
+        cluster = calls_cluster(f"environment:{repo}", agent, calls, resolved)
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
@@ -326,19 +330,12 @@ def _refine_environments(
     for agent in agents:
         mine = {repo: calls for (a, repo), calls in by_project.items() if a == agent}
         every = [c for calls in mine.values() for c in calls]
-        cluster = _calls_cluster("recovery:any project", agent, every, resolved)
+        cluster = calls_cluster("recovery:any project", agent, every, resolved)
         if cluster.signature in stored.get(cluster.key, set()):
             report.clusters_unchanged += 1
             continue
         drafts = shared_fix_drafts(mine, resolved=resolved, min_runs=min_runs)
         _write_drafts(store, cluster, drafts, report, run_id=run_id, dry_run=dry_run, now=now)
-
-
-def _calls_cluster(key: str, agent: str, calls: list["Call"], resolved: set[str]) -> ClusterInput:
-    """A project's commands as one cluster, whose signature changes when a command, its result or its
-    run's outcome does (so the rules are rewritten only then)."""
-    signature = units.signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls])
-    return ClusterInput(key, agent, signature, [c.call_id for c in calls])
 
 
 def _write_drafts(

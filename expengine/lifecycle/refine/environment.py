@@ -30,6 +30,8 @@ from typing import Any, Iterable
 
 from ...query.projects import project_of
 from ...store.db import json_meta
+from ...store.units import signature_of
+from .inputs import ClusterInput
 from .templates import Draft, wilson_lower_bound
 
 _TEST_PROGRAM = re.compile(r"test|^(jest|vitest|rspec|phpunit|tox|nox|mocha|ava|karma)$", re.IGNORECASE)
@@ -348,3 +350,10 @@ def settled_ids(records: Iterable[dict[str, Any]], ended: set[str]) -> list[str]
             or (r["kind"] == "tool_result" and not r.get("tool_error") and len(r.get("text") or "") > LONG_OUTPUT_CHARS)
         )
     ]
+
+
+def calls_cluster(key: str, agent: str, calls: list["Call"], resolved: set[str]) -> ClusterInput:
+    """A project's commands as one cluster, whose signature changes when a command, its result or its
+    run's outcome does (so the rules are rewritten only then)."""
+    signature = signature_of([f"{c.call_id}:{c.error is None}:{c.run in resolved}" for c in calls])
+    return ClusterInput(key, agent, signature, [c.call_id for c in calls])

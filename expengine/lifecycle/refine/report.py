@@ -45,4 +45,5 @@ class RefineReport(Result):
             f"{self.clusters_refined} of {self.clusters_total} clusters refined: {self.units_written} units written "
             f"({by_model} worded by the model), {self.units_merged} merged, {self.units_superseded} superseded; "
             f"{self.archiving} sources to archive after the observation window, {self.dormant} asleep, {self.routine_asleep} routine calls asleep"
+            + (f"; {len(self.clusters_left)} changed clusters left for the next night" if self.clusters_left else "")
         )
