@@ -138,3 +138,14 @@ def test_a_table_lacking_a_filter_column_is_searched_by_lancedb(index):
     index.table(MEMORIES).drop_columns(["user"])  # a read-only store's table made before `user` was added
     index._written(MEMORIES)
     assert index.held_memories() is None
+
+
+def test_a_warm_engine_holds_the_memories_again_after_the_store_is_reopened(engine_on):
+    """A restore reopens the store's index; a warmed server keeps searching the memories in memory."""
+    engine = engine_on()
+    engine.warm()
+    with engine.session() as store:
+        assert store.index.held_memories() is not None
+        store.reopen()
+        assert store.index.holds_memories()
+        assert store.index.held_memories() is not None

@@ -116,6 +116,11 @@ class Index:
             return None
         return self._held.current(name, dataset, self._versions(name))
 
+    def holds_memories(self, *, start: bool = False) -> bool:
+        """Whether this process searches the memories' rows held in memory (`held_memories`); `start`: from
+        the next search on, reading nothing now."""
+        return self._held.holding(start)
+
     def held_memories(self, *, hold: bool = False) -> HeldFragments | None:
         """The memories' rows in memory (`HeldTables.memories`) from the first call with `hold` on (made when
         a process warms up: a one-off query would read them for its one search); None for a remote table."""

@@ -112,13 +112,16 @@ class Store:
             self.con = None  # type: ignore[assignment]
 
     def reopen(self) -> None:
-        """Reconnect after the files were replaced underneath (a snapshot restore)."""
+        """Reconnect after the files were replaced underneath (a snapshot restore). A process that held
+        the memories' rows (a warmed server) holds the restored ones from its next search on."""
+        held = self.index.holds_memories()
         self.close()
         self.con = open_database(
             self.dir / DB_FILE, read_only=self.read_only, host=self._host, row_group_rows=self._row_group_rows
         )
         self.index = store_index(self.dir, self.config)
         self.index.tokenizer = self.text_tokenizer
+        self.index.holds_memories(start=held)
         self.embeddings = EmbeddingCache(
             self.con, self.embedder, self.embeddings.memo, self.index, recent=self.recent_vectors
         )
