@@ -228,10 +228,9 @@ class OnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # ONNX Runtime's arena keeps the buffers of the largest run seen, which `RUN_TOKENS` bounds (peak
-        # RSS 180 MB against 163 without it, on the sample logs' 600 longest texts); without it every
-        # buffer was a fresh mapping of zeroed pages, and short records took ~40% more CPU (2.9 against
-        # 4.2-4.8 CPU s per 1,000, load 9). glibc still returns the large buffers others free.
+        # memory follows the run, not the largest one seen: ONNX Runtime's arena kept every padded length's
+        # buffers, and glibc kept what the runtime freed (a 3 MB session's ingest peaked at 1.2 GB)
+        options.enable_cpu_mem_arena = False
         _return_freed_memory()
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
@@ -245,17 +244,15 @@ class OnnxEmbedder:
             seq = SEQ_TOKENS
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(seq)
-        self._tokenizer.no_padding()  # `_run` pads each run to its longest text
+        pad = self._tokenizer.padding or {}
+        self._tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    def _run(self, tokens: list[list[int]]) -> np.ndarray:
-        """One model run over token ids, padded to the longest of them."""
-        ids = np.zeros((len(tokens), max(map(len, tokens))), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, said in enumerate(tokens):
-            ids[row, : len(said)] = said
-            mask[row, : len(said)] = 1
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encoded = self._tokenizer.encode_batch([t[:HEAD_CHARS] for t in texts])
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
         weights = mask[..., None].astype(np.float32)
@@ -265,11 +262,9 @@ class OnnxEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        tokens = [e.ids for e in self._tokenizer.encode_batch([t[:HEAD_CHARS] for t in texts])]
-        # most tokens first: runs of like lengths pad least (by characters, 18% of short records' tokens
-        # were padding)
-        order = sorted(range(len(texts)), key=lambda i: -len(tokens[i]))
-        batches = _batches([tokens[i] for i in order], self.batch_size)
+        # longest first, as sentence-transformers does: batches of like lengths pad least
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        batches = _batches([texts[i] for i in order], self.batch_size)
         if len(batches) > 1 and self.threads > 1:
             with self._pool_lock:
                 if self._pool is None:
@@ -282,15 +277,19 @@ class OnnxEmbedder:
         return vectors
 
 
-def _batches(tokens: list[list[int]], size: int) -> list[list[list[int]]]:
-    """Token ids (longest first) in runs of at most `size` texts and `RUN_TOKENS` padded tokens."""
-    out: list[list[list[int]]] = []
-    for said in tokens:
-        if out and len(out[-1]) < size and (len(out[-1]) + 1) * len(out[-1][0]) <= RUN_TOKENS:
-            out[-1].append(said)
+def _batches(texts: list[str], size: int) -> list[list[str]]:
+    """Texts (longest first) in runs of at most `size` and about RUN_TOKENS padded tokens (4 chars a token)."""
+    out: list[list[str]] = []
+    for text in texts:
+        if out and len(out[-1]) < size and (len(out[-1]) + 1) * _tokens(out[-1][0]) <= RUN_TOKENS:
+            out[-1].append(text)
         else:
-            out.append([said])
+            out.append([text])
     return out
+
+
+def _tokens(text: str) -> int:
+    return min(SEQ_TOKENS, len(text) // 4 + 2)
 
 
 def _return_freed_memory() -> None:
